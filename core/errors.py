@@ -1,0 +1,148 @@
+"""Typed errors of the core library.
+
+Every error carries a short ``title`` (the area) and a human message. The CLI prints
+``str(error)`` on one line and exits 2; the app shows it in a modal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class InspectorError(Exception):
+    """Base of every error the core raises on purpose.
+
+    ``title`` names the area ("format", "canonicalization", ...); ``str(err)`` is the
+    one-line message a user reads.
+    """
+
+    title = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class CanonicalizationError(InspectorError, ValueError):
+    """A value has no deterministic RFC 8785 canonical form.
+
+    Raised for NaN, ±Infinity, integers outside ±(2**53 - 1) (RFC 8785 §3.2.2.3 via
+    I-JSON, RFC 7493 §2.2), lone surrogates, bytes, sets, non-string object keys and
+    arbitrary objects. ``path`` is the JSON Pointer (RFC 6901) of the offending value.
+    """
+
+    title = "canonicalization"
+
+    def __init__(self, reason: str, path: str = "") -> None:
+        self.reason = reason
+        self.path = path
+        where = path or "/"
+        super().__init__(f"cannot canonicalize value at {where}: {reason}")
+
+
+class FormatError(InspectorError, ValueError):
+    """A recording was rejected rather than misread.
+
+    ``file`` is the path (or ``"<bytes>"``/``"<dict>"``), ``record`` the record index
+    (``None`` for the header), ``path`` a JSON Pointer (RFC 6901) inside the document,
+    ``reason`` the cause. ``str()`` joins them: ``FILE: record 3 (/records/3/seq): reason``.
+    """
+
+    title = "format"
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        file: str | None = None,
+        record: int | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.file = file
+        self.record = record
+        self.path = path
+        self.line = line
+        self.column = column
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        where: list[str] = []
+        if self.line is not None:
+            where.append(f"line {self.line}, column {self.column}")
+        if self.record is not None:
+            where.append(f"record {self.record}")
+        if self.path:
+            where.append(self.path)
+        place = " at " + ", ".join(where) if where else ""
+        return f"{self.file or '<input>'}{place}: {self.reason}"
+
+    def with_file(self, file: str) -> "FormatError":
+        """Return a copy naming ``file`` (used when a lower layer did not know it)."""
+        return FormatError(
+            self.reason, file=file, record=self.record, path=self.path,
+            line=self.line, column=self.column,
+        )
+
+
+class ReplayMismatch(InspectorError, LookupError):
+    """A replayed call found no recorded answer.
+
+    ``kind`` is ``"tool"`` or ``"model"``, ``key`` the canonical key, ``recorded`` the
+    number of recorded interactions of that kind, ``reason`` is ``"exhausted"`` (the key
+    was recorded but every answer was consumed) or ``"missing"`` (never recorded).
+    """
+
+    title = "replay mismatch"
+
+    def __init__(self, kind: str, key: str, recorded: int, reason: str, detail: str = "") -> None:
+        self.kind = kind
+        self.key = key
+        self.recorded = recorded
+        self.reason = reason
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"no recorded {kind} answer for key {key}: {reason}{extra}; "
+            f"{recorded} {kind} interaction(s) recorded"
+        )
+
+
+class PolicyDenied(InspectorError, PermissionError):
+    """A tool call was refused by authorization, approval or budget (live or replayed)."""
+
+    title = "policy"
+
+    def __init__(self, tool: str, reason: str) -> None:
+        self.tool = tool
+        self.reason = reason
+        super().__init__(f"tool {tool!r} denied: {reason}")
+
+
+class BranchError(InspectorError):
+    """A branch or intervention is invalid against its base."""
+
+    title = "branch"
+
+
+class FixtureError(InspectorError):
+    """A fixture or requirement operation failed."""
+
+    title = "fixture"
+
+
+class WorkspaceError(InspectorError):
+    """The workspace database could not be opened or written."""
+
+    title = "workspace"
+
+
+class SourceImportError(InspectorError):
+    """A source file could not be imported by any importer (see ``attempts``)."""
+
+    title = "import"
+
+    def __init__(self, message: str, attempts: dict[str, str] | None = None) -> None:
+        self.attempts: dict[str, Any] = attempts or {}
+        super().__init__(message)

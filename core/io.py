@@ -1,0 +1,320 @@
+"""Loading and saving recordings (orjson), with verification.
+
+Loading (:func:`load_recording`, :func:`loads_recording`, :func:`recording_from_dict`):
+
+1. parse with orjson — malformed JSON is a :class:`FormatError` with line and column;
+   a document that ends early is reported as *truncated*;
+2. detect the format version and migrate older layouts (:mod:`core.migrate`);
+3. validate against the pydantic models (unknown kind, missing field, wrong type → the
+   record index and JSON Pointer of the value);
+4. check ``seq`` strictly increasing and no ``tool_call_id`` answered twice in one run;
+5. canonicalize every record (RFC 8785) and verify ``digest`` when present;
+6. with ``verify_keys`` (default), recompute every canonical key and compare.
+
+Saving (:func:`save_recording`) redacts by field name (and with an optional
+:class:`~core.redaction.SecretRedactor`), recomputes keys of anything redacted, writes
+the digest, and replaces the file atomically: temp file in the same folder, fsync,
+``os.replace``, fsync of the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from .canonical import canonical_json
+from .errors import CanonicalizationError, FormatError
+from .migrate import migrate
+from .recording import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ModelRecord,
+    Record,
+    Recording,
+    SessionInfo,
+    ToolRecord,
+)
+from .redaction import SecretRedactor, redact
+
+_RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
+
+
+def _pointer(loc: tuple[Any, ...]) -> str:
+    parts = []
+    for p in loc:
+        parts.append(str(p).replace("~", "~0").replace("/", "~1"))
+    return "/" + "/".join(parts) if parts else "/"
+
+
+def _describe(err: dict[str, Any]) -> str:
+    typ = err.get("type", "")
+    if typ == "missing":
+        return f"missing required field {err['loc'][-1]!r}" if err.get("loc") else "missing required field"
+    if typ == "extra_forbidden":
+        return f"unknown field {err['loc'][-1]!r}"
+    if typ == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        return f"unknown record kind {ctx.get('tag')!r} (expected one of {ctx.get('expected_tags')})"
+    if typ == "union_tag_not_found":
+        return "record has no 'kind'"
+    got = err.get("input")
+    shown = repr(got)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{err.get('msg', 'invalid value')} (got {shown})"
+
+
+def _validation_to_format_error(exc: ValidationError, source: str, record_offset: int | None) -> FormatError:
+    err = exc.errors(include_url=False)[0]
+    loc = list(err.get("loc", ()))
+    record = None
+    if record_offset is not None:
+        # loc is inside one record: (kind-tag, field, ...)
+        record = record_offset
+        if loc and loc[0] in ("tool", "model", "interrupt", "snapshot", "lifecycle"):
+            loc = loc[1:]
+        loc = ["records", record, *loc]
+    elif len(loc) >= 2 and loc[0] == "records" and isinstance(loc[1], int):
+        record = loc[1]
+        if len(loc) >= 3 and loc[2] in ("tool", "model", "interrupt", "snapshot", "lifecycle"):
+            del loc[2]
+    more = len(exc.errors()) - 1
+    reason = _describe(err) + (f" (and {more} more problem(s))" if more > 0 else "")
+    return FormatError(reason, file=source, record=record, path=_pointer(tuple(loc)))
+
+
+def parse_json(data: bytes | str, *, source: str) -> Any:
+    """Parse JSON bytes; raise :class:`FormatError` with line/column (or *truncated*)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raw = data.encode() if isinstance(data, str) else data
+        tail = raw.rstrip()
+        pos = exc.pos
+        if not tail:
+            raise FormatError("file is empty", file=source) from None
+        if pos >= len(tail) or "EOF" in exc.msg or "unexpected end" in exc.msg.lower():
+            reason = f"truncated JSON: the document ends early ({exc.msg})"
+        else:
+            reason = f"malformed JSON: {exc.msg}"
+        raise FormatError(reason, file=source, line=exc.lineno, column=exc.colno) from None
+
+
+def _records_digest(raw_records: list[Any], source: str) -> str:
+    try:
+        return "sha256:" + hashlib.sha256(canonical_json(raw_records)).hexdigest()
+    except CanonicalizationError as exc:
+        # locate the record for the message: path is /<index>/...
+        parts = exc.path.split("/")
+        record = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+        raise FormatError(
+            f"value cannot be canonicalized: {exc.reason}",
+            file=source,
+            record=record,
+            path="/records" + exc.path,
+        ) from None
+
+
+def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool = True) -> Recording:
+    """Validate (and migrate) a parsed JSON document into a :class:`Recording`.
+
+    Raises:
+        FormatError: any of the cases listed in the module docstring.
+    """
+    doc, _original = migrate(obj, source=source)
+    raw_records = doc.get("records")
+    if not isinstance(raw_records, list):
+        raise FormatError("'records' must be an array", file=source, path="/records")
+    header = {k: v for k, v in doc.items() if k != "records"}
+    try:
+        shell = Recording.model_validate(header)
+    except ValidationError as exc:
+        raise _validation_to_format_error(exc, source, None) from None
+
+    records = []
+    validate = _RECORD_ADAPTER.validate_python
+    prev_seq = -1
+    answered: dict[tuple[str | None, str], int] = {}
+    for i, raw in enumerate(raw_records):
+        try:
+            rec = validate(raw)
+        except ValidationError as exc:
+            raise _validation_to_format_error(exc, source, i) from None
+        if rec.seq <= prev_seq:
+            raise FormatError(
+                f"seq {rec.seq} does not increase (previous record has seq {prev_seq})",
+                file=source, record=i, path=f"/records/{i}/seq",
+            )
+        prev_seq = rec.seq
+        if type(rec) is ToolRecord and rec.tool_call_id:
+            k = (rec.run_id, rec.tool_call_id)
+            if k in answered:
+                raise FormatError(
+                    f"tool_call_id {rec.tool_call_id!r} is answered twice (records {answered[k]} and {i})",
+                    file=source, record=i, path=f"/records/{i}/tool_call_id",
+                )
+            answered[k] = i
+        records.append(rec)
+
+    digest = _records_digest(raw_records, source)
+    if shell.digest is not None and shell.digest != digest:
+        raise FormatError(
+            f"digest mismatch: header says {shell.digest}, records hash to {digest} "
+            "(the file was changed or corrupted after it was saved)",
+            file=source, path="/digest",
+        )
+    if verify_keys:
+        verify_record_keys(records, source=source)
+    shell.records = records
+    shell.digest = digest
+    return shell
+
+
+def verify_record_keys(records: list[Any], *, source: str) -> None:
+    """Recompute each tool/model key and compare. Raises :class:`FormatError`."""
+    for i, rec in enumerate(records):
+        if type(rec) is ToolRecord or type(rec) is ModelRecord:
+            if rec.key is None:
+                continue
+            try:
+                expected = rec.compute_key()
+            except CanonicalizationError as exc:
+                field = "arguments" if type(rec) is ToolRecord else "request"
+                raise FormatError(
+                    f"value cannot be canonicalized: {exc.reason}",
+                    file=source, record=i, path=f"/records/{i}/{field}{exc.path}",
+                ) from None
+            if expected != rec.key:
+                raise FormatError(
+                    f"key {rec.key} does not match the canonical key of the call ({expected})",
+                    file=source, record=i, path=f"/records/{i}/key",
+                )
+
+
+def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: bool = True) -> Recording:
+    """Parse and verify a recording from bytes. Raises :class:`FormatError`."""
+    return recording_from_dict(parse_json(data, source=source), source=source, verify_keys=verify_keys)
+
+
+def load_recording(path: str | os.PathLike[str], *, verify_keys: bool = True) -> Recording:
+    """Read, parse, migrate and verify the recording at ``path``.
+
+    Raises:
+        FormatError: unreadable file, or any validation failure (names the file).
+    """
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FormatError("no such file", file=source) from None
+    except IsADirectoryError:
+        raise FormatError("is a directory, not a recording file", file=source) from None
+    except OSError as exc:
+        raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+    return loads_recording(data, source=source, verify_keys=verify_keys)
+
+
+def redact_recording(rec: Recording, redactor: SecretRedactor | None = None) -> int:
+    """Redact ``rec`` in place by field name (and ``redactor``); return records changed.
+
+    Tool records whose result was scrubbed get ``result.redacted = True``; keys of
+    changed records are recomputed on the redacted values.
+    """
+    changed_count = 0
+    new_meta, meta_changed = redact(rec.metadata, redactor)
+    if meta_changed:
+        rec.metadata = new_meta
+    for i, r in enumerate(rec.records):
+        obj = r.to_json_obj()
+        new, changed = redact(obj, redactor)
+        if not changed:
+            continue
+        changed_count += 1
+        if obj.get("kind") == "tool" and new.get("result") != obj.get("result"):
+            new["result"]["redacted"] = True
+        nr = _RECORD_ADAPTER.validate_python(new)
+        if isinstance(nr, (ToolRecord, ModelRecord)) and nr.key is not None:
+            try:
+                nr.key = nr.compute_key()
+            except CanonicalizationError:
+                pass
+        rec.records[i] = nr
+    return changed_count
+
+
+def recording_to_dict(rec: Recording) -> dict[str, Any]:
+    """The saved form: header fields, records (``None`` omitted) and the digest."""
+    records = [r.to_json_obj() for r in rec.records]
+    digest = "sha256:" + hashlib.sha256(canonical_json(records)).hexdigest()
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "metadata": rec.metadata,
+        "session": rec.session.to_json_obj(),
+        "digest": digest,
+        "records": records,
+    }
+
+
+def dumps_recording(rec: Recording, *, indent: bool = False) -> bytes:
+    """Serialize as saved. Raises :class:`CanonicalizationError` for non-JSON values."""
+    opt = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps(recording_to_dict(rec), option=opt)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename.
+
+    A crash at any moment leaves either the old file or the new one, never a mix.
+    """
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def save_recording(
+    rec: Recording,
+    path: str | os.PathLike[str],
+    *,
+    redactor: SecretRedactor | None = None,
+    indent: bool = False,
+) -> str:
+    """Redact, then write ``rec`` atomically with a fresh digest; return the digest.
+
+    Raises:
+        CanonicalizationError: a record holds a value with no canonical JSON form.
+    """
+    redact_recording(rec, redactor)
+    if rec.session is None:
+        rec.session = SessionInfo()
+    doc = recording_to_dict(rec)
+    atomic_write_bytes(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0))
+    rec.digest = doc["digest"]
+    return doc["digest"]

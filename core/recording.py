@@ -1,0 +1,345 @@
+"""The recording model (format version 1): header plus ordered records.
+
+Shapes follow SPEC "Recording format"; every field is documented in ``docs/format.md``
+and the JSON Schema generated from these models is committed at
+``core/schema/recording.schema.json``.
+
+Records are a discriminated union on ``kind``: :class:`ToolRecord`,
+:class:`ModelRecord`, :class:`InterruptRecord`, :class:`SnapshotRecord`,
+:class:`LifecycleRecord`. Loading and saving live in :mod:`core.io`; this module only
+knows shapes and derived values (keys).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .canonical import model_key, normalize_stop, tool_key
+
+FORMAT_NAME = "chassis.replay"
+FORMAT_VERSION = 1
+
+RECORD_KINDS = ("tool", "model", "interrupt", "snapshot", "lifecycle")
+LIFECYCLE_EVENTS = (
+    "plugin.mount",
+    "plugin.unmount",
+    "generation.publish",
+    "generation.draining",
+    "generation.retired",
+    "harness.shutdown",
+)
+STANDARD_ROLES = ("system", "user", "assistant", "tool")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """JSON-ready dict with ``None`` fields omitted (the saved form)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class ToolCall(_Model):
+    """A tool call requested by an assistant message.
+
+    ``arguments`` is normally a JSON object; an importer that met arguments that are not
+    an object keeps them raw (any JSON value) and says so in ``raw_arguments``.
+    """
+
+    id: str
+    name: str
+    arguments: Any = Field(default_factory=dict)
+    raw_arguments: bool | None = None
+
+
+class ChatMessage(_Model):
+    """One chat message.
+
+    ``role`` is one of ``system|user|assistant|tool``; a role outside those (e.g.
+    mini-swe-agent's ``exit``) is kept as written and shown as "other" by the app.
+    ``content`` is a string, a list of content parts (objects with a ``type``), or
+    ``None``.
+    """
+
+    role: str
+    content: str | list[Any] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @property
+    def text(self) -> str:
+        """Plain text of ``content`` (text parts joined; other parts skipped)."""
+        c = self.content
+        if c is None:
+            return ""
+        if isinstance(c, str):
+            return c
+        out = []
+        for part in c:
+            if isinstance(part, dict):
+                if part.get("type") in (None, "text") and isinstance(part.get("text"), str):
+                    out.append(part["text"])
+            elif isinstance(part, str):
+                out.append(part)
+        return "\n".join(out)
+
+
+class Usage(_Model):
+    """Token usage of one model call (counts of tokens)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ErrorInfo(_Model):
+    """An error: ``type`` (e.g. ``timeout``, ``ValueError``) and a ``message``."""
+
+    type: str
+    message: str = ""
+
+
+# --------------------------------------------------------------------------- records
+
+
+class RecordBase(_Model):
+    """Fields every record has: ``seq`` (0-based, strictly increasing), optional ``at``
+    (RFC 3339 timestamp), ``run_id``, ``generation_id``, ``replayed``, ``live_fallback``."""
+
+    seq: int = Field(ge=0)
+    at: str | None = None
+    run_id: str | None = None
+    generation_id: str | None = None
+    replayed: bool = False
+    live_fallback: bool = False
+
+    @field_validator("at")
+    @classmethod
+    def _rfc3339(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            datetime.fromisoformat(v.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{v!r} is not an RFC 3339 timestamp") from None
+        return v
+
+    @property
+    def at_datetime(self) -> datetime | None:
+        """``at`` parsed, or ``None``."""
+        if self.at is None:
+            return None
+        return datetime.fromisoformat(self.at.replace("Z", "+00:00"))
+
+
+class ToolResult(_Model):
+    """The outcome of a tool call: ``content`` (any JSON), ``artifact`` (any JSON),
+    ``error`` (``None`` or :class:`ErrorInfo`), ``redacted`` (something was scrubbed)."""
+
+    content: Any = None
+    artifact: Any = None
+    error: ErrorInfo | None = None
+    redacted: bool = False
+
+
+class ToolRecord(RecordBase):
+    """A tool call at the execution boundary. ``key`` = ``tool_key(tool, arguments)``;
+    ``key`` is ``None`` only for imported calls whose identity cannot be canonicalized."""
+
+    kind: Literal["tool"] = "tool"
+    key: str | None = None
+    tool: str
+    arguments: Any = Field(default_factory=dict)
+    tool_call_id: str | None = None
+    result: ToolResult = Field(default_factory=ToolResult)
+    duration_seconds: float | None = None
+
+    def compute_key(self) -> str:
+        """Recompute the canonical key from ``tool`` and ``arguments``."""
+        return tool_key(self.tool, self.arguments)
+
+    @property
+    def is_error(self) -> bool:
+        return self.result.error is not None
+
+
+class ModelRequest(_Model):
+    """What was sent to a model: ``messages``, ``tools`` (schemas), ``stop`` (normalized:
+    de-duplicated, sorted) and ``options`` (temperature, tool choice, structured output,
+    provider options, ...)."""
+
+    messages: list[ChatMessage] = Field(default_factory=list)
+    tools: list[Any] = Field(default_factory=list)
+    stop: list[str] = Field(default_factory=list)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _normalize_stop(cls, v: Any) -> Any:
+        if v is None or isinstance(v, str):
+            return normalize_stop(v)
+        if isinstance(v, list) and all(isinstance(s, str) for s in v):
+            return normalize_stop(v)
+        return v
+
+    def identity(self) -> dict[str, Any]:
+        """The parts of the request that the model key covers, as JSON."""
+        return {
+            "messages": [m.to_json_obj() for m in self.messages],
+            "tools": self.tools,
+            "stop": normalize_stop(self.stop),
+            "options": self.options,
+        }
+
+
+class ModelResponse(_Model):
+    """What a model answered: ``message``, ``finish_reason``, ``usage``."""
+
+    message: ChatMessage
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+class ModelRecord(RecordBase):
+    """A model call through a wrapped model. ``key`` = ``model_key(model, request)``."""
+
+    kind: Literal["model"] = "model"
+    key: str | None = None
+    model: str
+    request: ModelRequest = Field(default_factory=ModelRequest)
+    response: ModelResponse | None = None
+    duration_seconds: float | None = None
+    error: ErrorInfo | None = None
+
+    def compute_key(self) -> str:
+        """Recompute the canonical key from ``model`` and ``request``."""
+        return model_key(self.model, self.request)
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+
+class InterruptRecord(RecordBase):
+    """The run paused on an interrupt; ``value`` is what it paused with (attribution only)."""
+
+    kind: Literal["interrupt"] = "interrupt"
+    value: Any = None
+
+
+class SnapshotRecord(RecordBase):
+    """Runtime composition at a generation publication: ``composition`` holds
+    ``plugins``, ``tools``, ``capabilities`` (attribution only)."""
+
+    kind: Literal["snapshot"] = "snapshot"
+    composition: dict[str, Any] = Field(default_factory=dict)
+
+
+class LifecycleRecord(RecordBase):
+    """A harness lifecycle event (attribution only)."""
+
+    kind: Literal["lifecycle"] = "lifecycle"
+    event: Literal[
+        "plugin.mount",
+        "plugin.unmount",
+        "generation.publish",
+        "generation.draining",
+        "generation.retired",
+        "harness.shutdown",
+    ]
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+Record = Annotated[
+    Union[ToolRecord, ModelRecord, InterruptRecord, SnapshotRecord, LifecycleRecord],
+    Field(discriminator="kind"),
+]
+
+
+class SessionInfo(_Model):
+    """How the recording was produced: ``mode`` (live|record|replay), ``fallback``
+    (error|live), ``created_at`` (RFC 3339), ``producer`` (e.g. ``chassis-inspector 0.9.0``)."""
+
+    mode: Literal["live", "record", "replay"] = "record"
+    fallback: Literal["error", "live"] = "error"
+    created_at: str | None = None
+    producer: str | None = None
+
+
+class Recording(_Model):
+    """A recording: header + ordered records (format ``chassis.replay`` version 1).
+
+    Load with :meth:`load` (path), :meth:`loads` (bytes) or :meth:`from_dict`; save with
+    :meth:`save` (atomic, writes ``digest``). All raise/return as documented in
+    :mod:`core.io`.
+    """
+
+    format: Literal["chassis.replay"] = FORMAT_NAME
+    format_version: Literal[1] = FORMAT_VERSION
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    session: SessionInfo = Field(default_factory=SessionInfo)
+    records: list[Record] = Field(default_factory=list)
+    digest: str | None = None
+
+    # -- io (implemented in core.io; thin wrappers for the curated API) -----------------
+
+    @classmethod
+    def load(cls, path: Any, *, verify_keys: bool = True) -> "Recording":
+        """Load and verify a recording file (migrating older versions). Raises FormatError."""
+        from .io import load_recording
+
+        return load_recording(path, verify_keys=verify_keys)
+
+    @classmethod
+    def loads(cls, data: bytes | str, *, source: str = "<bytes>", verify_keys: bool = True) -> "Recording":
+        """Parse and verify a recording from bytes. Raises FormatError."""
+        from .io import loads_recording
+
+        return loads_recording(data, source=source, verify_keys=verify_keys)
+
+    @classmethod
+    def from_dict(cls, obj: Any, *, source: str = "<dict>", verify_keys: bool = True) -> "Recording":
+        """Validate (and migrate) a parsed JSON document. Raises FormatError."""
+        from .io import recording_from_dict
+
+        return recording_from_dict(obj, source=source, verify_keys=verify_keys)
+
+    def save(self, path: Any) -> str:
+        """Write atomically (temp file, fsync, rename) with a fresh digest; return it."""
+        from .io import save_recording
+
+        return save_recording(self, path)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as saved (with the digest of the current records)."""
+        from .io import recording_to_dict
+
+        return recording_to_dict(self)
+
+    def dumps(self) -> bytes:
+        """The document as saved, as bytes."""
+        from .io import dumps_recording
+
+        return dumps_recording(self)
+
+    # -- derived views --------------------------------------------------------------------
+
+    def counts_by_kind(self) -> dict[str, int]:
+        """``{kind: count}`` for every kind (zeros included)."""
+        counts = dict.fromkeys(RECORD_KINDS, 0)
+        for r in self.records:
+            counts[r.kind] += 1
+        return counts
+
+    def first_error(self) -> ToolRecord | ModelRecord | None:
+        """The first tool or model record carrying an error, or ``None``."""
+        for r in self.records:
+            if isinstance(r, (ToolRecord, ModelRecord)) and r.is_error:
+                return r
+        return None

@@ -1,0 +1,140 @@
+"""Commands on recording files: ``validate``, ``info``, ``migrate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from core.errors import FormatError
+from core.io import atomic_write_bytes, parse_json, recording_to_dict, recording_from_dict
+from core.migrate import detect_version
+from core.recording import ModelRecord, Recording, ToolRecord
+
+from .common import echo_err, load_any, print_json
+
+
+def recording_summary(rec: Recording) -> dict[str, Any]:
+    """The facts ``info`` prints: version, metadata, counts, models, tools, runs, first error."""
+    models: dict[str, int] = {}
+    tools: dict[str, int] = {}
+    runs: list[str] = []
+    seen_runs: set[str] = set()
+    tokens_in = tokens_out = 0
+    for r in rec.records:
+        if r.run_id and r.run_id not in seen_runs:
+            seen_runs.add(r.run_id)
+            runs.append(r.run_id)
+        if isinstance(r, ModelRecord):
+            models[r.model] = models.get(r.model, 0) + 1
+            if r.response and r.response.usage:
+                tokens_in += r.response.usage.input_tokens
+                tokens_out += r.response.usage.output_tokens
+        elif isinstance(r, ToolRecord):
+            tools[r.tool] = tools.get(r.tool, 0) + 1
+    first = rec.first_error()
+    first_error = None
+    if first is not None:
+        err = first.result.error if isinstance(first, ToolRecord) else first.error
+        first_error = {
+            "seq": first.seq,
+            "kind": first.kind,
+            "name": first.tool if isinstance(first, ToolRecord) else first.model,
+            "type": err.type if err else None,
+            "message": err.message if err else None,
+        }
+    return {
+        "format": rec.format,
+        "format_version": rec.format_version,
+        "digest": rec.digest,
+        "session": rec.session.to_json_obj(),
+        "metadata": rec.metadata,
+        "records": len(rec.records),
+        "counts": rec.counts_by_kind(),
+        "models": models,
+        "tools": tools,
+        "run_ids": runs,
+        "tokens": {"input": tokens_in, "output": tokens_out},
+        "first_error": first_error,
+    }
+
+
+def _short(v: Any, n: int = 100) -> str:
+    s = v if isinstance(v, str) else orjson.dumps(v).decode()
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def validate(
+        files: Annotated[list[Path], typer.Argument(help="Recording files to check.")],
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
+    ) -> None:
+        """Check recordings fully (format, version, digest, keys). Exit 0 if all valid, 2 if not."""
+        bad = 0
+        for f in files:
+            try:
+                rec = load_any(f)
+            except FormatError as exc:
+                echo_err(str(exc))
+                bad += 1
+                continue
+            if not quiet:
+                typer.echo(f"{f}: ok (format version {rec.format_version}, {len(rec.records)} records, {rec.digest})")
+        if bad:
+            raise typer.Exit(2)
+
+    @app.command()
+    def info(
+        file: Annotated[Path, typer.Argument(help="Recording to describe.")],
+        json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """Summarize a recording: version, metadata, counts by kind, models, tools, runs, first error."""
+        rec = load_any(file)
+        s = recording_summary(rec)
+        if json:
+            print_json({"file": str(file), **s})
+            return
+        typer.echo(f"file            {file}")
+        typer.echo(f"format          {s['format']} version {s['format_version']}")
+        typer.echo(f"digest          {s['digest']}")
+        sess = s["session"]
+        typer.echo(f"session         mode={sess.get('mode')} fallback={sess.get('fallback')}"
+                   + (f" producer={sess['producer']}" if sess.get("producer") else ""))
+        typer.echo(f"records         {s['records']}  (" + ", ".join(f"{k} {v}" for k, v in s["counts"].items()) + ")")
+        typer.echo("models          " + (", ".join(f"{k} ×{v}" for k, v in s["models"].items()) or "-"))
+        typer.echo("tools           " + (", ".join(f"{k} ×{v}" for k, v in s["tools"].items()) or "-"))
+        typer.echo(f"tokens          input {s['tokens']['input']}, output {s['tokens']['output']}")
+        typer.echo("run ids         " + (", ".join(s["run_ids"]) or "-"))
+        fe = s["first_error"]
+        if fe:
+            typer.echo(f"first error     seq {fe['seq']} {fe['kind']} {fe['name']}: {fe['type']}: {_short(fe['message'])}")
+        else:
+            typer.echo("first error     none")
+        if s["metadata"]:
+            typer.echo("metadata")
+            for k, v in s["metadata"].items():
+                typer.echo(f"  {k:<14}{_short(v)}")
+
+    @app.command()
+    def migrate(
+        old: Annotated[Path, typer.Argument(help="Recording in an older format version.")],
+        output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the current version.")],
+        force: Annotated[bool, typer.Option("--force", help="Overwrite OUTPUT if it exists.")] = False,
+    ) -> None:
+        """Migrate a recording to the current format version (written atomically)."""
+        source = str(old)
+        try:
+            data = old.read_bytes()
+        except OSError as exc:
+            raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+        doc = parse_json(data, source=source)
+        version = detect_version(doc, source=source)
+        rec = recording_from_dict(doc, source=source)
+        if output.exists() and not force:
+            echo_err(f"{output} exists; pass --force to overwrite it")
+            raise typer.Exit(2)
+        atomic_write_bytes(output, orjson.dumps(recording_to_dict(rec)))
+        typer.echo(f"{old}: format version {version} → {rec.format_version}; wrote {output} ({len(rec.records)} records)")
