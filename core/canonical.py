@@ -185,13 +185,10 @@ def model_key(model: str, request: Any) -> str:
     sequences and every option — so stop order/duplicates never change the key and any
     other change does.
     """
-    if hasattr(request, "identity"):
-        identity = request.identity()
-    else:
-        identity = {
-            "messages": list(request.get("messages") or []),
-            "tools": list(request.get("tools") or []),
-            "stop": normalize_stop(request.get("stop")),
-            "options": dict(request.get("options") or {}),
-        }
+    if not hasattr(request, "identity"):
+        # validate a mapping into the model so that absent and null fields key the same
+        from .recording import ModelRequest
+
+        request = ModelRequest.model_validate(request)
+    identity = request.identity()
     return canonical_hash({"kind": "model", "model": model, **identity})

@@ -84,6 +84,8 @@ def _validation_to_format_error(exc: ValidationError, source: str, record_offset
         record = loc[1]
         if len(loc) >= 3 and loc[2] in ("tool", "model", "interrupt", "snapshot", "lifecycle"):
             del loc[2]
+    if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        loc.append("kind")
     more = len(exc.errors()) - 1
     reason = _describe(err) + (f" (and {more} more problem(s))" if more > 0 else "")
     return FormatError(reason, file=source, record=record, path=_pointer(tuple(loc)))

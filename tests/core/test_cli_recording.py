@@ -1,0 +1,85 @@
+"""CLI: validate, info, migrate — exit codes, one-line errors, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from core.recording import Recording
+from inspector.cli import main
+from tests.conftest import DATA
+
+ROOT = Path(__file__).parents[2]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "inspector", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_validate_ok_and_bad(saved, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "chassis.replay", "format_version": 7, "records": []}')
+    assert main(["validate", str(saved)]) == 0
+    assert "ok (format version 1, 6 records" in capsys.readouterr().out
+    assert main(["validate", str(saved), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"chassis-inspector: {bad} at /format_version: format version 7 is newer than this inspector supports (1)"
+
+
+def test_validate_subprocess_has_no_traceback(tmp_path):
+    bad = tmp_path / "cut.json"
+    bad.write_text('{"format": "chassis.replay", "format_version": 1, "records": [{"seq": 0, "kind": "to')
+    proc = run_cli("validate", str(bad))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "truncated" in proc.stderr and str(bad) in proc.stderr
+
+
+def test_info_text_and_json(saved, capsys):
+    assert main(["info", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "format          chassis.replay version 1" in out
+    assert "records         6  (tool 1, model 2, interrupt 1, snapshot 1, lifecycle 1)" in out
+    assert "first error     seq 3 tool ls: PermissionError: permission denied" in out
+    assert main(["info", "--json", str(saved)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["counts"] == {"tool": 1, "model": 2, "interrupt": 1, "snapshot": 1, "lifecycle": 1}
+    assert info["models"] == {"m": 2} and info["tools"] == {"ls": 1}
+    assert info["run_ids"] == ["r1"]
+    assert info["tokens"] == {"input": 60, "output": 12}
+    assert info["first_error"]["seq"] == 3 and info["first_error"]["type"] == "PermissionError"
+
+
+def test_info_missing_file(capsys, tmp_path):
+    assert main(["info", str(tmp_path / "none.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_migrate(tmp_path, capsys):
+    out = tmp_path / "new.json"
+    assert main(["migrate", str(DATA / "legacy" / "chassis-0.8.1-recording.json"), "-o", str(out)]) == 0
+    assert "format version 0 → 1" in capsys.readouterr().out
+    rec = Recording.load(out)
+    assert rec.format_version == 1 and len(rec.records) == 5
+    assert orjson.loads(out.read_bytes())["format_version"] == 1
+    # refuses to overwrite without --force
+    assert main(["migrate", str(DATA / "legacy" / "chassis-0.8.1-recording.json"), "-o", str(out)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["migrate", str(DATA / "legacy" / "chassis-0.8.1-recording.json"), "-o", str(out), "--force"]) == 0
+
+
+def test_migrate_bad_input_leaves_no_output(tmp_path, capsys):
+    src = tmp_path / "old.json"
+    src.write_text('{"chassis_version": "0.8.1", "interactions": [{"type": "warp"}]}')
+    out = tmp_path / "new.json"
+    assert main(["migrate", str(src), "-o", str(out)]) == 2
+    assert "unknown record kind 'warp'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_usage_error_exit_code(capsys):
+    assert main(["info"]) == 2
