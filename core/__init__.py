@@ -32,6 +32,7 @@ from .recording import (
     Usage,
 )
 from .redaction import REDACTED, SecretRedactor
+from .session import Harness, ReplayChatModel, ReplayFallback, ReplayMode, ReplaySession
 
 __version__ = "0.9.0"
 
@@ -44,6 +45,7 @@ __all__ = [
     "ErrorInfo",
     "FixtureError",
     "FormatError",
+    "Harness",
     "InspectorError",
     "InterruptRecord",
     "LifecycleRecord",
@@ -52,7 +54,11 @@ __all__ = [
     "ModelResponse",
     "PolicyDenied",
     "Recording",
+    "ReplayChatModel",
+    "ReplayFallback",
     "ReplayMismatch",
+    "ReplayMode",
+    "ReplaySession",
     "SecretRedactor",
     "SessionInfo",
     "SnapshotRecord",
