@@ -51,77 +51,142 @@ class _NeedsReference(Exception):
     """Internal: the fast path cannot guarantee RFC 8785 key order for this value."""
 
 
-def _prepare(value: Any, path: str) -> Any:
+def _prepare(value: Any, path: str = "") -> Any:
     """Validate ``value`` and return an orjson-ready equivalent.
 
     Floats become ``orjson.Fragment`` holding their ECMAScript form; containers are
-    rebuilt only when a descendant changed. Raises :class:`CanonicalizationError` with
-    the JSON Pointer of the first offending value.
+    rebuilt only when a descendant changed. Strings are not checked here: orjson refuses
+    lone surrogates when it serializes. Raises :class:`CanonicalizationError` with the
+    JSON Pointer (RFC 6901) of the first offending value, located by :func:`_locate`
+    only once something failed (``path`` is the pointer of ``value`` itself).
     """
+    try:
+        return _prep(value)
+    except _Invalid:
+        raise _locate(value, path) from None
+
+
+class _Invalid(Exception):
+    """Internal: some value below has no canonical form (located afterwards)."""
+
+
+def _prep(value: Any) -> Any:
     t = type(value)
-    if t is str:
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise CanonicalizationError("string contains a lone UTF-16 surrogate", path) from None
+    if t is str or t is bool or value is None:
         return value
-    if t is bool or value is None:
-        return value
-    if t is int:
-        if -_INT_MAX <= value <= _INT_MAX:
-            return value
-        raise CanonicalizationError(
-            f"integer {value} is outside the I-JSON safe range ±(2**53-1)", path
-        )
-    if t is float:
-        if math.isnan(value) or math.isinf(value):
-            raise CanonicalizationError(f"{value} is not a JSON number", path)
-        return orjson.Fragment(_es_number(value))
-    if t is dict or isinstance(value, Mapping):
-        changed = t is not dict
-        out: dict[str, Any] = {}
+    if t is dict:
+        changed = False
+        out = {}
         for k, v in value.items():
             if type(k) is not str:
-                raise CanonicalizationError(
-                    f"object key {k!r} is a {type(k).__name__}, not a string", path
-                )
-            if not k.isascii():
-                try:
-                    k.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise CanonicalizationError(
-                        "object key contains a lone UTF-16 surrogate", path
-                    ) from None
-                if max(k) >= _UTF16_ORDER_BREAK:
-                    raise _NeedsReference
-            nv = _prepare(v, f"{path}/{_escape_pointer(k)}")
+                raise _Invalid
+            if not k.isascii() and max(k) >= _UTF16_ORDER_BREAK:
+                raise _NeedsReference
+            tv = type(v)
+            if tv is str or tv is bool or v is None:
+                out[k] = v
+                continue
+            nv = _prep(v)
             if nv is not v:
                 changed = True
             out[k] = nv
         return out if changed else value
-    if t is list or t is tuple:
-        changed = t is not list
+    if t is list:
+        changed = False
         items = []
-        for i, v in enumerate(value):
-            nv = _prepare(v, f"{path}/{i}")
+        for v in value:
+            tv = type(v)
+            if tv is str or tv is bool or v is None:
+                items.append(v)
+                continue
+            nv = _prep(v)
             if nv is not v:
                 changed = True
             items.append(nv)
         return items if changed else value
+    if t is int:
+        if -_INT_MAX <= value <= _INT_MAX:
+            return value
+        raise _Invalid
+    if t is float:
+        if value != value or value in (_INF, _NINF):
+            raise _Invalid
+        return orjson.Fragment(_es_number(value))
+    if t is tuple:
+        return [_prep(v) for v in value]
+    if isinstance(value, Mapping):
+        return _prep(dict(value))
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
-        return _prepare(int(value), path)
+        return _prep(int(value))
     if isinstance(value, float):
-        return _prepare(float(value), path)
+        return _prep(float(value))
     if isinstance(value, str):
-        return _prepare(str(value), path)
+        return str(value)
+    raise _Invalid
+
+
+_INF = float("inf")
+_NINF = float("-inf")
+
+
+def _locate(value: Any, path: str) -> CanonicalizationError:
+    """Find the first value without a canonical form; return the error naming it."""
+    t = type(value)
+    if isinstance(value, str):
+        return CanonicalizationError("unexpected string failure", path)
+    if isinstance(value, bool) or value is None:
+        return CanonicalizationError("unexpected failure", path)
+    if isinstance(value, int):
+        return CanonicalizationError(f"integer {value} is outside the I-JSON safe range ±(2**53-1)", path)
+    if isinstance(value, float):
+        return CanonicalizationError(f"{value} is not a JSON number", path)
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if type(k) is not str:
+                return CanonicalizationError(f"object key {k!r} is a {type(k).__name__}, not a string", path)
+            try:
+                _prep(v)
+            except _Invalid:
+                return _locate(v, f"{path}/{_escape_pointer(k)}")
+            except _NeedsReference:
+                pass
+        return CanonicalizationError("unexpected failure", path)
+    if t is list or t is tuple:
+        for i, v in enumerate(value):
+            try:
+                _prep(v)
+            except _Invalid:
+                return _locate(v, f"{path}/{i}")
+            except _NeedsReference:
+                pass
+        return CanonicalizationError("unexpected failure", path)
     if isinstance(value, (bytes, bytearray, memoryview)):
-        raise CanonicalizationError("bytes have no JSON form", path)
+        return CanonicalizationError("bytes have no JSON form", path)
     if isinstance(value, (set, frozenset)):
-        raise CanonicalizationError("a set has no deterministic order", path)
-    raise CanonicalizationError(f"a {type(value).__name__} object is not JSON", path)
+        return CanonicalizationError("a set has no deterministic order", path)
+    return CanonicalizationError(f"a {type(value).__name__} object is not JSON", path)
+
+
+def _check_strings(value: Any, path: str = "") -> None:
+    """Raise CanonicalizationError at the first string (or key) with a lone surrogate."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CanonicalizationError("string contains a lone UTF-16 surrogate", path) from None
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if isinstance(k, str):
+                try:
+                    k.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise CanonicalizationError("object key contains a lone UTF-16 surrogate", path) from None
+            _check_strings(v, f"{path}/{_escape_pointer(str(k))}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_strings(v, f"{path}/{i}")
 
 
 def _escape_pointer(token: str) -> str:
@@ -142,11 +207,16 @@ def canonical_json(value: Any) -> bytes:
     try:
         prepared = _prepare(value, "")
     except _NeedsReference:
+        _check_strings(value)
         try:
             return rfc8785.dumps(value)
         except rfc8785.CanonicalizationError as exc:  # pragma: no cover - _prepare validated
             raise CanonicalizationError(str(exc)) from exc
-    return orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+    try:
+        return orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        _check_strings(value)
+        raise
 
 
 def canonical_hash(value: Any) -> str:

@@ -9,7 +9,9 @@ Loading (:func:`load_recording`, :func:`loads_recording`, :func:`recording_from_
    record index and JSON Pointer of the value);
 4. check ``seq`` strictly increasing and no ``tool_call_id`` answered twice in one run;
 5. canonicalize every record (RFC 8785) and verify ``digest`` when present;
-6. with ``verify_keys`` (default), recompute every canonical key and compare.
+6. recompute every canonical key and compare — when the file has no digest, or always
+   with ``verify_keys=True`` (``validate`` does); a matching digest seals the keys that
+   :func:`save_recording` recomputed.
 
 Saving (:func:`save_recording`) redacts by field name (and with an optional
 :class:`~core.redaction.SecretRedactor`), recomputes keys of anything redacted, writes
@@ -28,11 +30,12 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from .canonical import canonical_json
+from .canonical import _NeedsReference, _prepare, canonical_json
 from .errors import CanonicalizationError, FormatError
 from .migrate import migrate
 from .recording import (
     FORMAT_NAME,
+    ChatMessage,
     FORMAT_VERSION,
     ModelRecord,
     Record,
@@ -108,22 +111,108 @@ def parse_json(data: bytes | str, *, source: str) -> Any:
         raise FormatError(reason, file=source, line=exc.lineno, column=exc.colno) from None
 
 
-def _records_digest(raw_records: list[Any], source: str) -> str:
+def _canonical_failure(exc: CanonicalizationError, source: str) -> FormatError:
+    # exc.path is /<record index>/... relative to the records array
+    parts = exc.path.split("/")
+    record = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+    return FormatError(
+        f"value cannot be canonicalized: {exc.reason}",
+        file=source,
+        record=record,
+        path="/records" + exc.path,
+    )
+
+
+def _prepare_record(raw: dict[str, Any], i: int) -> Any:
+    """orjson-ready form of one *validated* raw record (see :func:`core.canonical._prepare`).
+
+    Chat messages whose content is a string and that carry no tool calls hold only
+    strings and nulls under known ASCII field names (validation guaranteed it), so they
+    are passed through unwalked; that is most of a growing chat history.
+    """
+    req = raw.get("request") if raw.get("kind") == "model" else None
+    if type(req) is not dict or type(req.get("messages")) is not list:
+        return _prepare(raw, f"/{i}")
+    msgs = []
+    for j, m in enumerate(req["messages"]):
+        if type(m) is dict and type(m.get("content")) is str and m.get("tool_calls") is None:
+            msgs.append(m)
+        else:
+            msgs.append(_prepare(m, f"/{i}/request/messages/{j}"))
+    out = dict(_prepare({k: v for k, v in raw.items() if k != "request"}, f"/{i}"))
+    req_out = dict(_prepare({k: v for k, v in req.items() if k != "messages"}, f"/{i}/request"))
+    req_out["messages"] = msgs
+    out["request"] = req_out
+    return out
+
+
+def records_digest(raw_records: list[Any], *, source: str = "<records>") -> str:
+    """``sha256:<hex>`` of the RFC 8785 canonical JSON of ``raw_records`` (validated dicts).
+
+    Byte-identical to ``canonical_hash(raw_records)``; faster on chat histories.
+
+    Raises:
+        FormatError: a value cannot be canonicalized (record index and JSON Pointer given).
+    """
     try:
-        return "sha256:" + hashlib.sha256(canonical_json(raw_records)).hexdigest()
+        try:
+            prepared = [_prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}")
+                        for i, r in enumerate(raw_records)]
+            data = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+        except (_NeedsReference, orjson.JSONEncodeError, CanonicalizationError):
+            data = canonical_json(raw_records)  # slow path: exact order / exact error place
     except CanonicalizationError as exc:
-        # locate the record for the message: path is /<index>/...
-        parts = exc.path.split("/")
-        record = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
-        raise FormatError(
-            f"value cannot be canonicalized: {exc.reason}",
-            file=source,
-            record=record,
-            path="/records" + exc.path,
-        ) from None
+        raise _canonical_failure(exc, source) from None
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool = True) -> Recording:
+class _MessageMemo:
+    """Validates chat messages once per distinct message.
+
+    A recording's model requests repeat the growing chat history; each raw message is
+    compared (dict equality) with the ones already validated under the same role and
+    string content, and an equal one reuses the validated (frozen) instance.
+    """
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[Any, str], list[tuple[dict[str, Any], ChatMessage]]] = {}
+
+    def messages(self, raw_msgs: list[Any], record: int, source: str) -> list[Any]:
+        out: list[Any] = []
+        for j, m in enumerate(raw_msgs):
+            content = m.get("content") if type(m) is dict else None
+            if type(content) is not str:
+                out.append(m)  # validated with the record
+                continue
+            key = (m.get("role"), content)
+            bucket = self.seen.get(key)
+            if bucket is not None:
+                for raw_prev, val in bucket:
+                    if raw_prev == m:
+                        out.append(val)
+                        break
+                else:
+                    bucket.append((m, self._validate(m, record, j, source)))
+                    out.append(bucket[-1][1])
+            else:
+                val = self._validate(m, record, j, source)
+                self.seen[key] = [(m, val)]
+                out.append(val)
+        return out
+
+    @staticmethod
+    def _validate(m: dict[str, Any], record: int, j: int, source: str) -> ChatMessage:
+        try:
+            return ChatMessage.model_validate(m)
+        except ValidationError as exc:
+            err = _validation_to_format_error(exc, source, None)
+            raise FormatError(
+                err.reason, file=source, record=record,
+                path=f"/records/{record}/request/messages/{j}" + ("" if err.path == "/" else err.path),
+            ) from None
+
+
+def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool | str = "auto") -> Recording:
     """Validate (and migrate) a parsed JSON document into a :class:`Recording`.
 
     Raises:
@@ -141,9 +230,14 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool =
 
     records = []
     validate = _RECORD_ADAPTER.validate_python
+    memo = _MessageMemo()
     prev_seq = -1
     answered: dict[tuple[str | None, str], int] = {}
     for i, raw in enumerate(raw_records):
+        if type(raw) is dict and raw.get("kind") == "model":
+            req = raw.get("request")
+            if type(req) is dict and type(req.get("messages")) is list:
+                raw = {**raw, "request": {**req, "messages": memo.messages(req["messages"], i, source)}}
         try:
             rec = validate(raw)
         except ValidationError as exc:
@@ -164,14 +258,16 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool =
             answered[k] = i
         records.append(rec)
 
-    digest = _records_digest(raw_records, source)
+    digest = records_digest(raw_records, source=source)
     if shell.digest is not None and shell.digest != digest:
         raise FormatError(
             f"digest mismatch: header says {shell.digest}, records hash to {digest} "
             "(the file was changed or corrupted after it was saved)",
             file=source, path="/digest",
         )
-    if verify_keys:
+    # A matching digest seals keys that save_recording recomputed; without one (or when
+    # asked, as `validate` does) every key is recomputed and compared.
+    if verify_keys is True or (verify_keys == "auto" and shell.digest is None):
         verify_record_keys(records, source=source)
     shell.records = records
     shell.digest = digest
@@ -199,12 +295,12 @@ def verify_record_keys(records: list[Any], *, source: str) -> None:
                 )
 
 
-def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: bool = True) -> Recording:
+def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: bool | str = "auto") -> Recording:
     """Parse and verify a recording from bytes. Raises :class:`FormatError`."""
     return recording_from_dict(parse_json(data, source=source), source=source, verify_keys=verify_keys)
 
 
-def load_recording(path: str | os.PathLike[str], *, verify_keys: bool = True) -> Recording:
+def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "auto") -> Recording:
     """Read, parse, migrate and verify the recording at ``path``.
 
     Raises:
@@ -248,6 +344,21 @@ def redact_recording(rec: Recording, redactor: SecretRedactor | None = None) -> 
                 pass
         rec.records[i] = nr
     return changed_count
+
+
+def refresh_keys(rec: Recording) -> None:
+    """Recompute the key of every tool/model record that has one (keys are derived).
+
+    Records imported with ``key: None`` (identity not canonicalizable) keep ``None``.
+
+    Raises:
+        CanonicalizationError: a keyed record's identity cannot be canonicalized.
+    """
+    for r in rec.records:
+        if (type(r) is ToolRecord or type(r) is ModelRecord) and r.key is not None:
+            k = r.compute_key()
+            if k != r.key:
+                r.key = k
 
 
 def recording_to_dict(rec: Recording) -> dict[str, Any]:
@@ -314,6 +425,7 @@ def save_recording(
         CanonicalizationError: a record holds a value with no canonical JSON form.
     """
     redact_recording(rec, redactor)
+    refresh_keys(rec)
     if rec.session is None:
         rec.session = SessionInfo()
     doc = recording_to_dict(rec)

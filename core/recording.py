@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from .canonical import model_key, normalize_stop, tool_key
 
@@ -52,6 +52,8 @@ class ToolCall(_Model):
     an object keeps them raw (any JSON value) and says so in ``raw_arguments``.
     """
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     id: str
     name: str
     arguments: Any = Field(default_factory=dict)
@@ -65,7 +67,13 @@ class ChatMessage(_Model):
     mini-swe-agent's ``exit``) is kept as written and shown as "other" by the app.
     ``content`` is a string, a list of content parts (objects with a ``type``), or
     ``None``.
+
+    Messages are frozen: a recording's growing chat history repeats the same messages in
+    every model request, and loading shares one instance per repeated message (see
+    :mod:`core.io`). Build a changed copy with ``model_copy(update=...)``.
     """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: str
     content: str | list[Any] | None = None
@@ -89,6 +97,9 @@ class ChatMessage(_Model):
             elif isinstance(part, str):
                 out.append(part)
         return "\n".join(out)
+
+
+_MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
 
 
 class Usage(_Model):
@@ -191,7 +202,7 @@ class ModelRequest(_Model):
     def identity(self) -> dict[str, Any]:
         """The parts of the request that the model key covers, as JSON."""
         return {
-            "messages": [m.to_json_obj() for m in self.messages],
+            "messages": _MESSAGES.dump_python(self.messages, mode="json", exclude_none=True),
             "tools": self.tools,
             "stop": normalize_stop(self.stop),
             "options": self.options,
@@ -290,21 +301,25 @@ class Recording(_Model):
     # -- io (implemented in core.io; thin wrappers for the curated API) -----------------
 
     @classmethod
-    def load(cls, path: Any, *, verify_keys: bool = True) -> "Recording":
-        """Load and verify a recording file (migrating older versions). Raises FormatError."""
+    def load(cls, path: Any, *, verify_keys: bool | str = "auto") -> "Recording":
+        """Load and verify a recording file (migrating older versions). Raises FormatError.
+
+        ``verify_keys``: ``"auto"`` recomputes keys only when the file has no digest (a
+        matching digest seals keys recomputed at save); ``True`` always; ``False`` never.
+        """
         from .io import load_recording
 
         return load_recording(path, verify_keys=verify_keys)
 
     @classmethod
-    def loads(cls, data: bytes | str, *, source: str = "<bytes>", verify_keys: bool = True) -> "Recording":
+    def loads(cls, data: bytes | str, *, source: str = "<bytes>", verify_keys: bool | str = "auto") -> "Recording":
         """Parse and verify a recording from bytes. Raises FormatError."""
         from .io import loads_recording
 
         return loads_recording(data, source=source, verify_keys=verify_keys)
 
     @classmethod
-    def from_dict(cls, obj: Any, *, source: str = "<dict>", verify_keys: bool = True) -> "Recording":
+    def from_dict(cls, obj: Any, *, source: str = "<dict>", verify_keys: bool | str = "auto") -> "Recording":
         """Validate (and migrate) a parsed JSON document. Raises FormatError."""
         from .io import recording_from_dict
 

@@ -12,7 +12,7 @@ from core.io import load_recording
 from core.recording import Recording
 
 
-def load_any(path: Path, *, verify_keys: bool = True) -> Recording:
+def load_any(path: Path, *, verify_keys: bool | str = "auto") -> Recording:
     """Load a recording for a command (raises FormatError, printed by ``main``)."""
     return load_recording(path, verify_keys=verify_keys)
 

@@ -322,3 +322,48 @@ def test_core_imports_without_textual():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_repeated_history_messages_share_one_frozen_instance(saved):
+    rec = Recording.load(saved)
+    m1, m2 = rec.records[2], rec.records[4]
+    assert m1.request.messages[0] is m2.request.messages[0]  # same system message, validated once
+    with pytest.raises(Exception):
+        m1.request.messages[0].content = "changed"  # frozen: sharing is safe
+
+
+def test_invalid_message_in_history_is_located(tmp_path, saved):
+    doc = _doc(saved)
+    doc.pop("digest")
+    doc["records"][4]["request"]["messages"][1]["tool_call_id"] = 42
+    p = _write(tmp_path, doc)
+    with pytest.raises(FormatError) as e:
+        Recording.load(p)
+    assert e.value.record == 4
+    assert e.value.path == "/records/4/request/messages/1/tool_call_id"
+
+
+def test_strict_validation_recomputes_keys_even_with_a_valid_digest(tmp_path, saved):
+    from core.io import records_digest
+
+    doc = _doc(saved)
+    doc["records"][3]["key"] = "sha256:" + "0" * 64
+    doc["digest"] = records_digest(doc["records"])  # re-sealed by some other tool
+    p = _write(tmp_path, doc)
+    Recording.load(p)  # the digest vouches for the bytes ...
+    with pytest.raises(FormatError, match="does not match the canonical key"):
+        Recording.load(p, verify_keys=True)  # ... and `validate` checks every key
+
+
+def test_records_digest_equals_reference_canonical_hash(saved):
+    import hashlib
+
+    import rfc8785
+
+    from core.io import records_digest
+
+    raw = _doc(saved)["records"]
+    raw[2]["request"]["options"]["temperature"] = 0.7
+    raw[2]["request"]["messages"][1]["content"] = "emoji \U0001f600 and \ue000 private use"
+    raw[3]["arguments"]["\ue001key"] = 1e21
+    assert records_digest(raw) == "sha256:" + hashlib.sha256(rfc8785.dumps(raw)).hexdigest()
