@@ -253,10 +253,17 @@ class ReplaySession:
         redactor: SecretRedactor | None = None,
         clock: Callable[[], float] | None = None,
         now: Callable[[], str] | None = None,
+        copy: bool = True,
     ) -> "ReplaySession":
-        """A session over an in-memory recording (a deep copy: the original is untouched)."""
+        """A session over an in-memory recording.
+
+        With ``copy`` (default) the session works on a deep copy and ``recording`` is
+        untouched; ``copy=False`` shares it (cheaper for large recordings: replay only
+        appends live-fallback records to it, never changes existing ones).
+        """
         return cls(
-            mode, fallback, redactor=redactor, recording=recording.model_copy(deep=True),
+            mode, fallback, redactor=redactor,
+            recording=recording.model_copy(deep=True) if copy else recording,
             clock=clock, now=now,
         )
 
