@@ -1,0 +1,3 @@
+from core.schema import main
+
+main()
