@@ -106,12 +106,17 @@ def finalize_recording(
     warnings: Warnings,
     index: int = 0,
     created_at: str | None = None,
+    keyless: set[int] | None = None,
+    session: SessionInfo | None = None,
 ) -> Recording:
     """Number records, stamp ``run_id``, compute canonical keys, redact, and wrap them
     in a recording.
 
     * A record whose identity cannot be canonicalized keeps ``key = None`` and gets a
-      warning (replay cannot match it) — it is never dropped.
+      warning (replay cannot match it) — it is never dropped. Records listed in
+      ``keyless`` (indices whose identity the source does not hold; the caller warned)
+      get no key either.
+    * Records without a ``run_id`` get ``run_id``.
     * A ``tool_call_id`` used by more than one tool record is made unique with a ``~N``
       suffix (the loader rejects an id answered twice), with a warning.
     * Redaction is by field name plus ``SecretRedactor(patterns=True)`` (``sk-…``,
@@ -119,17 +124,24 @@ def finalize_recording(
     * ``metadata.source`` = ``{format, file, sha256, run, index, redacted, warnings}``
       (the same shape as the other importers).
     """
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str | None, str], int] = {}
     for seq, r in enumerate(records):
         r.seq = seq
-        r.run_id = run_id
+        if r.run_id is None:
+            r.run_id = run_id
         if isinstance(r, ToolRecord) and r.tool_call_id:
-            n = seen.get(r.tool_call_id, 0) + 1
-            seen[r.tool_call_id] = n
+            k = (r.run_id, r.tool_call_id)
+            n = seen.get(k, 0) + 1
+            seen[k] = n
             if n > 1:
                 new_id = f"{r.tool_call_id}~{n}"
                 warnings.add(f"record {seq}", f"tool_call_id {r.tool_call_id!r} is used by more than one call; recorded as {new_id!r}")
                 r.tool_call_id = new_id
+        if not isinstance(r, (ToolRecord, ModelRecord)):
+            continue
+        if keyless and seq in keyless:
+            r.key = None
+            continue
         try:
             r.key = r.compute_key()
         except CanonicalizationError as exc:
@@ -142,7 +154,7 @@ def finalize_recording(
             )
     rec = Recording(
         metadata=dict(metadata),
-        session=SessionInfo(mode="record", created_at=created_at, producer=f"{PRODUCER} --from {fmt}"),
+        session=session or SessionInfo(mode="record", created_at=created_at, producer=f"{PRODUCER} --from {fmt}"),
         records=records,
     )
     changed = redact_recording(rec, SecretRedactor(patterns=True))
