@@ -30,6 +30,7 @@ _COMMAND_MODULES = (
     "inspector.cli.view_cmds",
     "inspector.cli.import_cmds",
     "inspector.cli.replay_cmds",
+    "inspector.cli.export_cmds",
 )
 for _name in _COMMAND_MODULES:
     try:

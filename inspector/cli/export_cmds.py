@@ -1,0 +1,83 @@
+"""``export``: write a recording (or any importable run) in another format.
+
+``chassis-inspector export FILE --to otlp -o OUT.json`` writes the run as OpenTelemetry
+OTLP JSON with GenAI semantic-convention spans (see :mod:`core.importers.otel`), for
+Langfuse, Phoenix, Logfire or any OTLP collector. ``FILE`` may be a Chassis recording
+or any format ``import`` reads (``--run`` picks a run of a multi-run source).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from core.errors import FormatError, SourceImportError
+from core.io import atomic_write_bytes
+from core.recording import Recording
+
+from .common import print_json
+
+EXPORT_FORMATS = ("otlp",)
+
+
+def _open(path: Path, run: str | None, fmt: str | None) -> tuple[Recording, list[str]]:
+    """The recording to export and the notices to show (conversion, warnings)."""
+    from core.importers import open_any
+
+    return open_any(path, run=run, fmt=fmt)
+
+
+def export_summary(doc: dict[str, Any]) -> dict[str, int]:
+    """Counts of an OTLP document: traces, spans, model (chat) spans, tool spans."""
+    spans = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    ops = [next((kv["value"].get("stringValue") for kv in s["attributes"] if kv["key"] == "gen_ai.operation.name"), None) for s in spans]
+    return {
+        "traces": len({s["traceId"] for s in spans}),
+        "spans": len(spans),
+        "model_spans": ops.count("chat"),
+        "tool_spans": ops.count("execute_tool"),
+    }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def export(
+        file: Annotated[Path, typer.Argument(help="A recording, or any file `import` reads.")],
+        to: Annotated[str, typer.Option("--to", help="Output format: otlp (OpenTelemetry GenAI spans, OTLP JSON).")] = "otlp",
+        output: Annotated[Path | None, typer.Option("--output", "-o", help="Output file (default: standard output).")] = None,
+        run: Annotated[str | None, typer.Option("--run", help="Run id or index of a multi-run source.")] = None,
+        source_format: Annotated[str | None, typer.Option("--from", help="Source format (default: detected).")] = None,
+        compact: Annotated[bool, typer.Option("--compact", help="No indentation.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary (with -o).")] = False,
+    ) -> None:
+        """Export a run to another format (OTLP JSON for Langfuse / Phoenix / Logfire)."""
+        from core.importers.otel import export_otlp, recording_to_otlp
+
+        if to.lower() not in EXPORT_FORMATS:
+            raise SourceImportError(f"unknown export format {to!r} (known: {', '.join(EXPORT_FORMATS)})")
+        rec, notices = _open(file, run, source_format)
+        for n in notices:
+            typer.echo(f"chassis-inspector: {n}", err=True)
+        doc = recording_to_otlp(rec)
+        data = export_otlp(rec, indent=not compact)
+        summary = export_summary(doc)
+        if output is None:
+            sys.stdout.buffer.write(data + b"\n")
+            sys.stdout.flush()
+            return
+        if output.is_dir():
+            raise FormatError("is a directory; give a file name to -o", file=str(output))
+        try:
+            atomic_write_bytes(output, data)
+        except OSError as exc:
+            raise FormatError(f"cannot write: {exc.strerror or exc}", file=str(output)) from None
+        if as_json:
+            print_json({"output": str(output), "format": to.lower(), **summary})
+        else:
+            typer.echo(
+                f"wrote {output}: {summary['spans']} spans in {summary['traces']} trace(s) "
+                f"({summary['model_spans']} model calls, {summary['tool_spans']} tool calls)"
+            )
