@@ -1,0 +1,203 @@
+"""Importers of agent-run formats into recordings (format v1), and format detection.
+
+Public API:
+
+* :data:`IMPORTERS` — the registry: a plain list, one :class:`~.base.Importer` per
+  source format, tried in order by :func:`detect` (an importer module adds itself
+  with one line here);
+* :func:`detect` — which importer takes a file (a native Chassis recording first);
+* :func:`import_file` — every run of a file as :class:`~.base.ImportedRun` objects;
+* :func:`open_any` — one recording from any file (native or importable) plus the
+  notices to show (converted from which format, warnings, other runs).
+
+Errors: a file no importer takes raises :class:`core.errors.SourceImportError` naming
+every format tried and why each refused; a damaged file raises
+:class:`core.errors.FormatError` (a truncated one
+:class:`~._source.TruncatedSourceError`, which carries the runs recovered from before
+the damage).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import FormatError, SourceImportError
+from ..io import load_recording
+from ..recording import Recording
+from ._source import TruncatedSourceError, read_head
+from .base import ImportedRun, Importer, ImportWarning
+from .inspect_ai import InspectAIImporter
+from .mini_swe_agent import MiniSweAgentImporter
+from .openhands import OpenHandsImporter
+from .otel import OtelImporter
+from .swe_agent import SweAgentImporter
+from .tau_bench import TauBenchImporter
+from .vcr import VcrImporter
+from .who_and_when import WhoAndWhenImporter
+
+__all__ = [
+    "IMPORTERS",
+    "NATIVE",
+    "ImportedRun",
+    "ImportWarning",
+    "Importer",
+    "TruncatedSourceError",
+    "detect",
+    "get_importer",
+    "import_file",
+    "open_any",
+    "select_run",
+]
+
+#: The registry, tried in this order by :func:`detect`. One line per importer.
+IMPORTERS: list[Importer] = [
+    InspectAIImporter(),
+    MiniSweAgentImporter(),
+    SweAgentImporter(),
+    OpenHandsImporter(),
+    TauBenchImporter(),
+    WhoAndWhenImporter(),
+    VcrImporter(),
+    OtelImporter(),
+]
+
+#: The name :func:`detect` returns for a Chassis recording (no conversion needed).
+NATIVE = "chassis"
+
+_NATIVE_HEAD = re.compile(rb'"format"\s*:\s*"chassis\.replay"|"chassis_version"\s*:')
+
+
+def get_importer(name: str) -> Importer:
+    """The registered importer called ``name``.
+
+    Raises:
+        SourceImportError: no importer has that name (lists the known names).
+    """
+    for imp in IMPORTERS:
+        if imp.name == name:
+            return imp
+    known = ", ".join(i.name for i in IMPORTERS)
+    raise SourceImportError(f"unknown import format {name!r} (known: {known})")
+
+
+def detect(path: str | Path) -> str:
+    """Name of the format of ``path``: :data:`NATIVE` or an importer's name.
+
+    A native recording is recognised first (``"format": "chassis.replay"`` or the
+    0.8.1 legacy header near the start); then each importer's ``sniff`` in registry
+    order.
+
+    Raises:
+        FormatError: the file does not exist or is empty.
+        SourceImportError: no importer takes it; the message names every format tried
+            and its reason, and ``attempts`` maps name → reason.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FormatError("no such file", file=str(p))
+    if p.is_dir():
+        raise FormatError("is a directory, not a file", file=str(p))
+    head = read_head(p)
+    if not head.strip():
+        raise FormatError("file is empty", file=str(p))
+    if _NATIVE_HEAD.search(head[:4096]):
+        return NATIVE
+    attempts: dict[str, str] = {NATIVE: "no \"format\": \"chassis.replay\" near the start"}
+    for imp in IMPORTERS:
+        try:
+            reason = imp.sniff(p, head)
+        except Exception as exc:  # a sniffer must never take detection down
+            reason = f"sniffer failed: {type(exc).__name__}: {exc}"
+        if reason is None:
+            return imp.name
+        attempts[imp.name] = reason
+    tried = "; ".join(f"{k}: {v}" for k, v in attempts.items())
+    raise SourceImportError(f"{p}: not a recognised agent-run format (tried {tried})", attempts=attempts)
+
+
+def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = False) -> list[ImportedRun]:
+    """Import every run of ``path``.
+
+    Args:
+        path: the source file.
+        fmt: an importer name (``--from``); detected when ``None``.
+        recover: when the file is truncated, return the runs recovered from before the
+            damage (each ``incomplete``) instead of raising.
+
+    Raises:
+        SourceImportError: unknown ``fmt``, or no importer recognises the file, or the
+            file is already a Chassis recording (nothing to import).
+        FormatError: the file is damaged or not of the named format.
+        TruncatedSourceError: the file ends early (unless ``recover`` and something was
+            recovered).
+    """
+    p = Path(path)
+    name = fmt or detect(p)
+    if name == NATIVE:
+        raise SourceImportError(f"{p}: already a Chassis recording; nothing to import (open it directly)")
+    imp = get_importer(name)
+    try:
+        return imp.load(p)
+    except TruncatedSourceError as exc:
+        if recover and exc.recovered:
+            return exc.recovered
+        raise
+
+
+def select_run(runs: list[ImportedRun], run: str | int | None, *, source: str) -> ImportedRun:
+    """Pick one run by id or index (``None`` → the first).
+
+    Raises:
+        SourceImportError: no such run (the message lists the ids available).
+    """
+    if not runs:
+        raise SourceImportError(f"{source}: holds no run")
+    if run is None:
+        return runs[0]
+    key = str(run)
+    for r in runs:
+        if r.run_id == key:
+            return r
+    if key.lstrip("-").isdigit():
+        i = int(key)
+        if -len(runs) <= i < len(runs):
+            return runs[i]
+    ids = [r.run_id for r in runs]
+    shown = ", ".join(ids[:10]) + (f", … ({len(ids)} in all)" if len(ids) > 10 else "")
+    raise SourceImportError(f"{source}: no run {key!r} (runs: {shown}; or an index 0..{len(runs) - 1})")
+
+
+def open_any(
+    path: str | Path,
+    *,
+    run: str | int | None = None,
+    fmt: str | None = None,
+    verify_keys: bool | str = "auto",
+) -> tuple[Recording, list[str]]:
+    """Open ``path`` whatever its format: ``(recording, notices)``.
+
+    A Chassis recording is loaded (and verified) as is, with no notice. Any importable
+    file is converted in memory; ``notices`` then says so (format, run chosen among
+    how many, each import warning). ``run`` picks a run of a multi-run source (id or
+    index; default the first). ``verify_keys`` is passed to
+    :func:`core.io.load_recording` for native files.
+
+    Raises:
+        FormatError / SourceImportError / TruncatedSourceError: as :func:`import_file`
+            and :func:`core.io.load_recording`.
+    """
+    p = Path(path)
+    name = fmt or detect(p)
+    if name == NATIVE:
+        return load_recording(p, verify_keys=verify_keys), []
+    runs = import_file(p, name)
+    chosen = select_run(runs, run, source=str(p))
+    notices = [f"converted from {name} ({p.name}) in memory; save it with: chassis-inspector import {p} -o OUT"]
+    if len(runs) > 1:
+        notices.append(f"{p.name} holds {len(runs)} runs; showing run {chosen.run_id!r} "
+                       f"({runs.index(chosen)} of 0..{len(runs) - 1}); import another with: chassis-inspector import --run ID")
+    if chosen.incomplete:
+        notices.append("this run is incomplete (the source was cut short)")
+    notices.extend(f"warning: {w}" for w in chosen.warnings)
+    return chosen.recording, notices

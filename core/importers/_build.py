@@ -1,0 +1,568 @@
+"""Building one imported run: records, canonical keys, redaction, pairing, metadata.
+
+Every importer converts its source into calls on a :class:`RunBuilder`, which
+
+* numbers records (``seq`` from 0) and stamps ``run_id``;
+* redacts by default (SPEC "Privacy", issue 3 point 3): field names that look
+  sensitive (:func:`core.redaction.is_sensitive_name`) and secret-looking values
+  (:class:`core.redaction.SecretRedactor` with ``patterns=True``: ``sk-…``,
+  ``sk-ant-…``, ``AKIA…``, ``ghp_…``, ``hf_…``, bearer tokens), marking tool results
+  it scrubbed (``result.redacted``) and warning for anything else it scrubbed;
+* computes canonical keys (:func:`core.canonical.tool_key` / :func:`model_key`);
+  a call whose identity cannot be canonicalized (NaN, huge integers, lone surrogates)
+  is kept with ``key = None`` and a warning that replay cannot match it — never
+  dropped;
+* keeps ``tool_call_id`` unique within the run (the loader rejects an id answered
+  twice): a reused id is recorded with a ``~N`` suffix and a warning;
+* writes ``metadata.source`` = ``{format, file, sha256, run, index, warnings,
+  incomplete}``.
+
+:class:`CallPairer` pairs tool results with the calls that asked for them: by id,
+and when an id is empty or was rewritten, by name and then by position (oldest
+unanswered first), with a warning.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from ..canonical import model_key, normalize_stop, tool_key
+from ..errors import CanonicalizationError, FormatError
+from ..recording import (
+    ChatMessage,
+    ErrorInfo,
+    InterruptRecord,
+    ModelRecord,
+    ModelRequest,
+    ModelResponse,
+    Recording,
+    SessionInfo,
+    ToolCall,
+    ToolRecord,
+    ToolResult,
+    Usage,
+)
+from ..redaction import SecretRedactor, redact
+from ._source import SourceFile
+from .base import ImportedRun, ImportWarning
+
+MAX_STORED_WARNINGS = 200
+PRODUCER = "chassis-inspector import"
+
+
+def default_redactor() -> SecretRedactor:
+    """The redactor importers use: secret-looking values by pattern."""
+    return SecretRedactor(patterns=True)
+
+
+def to_rfc3339(value: Any) -> tuple[str | None, bool]:
+    """Normalize a timestamp to RFC 3339.
+
+    Accepts ISO 8601 strings (with or without offset) and Unix epoch seconds (int or
+    float). Returns ``(text, assumed_utc)``; ``assumed_utc`` is True when the source
+    carried no offset and UTC was assumed. Unparseable values give ``(None, False)``.
+    """
+    if value is None or isinstance(value, bool):
+        return None, False
+    if isinstance(value, (int, float)):
+        try:
+            dt = datetime.fromtimestamp(float(value), tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None, False
+        return dt.isoformat().replace("+00:00", "Z"), False
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None, False
+        if dt.tzinfo is None:
+            return dt.isoformat() + "Z", True
+        return text, False
+    return None, False
+
+
+def parse_arguments(raw: Any) -> tuple[Any, bool]:
+    """Decode tool-call arguments.
+
+    A JSON object (or a string holding one) → ``(dict, False)``. Anything else — a JSON
+    string literal, truncated JSON, an empty string, an array — is kept exactly as
+    found, with ``True`` (the ``raw_arguments`` marker). ``None`` → ``({}, False)``.
+    """
+    if raw is None:
+        return {}, False
+    if isinstance(raw, dict):
+        return raw, False
+    if isinstance(raw, str):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw, True
+        if isinstance(parsed, dict):
+            return parsed, False
+        return raw, True
+    return raw, True
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text of ``value`` (for messages that must be strings)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+@dataclass
+class PendingCall:
+    """A tool call asked for by a model response and not yet answered."""
+
+    id: str
+    name: str
+    arguments: Any
+    raw: bool
+    place: str
+    at: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class CallPairer:
+    """Pairs tool results with the calls that asked for them.
+
+    :meth:`add` registers a call; :meth:`take` finds its call for a result: the
+    unanswered call with the same id; else (empty, missing or rewritten id) the oldest
+    unanswered call with the same tool name; else the oldest unanswered call. Every
+    fallback adds a warning to ``builder``.
+    """
+
+    def __init__(self, builder: "RunBuilder") -> None:
+        self.builder = builder
+        self.pending: list[PendingCall] = []
+
+    def add(self, call: PendingCall) -> None:
+        self.pending.append(call)
+
+    def take(self, call_id: str | None, name: str | None, place: str) -> PendingCall | None:
+        """Remove and return the call a result answers (``None`` if none is pending)."""
+        if call_id:
+            for i, c in enumerate(self.pending):
+                if c.id == call_id:
+                    return self.pending.pop(i)
+        how = "has no tool_call_id" if not call_id else f"has tool_call_id {call_id!r}, which no pending call has"
+        if name:
+            for i, c in enumerate(self.pending):
+                if c.name == name:
+                    self.builder.warn(place, f"tool result {how}; paired with the oldest unanswered {name!r} call ({c.id or 'no id'})")
+                    return self.pending.pop(i)
+        if self.pending:
+            c = self.pending.pop(0)
+            self.builder.warn(place, f"tool result {how}; paired by position with call {c.id or '(no id)'} ({c.name})")
+            return c
+        return None
+
+    def drain(self) -> list[PendingCall]:
+        """Remove and return every unanswered call, oldest first."""
+        out, self.pending = self.pending, []
+        return out
+
+
+class RunBuilder:
+    """Accumulates the records of one run; see the module docstring.
+
+    Args:
+        fmt: importer name (``--from`` value), recorded in ``metadata.source.format``.
+        src: the source file.
+        run_id: the run's id in the source (stamped on every record).
+        index: the run's position in the source (0-based).
+        redactor: value redactor (default :func:`default_redactor`); ``None`` disables
+            redaction entirely (tests of raw mapping only).
+    """
+
+    def __init__(
+        self,
+        fmt: str,
+        src: SourceFile,
+        run_id: str,
+        index: int = 0,
+        *,
+        redactor: SecretRedactor | None | bool = True,
+    ) -> None:
+        self.fmt = fmt
+        self.src = src
+        self.run_id = run_id
+        self.index = index
+        self.redact_enabled = redactor is not None and redactor is not False
+        self.redactor = default_redactor() if redactor is True else (redactor or None)
+        self.records: list[Any] = []
+        self.warnings: list[ImportWarning] = []
+        self._ids: Counter[str] = Counter()
+        self._json: dict[int, dict[str, Any]] = {}
+        self._assumed_utc = False
+        self._redacted_places: list[str] = []
+        self.pairer = CallPairer(self)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def warn(self, place: str, message: str) -> None:
+        """Add a warning located at ``place`` in the source."""
+        self.warnings.append(ImportWarning(place, message))
+
+    def scrub(self, value: Any, place: str) -> Any:
+        """Redact ``value`` (field names + secret-looking values); note where."""
+        if not self.redact_enabled:
+            return value
+        new, changed = redact(value, self.redactor)
+        if changed:
+            self._redacted_places.append(place)
+        return new
+
+    def time(self, value: Any) -> str | None:
+        """RFC 3339 text of a source timestamp (UTC assumed when it has no offset)."""
+        text, assumed = to_rfc3339(value)
+        if assumed:
+            self._assumed_utc = True
+        return text
+
+    def message(
+        self,
+        role: str,
+        content: Any = None,
+        *,
+        tool_calls: list[ToolCall] | None = None,
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        place: str = "",
+    ) -> ChatMessage:
+        """A redacted :class:`ChatMessage`. Content that is not a string, a list or
+        ``None`` is stored as its JSON text (with a warning)."""
+        if content is not None and not isinstance(content, (str, list)):
+            self.warn(place, f"message content is {type(content).__name__}; stored as JSON text")
+            content = json_text(content)
+        content = self.scrub(content, place) if content is not None else None
+        if tool_calls:
+            fixed = []
+            for tc in tool_calls:
+                args = self.scrub(tc.arguments, place)
+                fixed.append(tc if args is tc.arguments else tc.model_copy(update={"arguments": args}))
+            tool_calls = fixed
+        msg = ChatMessage.model_construct(
+            role=role if isinstance(role, str) else str(role),
+            content=content,
+            tool_calls=tool_calls or None,
+            tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+            name=name if isinstance(name, str) else None,
+        )
+        return msg
+
+    def tool_call(self, call_id: Any, name: Any, raw_args: Any, place: str) -> ToolCall:
+        """A :class:`ToolCall` with decoded arguments (raw kept and marked if not an object)."""
+        args, raw = parse_arguments(raw_args)
+        if raw:
+            self.warn(place, f"tool-call arguments are not a JSON object ({_describe_raw(raw_args)}); kept raw")
+        return ToolCall.model_construct(
+            id=call_id if isinstance(call_id, str) else ("" if call_id is None else str(call_id)),
+            name=name if isinstance(name, str) else str(name or ""),
+            arguments=args,
+            raw_arguments=True if raw else None,
+        )
+
+    def _msg_json(self, m: ChatMessage) -> dict[str, Any]:
+        key = id(m)
+        j = self._json.get(key)
+        if j is None:
+            j = m.to_json_obj()
+            self._json[key] = j
+        return j
+
+    # -- records ---------------------------------------------------------------------
+
+    def model(
+        self,
+        *,
+        model: str,
+        messages: list[ChatMessage],
+        response: ChatMessage | None,
+        tools: list[Any] | None = None,
+        options: dict[str, Any] | None = None,
+        stop: Any = None,
+        finish_reason: str | None = None,
+        usage: tuple[int, int] | None = None,
+        at: str | None = None,
+        duration: float | None = None,
+        error: ErrorInfo | None = None,
+        place: str = "",
+    ) -> ModelRecord:
+        """Append a model record; returns it. ``usage`` is ``(input, output)`` tokens."""
+        tools = self.scrub(list(tools or []), place)
+        options = self.scrub(dict(options or {}), place)
+        stop_n = normalize_stop(stop) if stop is None or isinstance(stop, str) or (
+            isinstance(stop, list) and all(isinstance(s, str) for s in stop)) else []
+        identity = {
+            "messages": [self._msg_json(m) for m in messages],
+            "tools": tools,
+            "stop": stop_n,
+            "options": options,
+        }
+        try:
+            key: str | None = model_key(model, identity)
+        except CanonicalizationError as exc:
+            key = None
+            self.warn(place, f"model call cannot be canonicalized ({exc.reason} at {exc.path or '/'}); "
+                             "imported without a key: replay cannot match it")
+        request = ModelRequest.model_construct(messages=messages, tools=tools, stop=stop_n, options=options)
+        resp = None
+        if response is not None:
+            u = None
+            if usage is not None:
+                u = Usage.model_construct(input_tokens=int(usage[0] or 0), output_tokens=int(usage[1] or 0))
+            resp = ModelResponse.model_construct(message=response, finish_reason=finish_reason, usage=u)
+        rec = ModelRecord.model_construct(
+            seq=len(self.records), at=at, run_id=self.run_id, generation_id=None, replayed=False,
+            live_fallback=False, kind="model", key=key, model=model, request=request, response=resp,
+            duration_seconds=_dur(duration), error=error,
+        )
+        self.records.append(rec)
+        return rec
+
+    def tool(
+        self,
+        *,
+        tool: str,
+        arguments: Any,
+        tool_call_id: str | None,
+        content: Any = None,
+        error: ErrorInfo | None = None,
+        artifact: Any = None,
+        at: str | None = None,
+        duration: float | None = None,
+        place: str = "",
+        identity_known: bool = True,
+    ) -> ToolRecord:
+        """Append a tool record; returns it.
+
+        ``identity_known=False`` (the source never recorded the call's arguments) keeps
+        ``key`` ``None`` with a warning.
+        """
+        arguments = self.scrub(arguments, place)
+        scrubbed_before = len(self._redacted_places)
+        content = self.scrub(content, place)
+        artifact = self.scrub(artifact, place)
+        if error is not None:
+            error = ErrorInfo.model_construct(type=error.type, message=self.scrub(error.message, place))
+        redacted = len(self._redacted_places) > scrubbed_before
+        key: str | None = None
+        if identity_known:
+            try:
+                key = tool_key(tool, arguments)
+            except CanonicalizationError as exc:
+                self.warn(place, f"tool call cannot be canonicalized ({exc.reason} at {exc.path or '/'}); "
+                                 "imported without a key: replay cannot match it")
+        else:
+            self.warn(place, "the tool call's arguments are not in the source; imported without a key: "
+                             "replay cannot match it")
+        tcid = None
+        if isinstance(tool_call_id, str) and tool_call_id:
+            self._ids[tool_call_id] += 1
+            n = self._ids[tool_call_id]
+            tcid = tool_call_id if n == 1 else f"{tool_call_id}~{n}"
+            if n > 1:
+                self.warn(place, f"tool_call_id {tool_call_id!r} is used by more than one call in this run; "
+                                 f"recorded as {tcid!r}")
+        rec = ToolRecord.model_construct(
+            seq=len(self.records), at=at, run_id=self.run_id, generation_id=None, replayed=False,
+            live_fallback=False, kind="tool", key=key, tool=tool, arguments=arguments, tool_call_id=tcid,
+            result=ToolResult.model_construct(content=content, artifact=artifact, error=error, redacted=redacted),
+            duration_seconds=_dur(duration),
+        )
+        self.records.append(rec)
+        return rec
+
+    def interrupt(self, value: Any, *, at: str | None = None, place: str = "") -> InterruptRecord:
+        """Append an interrupt record (human input, an unknown message role, a state change)."""
+        rec = InterruptRecord.model_construct(
+            seq=len(self.records), at=at, run_id=self.run_id, generation_id=None, replayed=False,
+            live_fallback=False, kind="interrupt", value=self.scrub(value, place),
+        )
+        self.records.append(rec)
+        return rec
+
+    def unanswered(self, place: str) -> None:
+        """Record every pending call that never got a result (result ``None``, warned)."""
+        for c in self.pairer.drain():
+            self.warn(c.place, f"tool call {c.id or '(no id)'} ({c.name}) has no recorded result")
+            self.tool(tool=c.name, arguments=c.arguments, tool_call_id=c.id, content=None,
+                      at=c.at, place=c.place)
+
+    # -- finishing -------------------------------------------------------------------
+
+    def build(
+        self,
+        metadata: dict[str, Any] | None = None,
+        *,
+        created_at: str | None = None,
+        incomplete: bool = False,
+    ) -> ImportedRun:
+        """Finish: a validated-shape :class:`Recording` wrapped in an :class:`ImportedRun`."""
+        if self._assumed_utc:
+            self.warn("timestamps", "timestamps carry no UTC offset; read as UTC")
+        if self._redacted_places:
+            places = sorted(set(self._redacted_places))
+            shown = ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
+            self.warn("redaction", f"secret-looking values or sensitive fields were redacted in {shown}")
+        meta = self.scrub(dict(metadata or {}), "metadata")
+        warnings = [str(w) for w in self.warnings]
+        source = {
+            "format": self.fmt,
+            "file": self.src.path.name,
+            "sha256": self.src.sha256,
+            "run": self.run_id,
+            "index": self.index,
+            "redacted": self.redact_enabled,
+            "warnings": warnings[:MAX_STORED_WARNINGS],
+        }
+        if len(warnings) > MAX_STORED_WARNINGS:
+            source["warnings_omitted"] = len(warnings) - MAX_STORED_WARNINGS
+        if incomplete:
+            source["incomplete"] = True
+        meta["source"] = source
+        rec = Recording.model_construct(
+            format="chassis.replay", format_version=1, metadata=meta,
+            session=SessionInfo(mode="record", fallback="error", created_at=created_at,
+                                producer=f"{PRODUCER} --from {self.fmt}"),
+            records=self.records, digest=None,
+        )
+        return ImportedRun(run_id=self.run_id, recording=rec, warnings=list(self.warnings), incomplete=incomplete)
+
+
+def _dur(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if f == f and f >= 0 else None
+
+
+def _describe_raw(raw: Any) -> str:
+    if isinstance(raw, str):
+        if raw == "":
+            return "an empty string"
+        try:
+            orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return "not valid JSON, e.g. truncated"
+        return "JSON that is not an object"
+    return f"a {type(raw).__name__}"
+
+
+def usage_pair(u: Any) -> tuple[int, int] | None:
+    """``(input, output)`` tokens from an OpenAI-, Anthropic- or Inspect-style usage object."""
+    if not isinstance(u, dict):
+        return None
+    inp = u.get("input_tokens", u.get("prompt_tokens"))
+    out = u.get("output_tokens", u.get("completion_tokens"))
+    if inp is None and out is None:
+        return None
+    try:
+        return int(inp or 0), int(out or 0)
+    except (TypeError, ValueError):
+        return None
+
+
+def openai_message(b: RunBuilder, d: Any, place: str) -> ChatMessage:
+    """Convert an OpenAI-style chat message (dict) to a :class:`ChatMessage`.
+
+    Keeps ``role`` as written (unknown roles included), ``content``, ``tool_calls``
+    (``function.arguments`` decoded; non-object arguments kept raw and marked),
+    ``tool_call_id`` and ``name``; other fields (``extra``, provider fields) are not
+    part of the chat message and are dropped.
+    """
+    if not isinstance(d, dict):
+        b.warn(place, f"message is a {type(d).__name__}, not an object; stored as user text")
+        return b.message("user", json_text(d), place=place)
+    role = d.get("role")
+    if not isinstance(role, str):
+        b.warn(place, "message has no role; kept with role 'unknown'")
+        role = "unknown"
+    calls = None
+    raw_calls = d.get("tool_calls")
+    if isinstance(raw_calls, list) and raw_calls:
+        calls = []
+        for j, tc in enumerate(raw_calls):
+            if not isinstance(tc, dict):
+                b.warn(f"{place}.tool_calls[{j}]", "tool call is not an object; skipped")
+                continue
+            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            name = fn.get("name", tc.get("name"))
+            args = fn.get("arguments", tc.get("arguments")) if fn else tc.get("arguments")
+            calls.append(b.tool_call(tc.get("id"), name, args, f"{place}.tool_calls[{j}]"))
+    return b.message(role, d.get("content"), tool_calls=calls, tool_call_id=d.get("tool_call_id"),
+                     name=d.get("name"), place=place)
+
+
+class JsonImporter:
+    """Mixin for importers of JSON sources: read, parse, and recover on truncation.
+
+    Subclasses implement :meth:`convert` (document → runs) and may implement
+    :meth:`recover` (salvaged :class:`~._source.Truncation` → runs, each marked
+    ``incomplete``).
+    """
+
+    name = ""
+
+    def load(self, path: Any) -> list[ImportedRun]:
+        """Import every run; see :meth:`core.importers.base.Importer.load`.
+
+        Raises:
+            FormatError: damaged or not of this format.
+            TruncatedSourceError: the file ends early; ``recovered`` holds what could be
+                rebuilt from before the damage.
+        """
+        from ._source import TruncatedSourceError, parse_source_json, read_source
+
+        src = read_source(path)
+        try:
+            doc = parse_source_json(src)
+        except TruncatedSourceError as exc:
+            recovered: list[ImportedRun] = []
+            if exc.partial is not None:
+                try:
+                    recovered = self.recover(src, exc.partial)
+                except (FormatError, KeyError, TypeError, ValueError, AttributeError):
+                    recovered = []
+            raise truncated_error(exc, recovered) from None
+        return self.convert(src, doc)
+
+    def convert(self, src: SourceFile, doc: Any) -> list[ImportedRun]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def recover(self, src: SourceFile, partial: Any) -> list[ImportedRun]:
+        """Runs recoverable from a truncated document (default: none)."""
+        return []
+
+
+def truncated_error(exc: Any, recovered: list[ImportedRun]) -> Any:
+    """A copy of a :class:`TruncatedSourceError` that says what was recovered."""
+    from ._source import TruncatedSourceError
+
+    for r in recovered:
+        r.incomplete = True
+        src_meta = r.recording.metadata.get("source")
+        if isinstance(src_meta, dict):
+            src_meta["incomplete"] = True
+    if recovered:
+        reason = (f"{exc.reason}; {len(recovered)} run(s) before the damage can be recovered, "
+                  "marked incomplete (chassis-inspector import --recover)")
+    else:
+        reason = f"{exc.reason}; no complete run before the damage"
+    new = TruncatedSourceError(reason, file=exc.file, partial=exc.partial, line=exc.line, column=exc.column,
+                               path=exc.path)
+    new.recovered = recovered
+    return new
+
+
+def format_error(src: SourceFile, reason: str, path: str | None = None) -> Any:
+    """A :class:`FormatError` naming the source file."""
+    return FormatError(reason, file=src.name, path=path)

@@ -1,0 +1,271 @@
+"""Reading source files for importers: bytes, digest, JSON parsing, damage recovery.
+
+* :func:`read_source` reads a file once and computes its SHA-256 (recorded in every
+  imported recording's ``metadata.source``).
+* :func:`parse_source_json` parses JSON with orjson (falling back to the standard
+  library for the non-standard ``NaN``/``Infinity`` literals some tools write); a
+  document cut short raises :class:`TruncatedSourceError` whose ``partial`` holds what
+  :func:`salvage_json` could recover.
+* :func:`salvage_json` closes a truncated JSON document at the last element that is
+  certainly complete (the element after the last comma of the innermost open container
+  is dropped, since a number or a string there may itself be cut).
+* :func:`salvage_zip` reads the complete entries of a zip whose central directory is
+  missing (a truncated ``.eval`` log), from the local file headers (PKWARE APPNOTE
+  §4.3.7), checking each entry's CRC-32.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import FormatError
+
+HEAD_BYTES = 64 * 1024
+
+
+@dataclass
+class SourceFile:
+    """A source file read into memory: ``path``, ``data`` (bytes), ``sha256`` (hex)."""
+
+    path: Path
+    data: bytes
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        """The path as the user gave it (used in error messages)."""
+        return str(self.path)
+
+
+def read_source(path: str | Path) -> SourceFile:
+    """Read ``path`` and hash it.
+
+    Raises:
+        FormatError: no such file, a directory, or unreadable (names the file).
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise FormatError("no such file", file=str(p)) from None
+    except IsADirectoryError:
+        raise FormatError("is a directory, not a file", file=str(p)) from None
+    except OSError as exc:
+        raise FormatError(f"cannot read file: {exc.strerror}", file=str(p)) from None
+    return SourceFile(p, data, hashlib.sha256(data).hexdigest())
+
+
+def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
+    """The first ``n`` bytes of ``path`` (``b""`` when unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(n)
+    except OSError:
+        return b""
+
+
+def read_tail(path: Path, n: int = HEAD_BYTES) -> bytes:
+    """The last ``n`` bytes of ``path`` (``b""`` when unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - n))
+            return fh.read()
+    except OSError:
+        return b""
+
+
+@dataclass
+class Truncation:
+    """What :func:`salvage_json` recovered from a document cut short.
+
+    ``value`` is the document closed at the last certainly-complete element;
+    ``open_path`` lists, from the root down, each open container when the data ended:
+    for an array the number of its elements that are complete, for an object the last
+    key seen (or ``None``). For a top-level array, elements ``0 .. open_path[0] - 1``
+    are complete; a further element in ``value`` is partial.
+    """
+
+    value: Any
+    open_path: list[Any] = field(default_factory=list)
+
+    def complete_items(self) -> int:
+        """For a top-level array: how many leading elements are complete."""
+        if not isinstance(self.value, list):
+            return 0
+        if not self.open_path:
+            return len(self.value)
+        first = self.open_path[0]
+        return first if isinstance(first, int) else 0
+
+
+class TruncatedSourceError(FormatError):
+    """A source file ends early (a JSON document cut mid-way, a zip without its end).
+
+    ``recovered`` holds the runs an importer could rebuild from the part before the
+    damage, each marked ``incomplete`` (may be empty). ``partial`` is the salvaged
+    document (:class:`Truncation`) or ``None``.
+    """
+
+    def __init__(self, reason: str, *, file: str, partial: Truncation | None = None, **kw: Any) -> None:
+        super().__init__(reason, file=file, **kw)
+        self.partial = partial
+        self.recovered: list[Any] = []
+
+
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[\[\]{},:]', re.S)
+
+
+def salvage_json(text: str) -> Truncation | None:
+    """Close a truncated JSON document; ``None`` when nothing can be recovered.
+
+    Scans the structural characters outside strings, finds the innermost open
+    container, cuts it after its last certainly-complete element (before its last
+    comma, or after its last closed child container, or just after its opening
+    bracket), closes every open container and parses the result.
+    """
+    # stack entries: [closer, safe_cut, complete_count, commas, key]
+    stack: list[list[Any]] = []
+    last_string: str | None = None
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        c = tok[0]
+        if c == '"':
+            if len(tok) < 2 or not tok.endswith('"') or (tok.endswith('\\"') and _odd_backslashes(tok)):
+                break  # unterminated string: the data ends here
+            last_string = tok
+            continue
+        if c in "[{":
+            stack.append(["]" if c == "[" else "}", m.start() + 1, 0, 0, None])
+        elif c in "]}":
+            if not stack:
+                return None
+            stack.pop()
+            if stack:
+                top = stack[-1]
+                top[1] = m.end()
+                top[2] = top[3] + 1
+        elif c == ",":
+            if stack:
+                top = stack[-1]
+                top[1] = m.start()
+                top[2] = top[3] + 1
+                top[3] += 1
+        elif c == ":":
+            if stack and last_string is not None:
+                try:
+                    stack[-1][4] = json.loads(last_string)
+                except ValueError:
+                    stack[-1][4] = None
+        last_string = None
+    if not stack:
+        return None
+    cut = stack[-1][1]
+    candidate = text[:cut] + "".join(e[0] for e in reversed(stack))
+    try:
+        value = json.loads(candidate)
+    except ValueError:
+        return None
+    path = [e[2] if e[0] == "]" else e[4] for e in stack]
+    return Truncation(value, path)
+
+
+def _odd_backslashes(tok: str) -> bool:
+    n = 0
+    i = len(tok) - 2
+    while i >= 0 and tok[i] == "\\":
+        n += 1
+        i -= 1
+    return n % 2 == 1
+
+
+def parse_source_json(src: SourceFile) -> Any:
+    """Parse ``src`` as JSON.
+
+    orjson first; on failure the standard library (which accepts ``NaN``,
+    ``Infinity`` and ``-Infinity``). A document that ends early raises
+    :class:`TruncatedSourceError` (with the salvaged part in ``partial``).
+
+    Raises:
+        FormatError: empty, malformed (line and column), not UTF-8.
+        TruncatedSourceError: the document ends early.
+    """
+    data = src.data
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        orjson_exc = exc
+    if not data.strip():
+        raise FormatError("file is empty", file=src.name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text (byte {exc.start})", file=src.name) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        tail = text.rstrip()
+        if exc.pos >= len(tail) or "Unterminated string" in exc.msg:
+            partial = salvage_json(text)
+            raise TruncatedSourceError(
+                f"truncated: the JSON document ends early ({exc.msg})",
+                file=src.name, line=exc.lineno, column=exc.colno, partial=partial,
+            ) from None
+        raise FormatError(
+            f"malformed JSON: {exc.msg}", file=src.name, line=exc.lineno, column=exc.colno
+        ) from None
+    except RecursionError:
+        raise FormatError(f"malformed JSON: {orjson_exc}", file=src.name) from None
+
+
+_LOCAL = struct.Struct("<IHHHHHIIIHH")
+_LOCAL_SIG = 0x04034B50
+
+
+def salvage_zip(data: bytes) -> tuple[dict[str, bytes], str]:
+    """Read the complete entries of a zip from its local file headers.
+
+    Returns ``({name: content}, reason_stopped)``. Entries stored (method 0) or
+    deflated (method 8) with sizes in the local header are read; reading stops at the
+    first entry that is cut short, fails its CRC, or uses a data descriptor.
+    """
+    out: dict[str, bytes] = {}
+    pos = 0
+    n = len(data)
+    while pos + _LOCAL.size <= n:
+        fields = _LOCAL.unpack_from(data, pos)
+        sig, _ver, flags, method, _t, _d, crc, csize, usize, nlen, elen = fields
+        if sig != _LOCAL_SIG:
+            return out, "end of local entries"
+        name_start = pos + _LOCAL.size
+        name = data[name_start:name_start + nlen].decode("utf-8", "replace")
+        body = name_start + nlen + elen
+        if flags & 0x08:
+            return out, f"entry {name!r} uses a data descriptor"
+        if body + csize > n:
+            return out, f"entry {name!r} is cut short"
+        raw = data[body:body + csize]
+        try:
+            if method == 0:
+                content = raw
+            elif method == 8:
+                content = zlib.decompress(raw, -15)
+            else:
+                return out, f"entry {name!r} uses compression method {method}"
+        except zlib.error:
+            return out, f"entry {name!r} is damaged"
+        if zlib.crc32(content) != crc or len(content) != usize:
+            return out, f"entry {name!r} fails its CRC check"
+        out[name] = content
+        pos = body + csize
+    return out, "data ends"
