@@ -1,0 +1,594 @@
+"""The timeline of a recording: one row per record, as columns, with search and links.
+
+Shared by the app's timeline table (``inspector``) and the ``chassis-inspector
+timeline`` command, so both show the same rows. No UI here (SPEC "Application":
+timeline, filter by kind, search, jump between errors).
+
+A row (:class:`TimelineRow`) has:
+
+* ``seq`` — the record's seq;
+* ``offset_seconds`` — seconds since the run start (the earliest ``at`` in the
+  recording), ``None`` when the record has no ``at``;
+* ``kind`` — ``model``, ``tool``, ``interrupt``, ``snapshot`` or ``lifecycle``;
+* ``name`` — model identity, tool name, lifecycle event, snapshot generation, or
+  ``interrupt``;
+* ``summary`` — one line: the first words of the response (model), of the arguments and
+  the result (tool), the interrupt value, or the composition (snapshot/lifecycle);
+* ``status`` — one of :data:`STATUSES`, by precedence ``error`` > ``interrupted`` >
+  ``redacted`` > ``live-fallback`` > ``replayed`` > ``ok``;
+* ``duration_seconds`` and ``tokens`` (input + output tokens of a model call).
+
+:class:`TimelineIndex` keeps these as parallel Python lists (columnar: one list per
+field, O(1) access by position) and computes the expensive parts lazily: summaries on
+first display (cached), the search haystack on the first search (a polars string column,
+searched with ``str.contains``). A *position* is an index into ``recording.records``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+import polars as pl
+
+from .canonical import args_hash
+from .recording import (
+    ChatMessage,
+    RECORD_KINDS,
+    InterruptRecord,
+    LifecycleRecord,
+    ModelRecord,
+    Recording,
+    SnapshotRecord,
+    ToolRecord,
+)
+
+#: the kinds in the order the app and the CLI list them
+VIEW_KINDS = ("model", "tool", "interrupt", "snapshot", "lifecycle")
+STATUSES = ("ok", "error", "interrupted", "redacted", "replayed", "live-fallback")
+SEPARATOR_KINDS = ("snapshot", "lifecycle")
+SUMMARY_CHARS = 160
+OUTCOME_KEYS = ("outcome", "resolved", "exit_status", "status", "result", "success", "score")
+
+
+def one_line(value: Any, limit: int = SUMMARY_CHARS) -> str:
+    """``value`` as a single line of at most ``limit`` characters.
+
+    Strings are used as they are; anything else is compact JSON. Runs of whitespace
+    (newlines included) become one space; a cut line ends with ``…``.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            text = repr(value)
+    # cut before splitting so a 1 MB result costs no more than a short one
+    text = " ".join(text[: limit * 4].split())
+    if len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
+
+
+def _error_text(err: Any) -> str:
+    if err is None:
+        return ""
+    return f"{err.type}: {err.message}" if err.message else err.type
+
+
+def record_name(rec: Any) -> str:
+    """The name column of a record (model identity, tool name, event, ...)."""
+    if type(rec) is ToolRecord:
+        return rec.tool
+    if type(rec) is ModelRecord:
+        return rec.model
+    if type(rec) is LifecycleRecord:
+        return rec.event
+    if type(rec) is SnapshotRecord:
+        return rec.generation_id or "snapshot"
+    return "interrupt"
+
+
+def record_status(rec: Any) -> str:
+    """The status of a record, by the precedence in the module docstring."""
+    if type(rec) is ToolRecord:
+        if rec.result.error is not None:
+            return "error"
+    elif type(rec) is ModelRecord:
+        if rec.error is not None:
+            return "error"
+    elif type(rec) is InterruptRecord:
+        return "interrupted"
+    if type(rec) is ToolRecord and rec.result.redacted:
+        return "redacted"
+    if rec.live_fallback:
+        return "live-fallback"
+    if rec.replayed:
+        return "replayed"
+    return "ok"
+
+
+def composition_text(composition: dict[str, Any]) -> str:
+    """``plugins: a, b · tools: x · capabilities: y`` for a snapshot's composition."""
+    parts = []
+    for field in ("plugins", "tools", "capabilities"):
+        items = composition.get(field)
+        if isinstance(items, list):
+            names = [i if isinstance(i, str) else (i.get("name") if isinstance(i, dict) and "name" in i else one_line(i, 40)) for i in items]
+            parts.append(f"{field}: {', '.join(str(n) for n in names) or '-'}")
+    for field, value in composition.items():
+        if field not in ("plugins", "tools", "capabilities"):
+            parts.append(f"{field}: {one_line(value, 60)}")
+    return " · ".join(parts)
+
+
+def record_summary(rec: Any, limit: int = SUMMARY_CHARS) -> str:
+    """The one-line summary of a record (see the module docstring), at most ``limit`` chars."""
+    if type(rec) is ModelRecord:
+        if rec.error is not None:
+            return one_line("✗ " + _error_text(rec.error), limit)
+        resp = rec.response
+        if resp is None:
+            return "(no response)"
+        text = resp.message.text
+        calls = resp.message.tool_calls or []
+        call_text = " ".join(f"→ {c.name}({one_line(c.arguments, 60)})" for c in calls)
+        return one_line(" ".join(p for p in (text, call_text) if p) or "(empty response)", limit)
+    if type(rec) is ToolRecord:
+        args = one_line(rec.arguments, limit)
+        if rec.result.error is not None:
+            out = "✗ " + _error_text(rec.result.error)
+        else:
+            out = one_line(rec.result.content, limit)
+        return one_line(f"{args} ⇒ {out}", limit)
+    if type(rec) is InterruptRecord:
+        return one_line(rec.value, limit) or "(no value)"
+    if type(rec) is SnapshotRecord:
+        return one_line(composition_text(rec.composition), limit) or "(empty composition)"
+    if type(rec) is LifecycleRecord:
+        return one_line(" · ".join(f"{k}={one_line(v, 40)}" for k, v in rec.details.items()), limit)
+    return ""
+
+
+def _haystack(rec: Any, seen_prompts: set[int]) -> str:
+    """Searchable text of a record: names, arguments, contents, results, errors.
+
+    A model record contributes its response, its error, and those system/user messages
+    of its request not already seen in an earlier request (so a prompt is found once, at
+    its first use, and tool results are found at their tool record, not again in every
+    later request).
+    """
+    parts: list[str] = [record_name(rec)]
+    if type(rec) is ToolRecord:
+        parts.append(one_line(rec.arguments, 1 << 30))
+        parts.append(one_line(rec.result.content, 1 << 30))
+        if rec.result.error is not None:
+            parts.append(_error_text(rec.result.error))
+        if rec.tool_call_id:
+            parts.append(rec.tool_call_id)
+    elif type(rec) is ModelRecord:
+        for m in rec.request.messages:
+            if m.role in ("system", "user"):
+                h = hash(m.text)
+                if h not in seen_prompts:
+                    seen_prompts.add(h)
+                    parts.append(m.text)
+        if rec.response is not None:
+            parts.append(rec.response.message.text)
+            for c in rec.response.message.tool_calls or []:
+                parts.append(f"{c.name} {one_line(c.arguments, 1 << 30)} {c.id}")
+        if rec.error is not None:
+            parts.append(_error_text(rec.error))
+    elif type(rec) is InterruptRecord:
+        parts.append(one_line(rec.value, 1 << 30))
+    elif type(rec) is SnapshotRecord:
+        parts.append(composition_text(rec.composition))
+    elif type(rec) is LifecycleRecord:
+        parts.append(one_line(rec.details, 1 << 30))
+    return "\n".join(parts).lower()
+
+
+def _parse_at(at: str | None) -> float | None:
+    if at is None:
+        return None
+    try:
+        return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One timeline row (fields as in the module docstring); ``position`` is the index
+    of the record in ``recording.records``."""
+
+    position: int
+    seq: int
+    offset_seconds: float | None
+    kind: str
+    name: str
+    summary: str
+    status: str
+    duration_seconds: float | None
+    tokens: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON object (``position`` left out: it is an app detail)."""
+        d = asdict(self)
+        del d["position"]
+        return d
+
+
+CSV_FIELDS = ("seq", "offset_seconds", "kind", "name", "summary", "status", "duration_seconds", "tokens")
+
+
+@dataclass(frozen=True)
+class TimelineSummary:
+    """Header facts of a recording.
+
+    ``counts`` maps every kind to its count; ``tokens_in``/``tokens_out`` are summed over
+    model calls; ``errors`` counts tool/model records with an error; ``span_seconds`` is
+    last ``at`` − first ``at`` (``None`` without timestamps); ``busy_seconds`` sums
+    ``duration_seconds``; ``outcome`` is the first of :data:`OUTCOME_KEYS` found in the
+    metadata, as text, or ``None``.
+    """
+
+    records: int
+    counts: dict[str, int]
+    tokens_in: int
+    tokens_out: int
+    errors: int
+    span_seconds: float | None
+    busy_seconds: float
+    outcome: str | None
+
+
+class TimelineIndex:
+    """Columnar index of a :class:`~core.recording.Recording` for the timeline.
+
+    Building it is one pass over the records (O(n)); row access, error navigation and
+    seq lookup are O(1) or O(log n); the first :meth:`search` builds a lowercase
+    haystack column (O(total text)), later searches are one vectorized scan.
+    """
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        recs = recording.records
+        n = len(recs)
+        self.seqs: list[int] = [0] * n
+        self.kinds: list[str] = [""] * n
+        self.names: list[str] = [""] * n
+        self.statuses: list[str] = [""] * n
+        self.offsets: list[float | None] = [None] * n
+        self.durations: list[float | None] = [None] * n
+        self.tokens: list[int | None] = [None] * n
+        self.error_positions: list[int] = []
+        #: (run_id, tool_call_id) → position of the model call that requested it
+        self.requested_by: dict[tuple[str | None, str], int] = {}
+        #: (run_id, tool_call_id) → position of the tool record that answered it
+        self.answered_by: dict[tuple[str | None, str], int] = {}
+        self._summaries: dict[int, str] = {}
+        self._haystack: pl.Series | None = None
+        counts = dict.fromkeys(RECORD_KINDS, 0)
+        tokens_in = tokens_out = 0
+        busy = 0.0
+        times: list[float] = []
+        for i, r in enumerate(recs):
+            t = type(r)
+            kind = r.kind
+            counts[kind] += 1
+            self.seqs[i] = r.seq
+            self.kinds[i] = kind
+            if t is ToolRecord:
+                self.names[i] = r.tool
+                self.durations[i] = r.duration_seconds
+                if r.tool_call_id:
+                    self.answered_by.setdefault((r.run_id, r.tool_call_id), i)
+            elif t is ModelRecord:
+                self.names[i] = r.model
+                self.durations[i] = r.duration_seconds
+                resp = r.response
+                if resp is not None:
+                    if resp.usage is not None:
+                        tokens_in += resp.usage.input_tokens
+                        tokens_out += resp.usage.output_tokens
+                        self.tokens[i] = resp.usage.input_tokens + resp.usage.output_tokens
+                    for c in resp.message.tool_calls or ():
+                        self.requested_by.setdefault((r.run_id, c.id), i)
+            else:
+                self.names[i] = record_name(r)
+            status = record_status(r)
+            self.statuses[i] = status
+            if status == "error":
+                self.error_positions.append(i)
+            if self.durations[i] is not None:
+                busy += self.durations[i]
+            ts = _parse_at(r.at)
+            if ts is not None:
+                self.offsets[i] = ts  # made relative below
+                times.append(ts)
+        start = min(times) if times else None
+        if start is not None:
+            self.offsets = [None if o is None else o - start for o in self.offsets]
+        outcome = None
+        for k in OUTCOME_KEYS:
+            if k in recording.metadata and recording.metadata[k] is not None:
+                outcome = one_line(recording.metadata[k], 60)
+                break
+        self.summary = TimelineSummary(
+            records=n,
+            counts=counts,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            errors=len(self.error_positions),
+            span_seconds=(max(times) - start) if start is not None else None,
+            busy_seconds=busy,
+            outcome=outcome,
+        )
+
+    # ------------------------------------------------------------------ rows
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def record(self, position: int) -> Any:
+        """The record at ``position`` (a pydantic record model)."""
+        return self.recording.records[position]
+
+    def summary_of(self, position: int) -> str:
+        """The one-line summary of the record at ``position`` (computed once, cached)."""
+        s = self._summaries.get(position)
+        if s is None:
+            s = record_summary(self.recording.records[position])
+            self._summaries[position] = s
+        return s
+
+    def row(self, position: int) -> TimelineRow:
+        """The :class:`TimelineRow` of the record at ``position``."""
+        return TimelineRow(
+            position=position,
+            seq=self.seqs[position],
+            offset_seconds=self.offsets[position],
+            kind=self.kinds[position],
+            name=self.names[position],
+            summary=self.summary_of(position),
+            status=self.statuses[position],
+            duration_seconds=self.durations[position],
+            tokens=self.tokens[position],
+        )
+
+    def rows(self, positions: Iterable[int] | None = None) -> Iterable[TimelineRow]:
+        """Rows at ``positions`` (all rows when ``None``), in the order given."""
+        for p in range(len(self)) if positions is None else positions:
+            yield self.row(p)
+
+    # ------------------------------------------------------------------ selection
+
+    def select(
+        self,
+        kinds: Iterable[str] | None = None,
+        *,
+        errors_only: bool = False,
+        grep: str | None = None,
+    ) -> list[int]:
+        """Positions of the rows to show, in record order.
+
+        ``kinds`` keeps only those kinds (``None`` = all); ``errors_only`` keeps rows
+        whose status is ``error``; ``grep`` keeps rows whose text contains it
+        (case-insensitive, see :meth:`search`).
+
+        Raises:
+            ValueError: an unknown kind (the message lists the known ones).
+        """
+        wanted = None
+        if kinds is not None:
+            wanted = set(kinds)
+            unknown = wanted - set(RECORD_KINDS)
+            if unknown:
+                raise ValueError(f"unknown kind(s) {sorted(unknown)}; known kinds: {', '.join(RECORD_KINDS)}")
+        if errors_only:
+            base: Sequence[int] = self.error_positions
+        else:
+            base = range(len(self))
+        if wanted is not None and len(wanted) < len(RECORD_KINDS):
+            k = self.kinds
+            out = [p for p in base if k[p] in wanted]
+        else:
+            out = list(base)
+        if grep:
+            hits = set(self.search(grep))
+            out = [p for p in out if p in hits]
+        return out
+
+    def _build_haystack(self) -> pl.Series:
+        seen: set[int] = set()
+        return pl.Series("text", [_haystack(r, seen) for r in self.recording.records], dtype=pl.String)
+
+    def search(self, text: str) -> list[int]:
+        """Positions (ascending) of records whose names, arguments, contents, results
+        or errors contain ``text``, case-insensitive. Empty ``text`` matches nothing."""
+        if not text:
+            return []
+        if self._haystack is None:
+            self._haystack = self._build_haystack()
+        mask = self._haystack.str.contains(text.lower(), literal=True)
+        return pl.arg_where(mask, eager=True).to_list() if len(mask) else []
+
+    def position_of_seq(self, seq: int) -> int | None:
+        """Position of the record with this seq, or ``None`` (binary search: seqs increase)."""
+        i = bisect.bisect_left(self.seqs, seq)
+        if i < len(self.seqs) and self.seqs[i] == seq:
+            return i
+        return None
+
+    def nearest_position_of_seq(self, seq: int) -> int | None:
+        """Position of the record with this seq, else of the first record after it, else
+        the last record; ``None`` for an empty recording."""
+        if not self.seqs:
+            return None
+        i = bisect.bisect_left(self.seqs, seq)
+        return min(i, len(self.seqs) - 1)
+
+    # ------------------------------------------------------------------ errors & links
+
+    def next_error(self, after: int) -> int | None:
+        """First error position strictly after ``after`` (``-1`` for the first error)."""
+        i = bisect.bisect_right(self.error_positions, after)
+        return self.error_positions[i] if i < len(self.error_positions) else None
+
+    def previous_error(self, before: int) -> int | None:
+        """Last error position strictly before ``before``."""
+        i = bisect.bisect_left(self.error_positions, before)
+        return self.error_positions[i - 1] if i > 0 else None
+
+    def linked(self, position: int) -> list[int]:
+        """Positions linked to ``position`` by ``tool_call_id`` (same run).
+
+        For a tool record: the model call that requested it. For a model record: the
+        tool records that answered the tool calls of its response, in the order of the
+        calls. Otherwise, or when nothing matches: ``[]``.
+        """
+        rec = self.recording.records[position]
+        if type(rec) is ToolRecord and rec.tool_call_id:
+            p = self.requested_by.get((rec.run_id, rec.tool_call_id))
+            return [] if p is None else [p]
+        if type(rec) is ModelRecord and rec.response is not None:
+            out = []
+            for c in rec.response.message.tool_calls or ():
+                p = self.answered_by.get((rec.run_id, c.id))
+                if p is not None:
+                    out.append(p)
+            return out
+        return []
+
+    # ------------------------------------------------------------------ details
+
+    def identity(self, position: int) -> dict[str, Any]:
+        """Key, args hash and attribution fields of a record (for the detail pane).
+
+        Keys: ``seq``, ``kind``, ``key`` (tool/model), ``args_hash`` (tool),
+        ``tool_call_id``, ``at``, ``run_id``, ``generation_id``, ``replayed``,
+        ``live_fallback`` — absent values left out.
+        """
+        rec = self.recording.records[position]
+        out: dict[str, Any] = {"seq": rec.seq, "kind": rec.kind}
+        if type(rec) in (ToolRecord, ModelRecord) and rec.key:
+            out["key"] = rec.key
+        if type(rec) is ToolRecord:
+            try:
+                out["args_hash"] = args_hash(rec.arguments)
+            except ValueError:
+                out["args_hash"] = None
+            if rec.tool_call_id:
+                out["tool_call_id"] = rec.tool_call_id
+        for f in ("at", "run_id", "generation_id"):
+            v = getattr(rec, f)
+            if v is not None:
+                out[f] = v
+        out["replayed"] = rec.replayed
+        out["live_fallback"] = rec.live_fallback
+        return out
+
+
+def rows_to_csv(rows: Iterable[TimelineRow]) -> str:
+    """Rows as CSV text with a header line (:data:`CSV_FIELDS`); ``None`` is empty."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for r in rows:
+        d = r.to_json()
+        w.writerow(["" if d[f] is None else d[f] for f in CSV_FIELDS])
+    return buf.getvalue()
+
+
+def format_offset(seconds: float | None) -> str:
+    """``+12.3s`` / ``+4m05s`` / ``+2h03m`` (``""`` for ``None``)."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"+{seconds:.1f}s"
+    if seconds < 3600:
+        m, s = divmod(int(seconds), 60)
+        return f"+{m}m{s:02d}s"
+    h, rem = divmod(int(seconds), 3600)
+    return f"+{h}h{rem // 60:02d}m"
+
+
+def format_duration(seconds: float | None) -> str:
+    """``850ms`` / ``2.4s`` / ``3m12s`` (``""`` for ``None``)."""
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s"
+
+
+# ---------------------------------------------------------------------- transcripts
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    """One block of a chat transcript: a ``message``, a ``caption`` (e.g. "response"),
+    and whether it is the record being inspected (``current``)."""
+
+    message: ChatMessage
+    caption: str = ""
+    current: bool = False
+
+
+def transcript_for(index: TimelineIndex, position: int) -> tuple[list[TranscriptEntry], str]:
+    """The chat transcript to show for the record at ``position``, and a note.
+
+    * model record: its request's messages, then its response (``current``);
+    * tool record: the transcript of the model call that requested it (linked by
+      ``tool_call_id``), then this tool's result as a ``tool`` message (``current``) —
+      "the transcript before the tool call";
+    * other records, or a tool call no model call requested: no entries, and a note
+      saying why.
+    """
+    rec = index.record(position)
+    if type(rec) is ModelRecord:
+        entries = [TranscriptEntry(m) for m in rec.request.messages]
+        if rec.response is not None:
+            entries.append(TranscriptEntry(rec.response.message, caption=f"response of seq {rec.seq}", current=True))
+        elif rec.error is not None:
+            entries.append(TranscriptEntry(
+                ChatMessage(role="assistant", content=f"✗ model call failed: {_error_text(rec.error)}"),
+                caption=f"error of seq {rec.seq}", current=True,
+            ))
+        note = f"model call seq {rec.seq} · {rec.model} · {len(rec.request.messages)} request messages"
+        return entries, note
+    if type(rec) is ToolRecord:
+        links = index.linked(position)
+        if rec.result.error is not None:
+            content: Any = f"✗ {_error_text(rec.result.error)}"
+            if rec.result.content not in (None, ""):
+                content += "\n" + (rec.result.content if isinstance(rec.result.content, str) else one_line(rec.result.content, 1 << 20))
+        else:
+            content = rec.result.content if isinstance(rec.result.content, str) else one_line(rec.result.content, 1 << 20)
+        result_msg = ChatMessage(role="tool", content=content, tool_call_id=rec.tool_call_id, name=rec.tool)
+        if not links:
+            return [TranscriptEntry(result_msg, caption=f"result of seq {rec.seq}", current=True)], (
+                f"tool call seq {rec.seq} · {rec.tool}: no model call in this recording requested it"
+                + (f" (tool_call_id {rec.tool_call_id})" if rec.tool_call_id else " (no tool_call_id)")
+            )
+        model_pos = links[0]
+        entries, _ = transcript_for(index, model_pos)
+        entries = [TranscriptEntry(e.message, e.caption, False) for e in entries]
+        entries.append(TranscriptEntry(result_msg, caption=f"result of seq {rec.seq}", current=True))
+        note = (f"tool call seq {rec.seq} · {rec.tool}: transcript of model call seq "
+                f"{index.seqs[model_pos]} that requested it, then this result")
+        return entries, note
+    return [], f"a {rec.kind} record has no chat transcript"

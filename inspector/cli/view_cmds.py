@@ -1,0 +1,144 @@
+"""Commands that view a recording: ``open`` (the default verb), ``serve``, ``timeline``.
+
+``open`` loads the file completely (and verifies it) *before* the app starts, so a file
+that fails to load prints its :class:`~core.errors.FormatError` on one line and exits 2
+without ever drawing a screen. ``serve`` runs the same app in a browser through
+textual-serve (loopback only unless ``--public``). ``timeline`` prints the rows the
+app's table shows, for scripts.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core.recording import RECORD_KINDS
+from core.timeline import TimelineIndex, format_duration, format_offset, rows_to_csv
+
+from .common import echo_err, print_json
+
+#: files bigger than this get a "loading…" line on stderr before the app starts
+LOUD_LOAD_BYTES = 50 * 1024 * 1024
+
+
+class Kind(str, Enum):
+    model = "model"
+    tool = "tool"
+    interrupt = "interrupt"
+    snapshot = "snapshot"
+    lifecycle = "lifecycle"
+
+
+def resolve_recording(file: Path | None) -> Path:
+    """``file``, or the bundled default recording when ``None`` (see inspector.defaults)."""
+    from inspector.defaults import default_recording_path
+
+    return default_recording_path() if file is None else file
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine.
+
+    ``localhost`` and any loopback address (127.0.0.0/8, ::1) count; names other than
+    ``localhost`` and wildcard addresses (0.0.0.0, ::) do not.
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _load(path: Path):
+    from inspector.loader import load_for_view
+
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if size > LOUD_LOAD_BYTES:
+        typer.echo(f"chassis-inspector: loading {path} ({size / 1e6:,.0f} MB)…", err=True)
+    return load_for_view(path)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("open")
+    def open_(
+        file: Annotated[Path | None, typer.Argument(help="Recording (or any format the importers accept). Default: the bundled sample.")] = None,
+    ) -> None:
+        """Open a recording in the inspector app (the default command)."""
+        from inspector.app import InspectorApp
+
+        loaded = _load(resolve_recording(file))
+        InspectorApp(loaded).run()
+
+    @app.command()
+    def serve(
+        file: Annotated[Path | None, typer.Argument(help="Recording to serve. Default: the bundled sample.")] = None,
+        host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+        public: Annotated[bool, typer.Option("--public", help="Allow binding a non-loopback address.")] = False,
+    ) -> None:
+        """Serve the inspector app in a web browser (textual-serve)."""
+        if not is_loopback(host):
+            if not public:
+                echo_err(
+                    f"--host {host} is not a loopback address: anyone who can reach it could read "
+                    "the recording; pass --public to allow it"
+                )
+                raise typer.Exit(2)
+            echo_err(f"warning: serving on {host}:{port} — the recording is readable by anyone who can reach this address")
+        path = resolve_recording(file).resolve()
+        _load(path)  # fail now, with the FormatError line, rather than in the browser
+        from textual_serve.server import Server
+
+        command = f"{shlex.quote(sys.executable)} -m inspector open {shlex.quote(str(path))}"
+        server = Server(command, host=host, port=port, title=f"Chassis Inspector — {path.name}")
+        typer.echo(f"serving {path.name} on http://{host}:{port} (ctrl+c to stop)")
+        server.serve()
+
+    @app.command()
+    def timeline(
+        file: Annotated[Path, typer.Argument(help="Recording to list.")],
+        kind: Annotated[list[Kind] | None, typer.Option("--kind", "-k", help="Only this kind (repeatable).")] = None,
+        grep: Annotated[str | None, typer.Option("--grep", help="Only records whose text contains this (case-insensitive).")] = None,
+        errors: Annotated[bool, typer.Option("--errors", help="Only records with an error.")] = False,
+        json: Annotated[bool, typer.Option("--json", help="Print a JSON array of rows.")] = False,
+        csv: Annotated[bool, typer.Option("--csv", help="Print CSV with a header line.")] = False,
+    ) -> None:
+        """Print the timeline rows (the same rows the app's table shows)."""
+        if json and csv:
+            echo_err("--json and --csv cannot be used together")
+            raise typer.Exit(2)
+        loaded = _load(file)
+        index: TimelineIndex = loaded.index
+        for notice in loaded.notices:
+            echo_err(f"notice: {notice}")
+        kinds = [k.value for k in kind] if kind else None
+        positions = index.select(kinds, errors_only=errors, grep=grep)
+        rows = index.rows(positions)
+        if json:
+            print_json([r.to_json() for r in rows])
+            return
+        if csv:
+            sys.stdout.write(rows_to_csv(rows))
+            return
+        seq_w = max(3, len(str(index.seqs[-1])) if len(index) else 3)
+        out = sys.stdout
+        out.write(f"{'seq':>{seq_w}} {'time':>8} {'kind':<9} {'name':<22} {'status':<13} {'dur':>7} {'tokens':>7}  summary\n")
+        for r in rows:
+            tok = "" if r.tokens is None else str(r.tokens)
+            out.write(
+                f"{r.seq:>{seq_w}} {format_offset(r.offset_seconds):>8} {r.kind:<9} {r.name[:22]:<22} "
+                f"{r.status:<13} {format_duration(r.duration_seconds):>7} {tok:>7}  {r.summary}\n"
+            )
+        if not positions:
+            echo_err(f"no record matches (kinds: {', '.join(kinds or RECORD_KINDS)}"
+                     + (", errors only" if errors else "") + (f", grep {grep!r}" if grep else "") + ")")

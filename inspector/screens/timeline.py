@@ -1,0 +1,430 @@
+"""The timeline screen: header, filter bar, the virtualized timeline and the detail pane.
+
+It owns the navigation state (visible kinds, errors-only, search matches, jump history)
+and pushes it down to its widgets; widgets report user intent with messages. Searching
+runs in a thread worker (the first search over a big recording builds the haystack).
+"""
+
+from __future__ import annotations
+
+import orjson
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer
+
+from core.recording import ToolRecord
+from core.timeline import VIEW_KINDS as RECORD_KINDS
+from core.timeline import TimelineIndex
+
+from ..loader import LoadedRecording
+from ..widgets.detail_pane import DetailPane
+from ..widgets.filter_bar import FilterBar
+from ..widgets.json_tree import JsonTree
+from ..widgets.recording_header import RecordingHeader, header_text
+from ..widgets.timeline_table import TimelineTable
+from ..widgets.transcript import TranscriptView
+from .goto import GotoSeqScreen
+
+#: seconds the detail pane waits for the cursor to settle before it redraws
+DETAIL_DELAY = 0.06
+
+
+class TimelineScreen(Screen[None]):
+    """Everything about one recording. ``loaded`` is the recording and its index."""
+
+    BINDINGS = [
+        Binding("slash", "search", "Search", id="timeline.search", tooltip="Search names, arguments, contents and results"),
+        Binding("n", "next_match", "Next match", id="timeline.next_match", tooltip="Jump to the next search match"),
+        Binding("N", "previous_match", "Prev match", show=False, id="timeline.previous_match", tooltip="Jump to the previous search match"),
+        Binding("e", "next_error", "Next error", id="timeline.next_error", tooltip="Jump to the next record with an error"),
+        Binding("E", "previous_error", "Prev error", show=False, id="timeline.previous_error", tooltip="Jump to the previous record with an error"),
+        Binding("f", "first_error", "First error", show=False, id="timeline.first_error", tooltip="Jump to the first record with an error"),
+        Binding("g,colon", "goto", "Go to seq", id="timeline.goto", tooltip="Go to a record by its seq"),
+        Binding("l", "follow_link", "Follow call", id="timeline.follow_link", tooltip="Tool call ↔ the model call that requested it (by tool_call_id)"),
+        Binding("b", "back", "Back", show=False, id="timeline.back", tooltip="Back to where the last jump started"),
+        Binding("1", "toggle_kind('model')", "Model calls", show=False, id="filter.model", tooltip="Show/hide model calls"),
+        Binding("2", "toggle_kind('tool')", "Tool calls", show=False, id="filter.tool", tooltip="Show/hide tool calls"),
+        Binding("3", "toggle_kind('interrupt')", "Interrupts", show=False, id="filter.interrupt", tooltip="Show/hide interrupts"),
+        Binding("4", "toggle_kind('snapshot')", "Snapshots", show=False, id="filter.snapshot", tooltip="Show/hide snapshot separators"),
+        Binding("5", "toggle_kind('lifecycle')", "Lifecycle", show=False, id="filter.lifecycle", tooltip="Show/hide lifecycle separators"),
+        Binding("0", "show_all", "All kinds", show=False, id="filter.all", tooltip="Show every kind, clear errors-only"),
+        Binding("x", "toggle_errors", "Errors only", show=False, id="filter.errors", tooltip="Show only records with an error"),
+        Binding("r", "show_tab('tab-record')", "Record", show=False, id="detail.record", tooltip="Detail: the record as a JSON tree"),
+        Binding("t", "show_tab('tab-transcript')", "Transcript", id="detail.transcript", tooltip="Detail: the chat transcript"),
+        Binding("z", "expand", "Expand long", show=False, id="detail.expand", tooltip="Expand long strings and messages"),
+        Binding("y", "copy('key')", "Copy key", show=False, id="copy.key", tooltip="Copy the canonical key"),
+        Binding("a", "copy('args_hash')", "Copy args hash", show=False, id="copy.args_hash", tooltip="Copy the args hash of a tool call"),
+        Binding("c", "copy('json')", "Copy JSON", show=False, id="copy.json", tooltip="Copy the record as JSON"),
+        Binding("w", "focus_other", "Switch pane", show=False, id="timeline.switch_pane", tooltip="Move focus between the timeline and the detail"),
+    ]
+
+    DEFAULT_CSS = """
+    TimelineScreen #main { height: 1fr; }
+    TimelineScreen TimelineTable { width: 3fr; }
+    TimelineScreen DetailPane { width: 2fr; border-left: vkey $panel-lighten-2; }
+    """
+
+    class SearchFinished(Message):
+        """A search for ``text`` found ``positions`` (ascending)."""
+
+        def __init__(self, text: str, positions: list[int]) -> None:
+            super().__init__()
+            self.text = text
+            self.positions = positions
+
+    def __init__(self, loaded: LoadedRecording) -> None:
+        super().__init__()
+        self.loaded = loaded
+        self.index: TimelineIndex = loaded.index
+        self.kinds: frozenset[str] = frozenset(RECORD_KINDS)
+        self.errors_only = False
+        self.search_text = ""
+        self.matches: list[int] = []
+        self.history: list[int] = []
+        self._detail_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield RecordingHeader(header_text(self.loaded.path, self.loaded.recording, self.index.summary), id="header")
+        yield FilterBar(id="filters")
+        with Horizontal(id="main"):
+            yield TimelineTable(self.index, id="timeline")
+            yield DetailPane(id="detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = f"Chassis Inspector — {self.loaded.path.name}"
+        self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
+        table = self.table
+        table.focus()
+        self.detail.show(self.index, table.cursor_position)
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def table(self) -> TimelineTable:
+        return self.query_one(TimelineTable)
+
+    @property
+    def detail(self) -> DetailPane:
+        return self.query_one(DetailPane)
+
+    def _apply_filter(self, keep: int | None = None) -> None:
+        table = self.table
+        keep = table.cursor_position if keep is None else keep
+        if self.kinds == frozenset(RECORD_KINDS) and not self.errors_only:
+            view = range(len(self.index))
+        else:
+            view = self.index.select(self.kinds, errors_only=self.errors_only)
+        table.set_view(view, keep_position=keep)
+        self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
+        self._update_match_info()
+        self.detail.show(self.index, table.cursor_position)
+
+    def jump_to(self, position: int, *, remember: bool = True) -> bool:
+        """Move the cursor to ``position``; if the filter hides it, clear the filter.
+        With ``remember`` the current position goes on the back-history."""
+        table = self.table
+        here = table.cursor_position
+        if table.row_of_position(position) is None:
+            self.kinds = frozenset(RECORD_KINDS)
+            self.errors_only = False
+            self._apply_filter(keep=position)
+            self.notify("filter cleared to show the target record", timeout=3)
+        if remember and here is not None and here != position:
+            self.history.append(here)
+            del self.history[:-100]
+        return table.go_to_position(position)
+
+    def _visible(self, position: int) -> bool:
+        return self.table.row_of_position(position) is not None
+
+    # ------------------------------------------------------------------ messages up
+
+    @on(TimelineTable.RecordHighlighted)
+    def _highlighted(self, event: TimelineTable.RecordHighlighted) -> None:
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        position = event.position
+        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self.detail.show(self.index, position))
+        self._update_match_info()
+
+    @on(TimelineTable.RecordSelected)
+    def _selected(self, event: TimelineTable.RecordSelected) -> None:
+        self.detail.focus_content()
+
+    @on(FilterBar.KindToggled)
+    def _kind_toggled(self, event: FilterBar.KindToggled) -> None:
+        self.action_toggle_kind(event.kind)
+
+    @on(FilterBar.ErrorsToggled)
+    def _errors_toggled(self) -> None:
+        self.action_toggle_errors()
+
+    @on(FilterBar.SearchSubmitted)
+    def _search_submitted(self, event: FilterBar.SearchSubmitted) -> None:
+        self.table.focus()
+        self.start_search(event.text)
+
+    @on(FilterBar.SearchCancelled)
+    def _search_cancelled(self) -> None:
+        self.table.focus()
+
+    # ------------------------------------------------------------------ search
+
+    def start_search(self, text: str) -> None:
+        """Search for ``text`` (empty: clear the search) in a worker."""
+        self.search_text = text
+        if not text:
+            self.matches = []
+            self.table.set_matches(frozenset(), "")
+            self._update_match_info()
+            return
+        self.query_one(FilterBar).set_match_info("searching…")
+        self._search_worker(text)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def _search_worker(self, text: str) -> None:
+        positions = self.index.search(text)
+        self.post_message(self.SearchFinished(text, positions))
+
+    @on(SearchFinished)
+    def _search_finished(self, event: SearchFinished) -> None:
+        if event.text != self.search_text:
+            return
+        self.matches = event.positions
+        self.table.set_matches(frozenset(event.positions), event.text)
+        if not event.positions:
+            self.notify(f"no record contains {event.text!r}", severity="warning", timeout=3)
+            self._update_match_info()
+            return
+        here = self.table.cursor_position
+        start = -1 if here is None else here - 1
+        target = self._next_in(self.matches, start, visible_only=True) or self._next_in(self.matches, -1, visible_only=True)
+        if target is None:
+            target = event.positions[0]
+        self.jump_to(target)
+        self._update_match_info()
+
+    def _next_in(self, positions: list[int], after: int, *, visible_only: bool) -> int | None:
+        import bisect
+
+        i = bisect.bisect_right(positions, after)
+        while i < len(positions):
+            if not visible_only or self._visible(positions[i]):
+                return positions[i]
+            i += 1
+        return None
+
+    def _previous_in(self, positions: list[int], before: int) -> int | None:
+        import bisect
+
+        i = bisect.bisect_left(positions, before) - 1
+        while i >= 0:
+            if self._visible(positions[i]):
+                return positions[i]
+            i -= 1
+        return None
+
+    def _update_match_info(self) -> None:
+        bar = self.query_one(FilterBar)
+        if not self.search_text:
+            bar.set_match_info("")
+            return
+        if not self.matches:
+            bar.set_match_info("no match")
+            return
+        import bisect
+
+        here = self.table.cursor_position
+        n = len(self.matches)
+        if here is not None:
+            i = bisect.bisect_left(self.matches, here)
+            if i < n and self.matches[i] == here:
+                bar.set_match_info(f"match {i + 1}/{n}")
+                return
+        bar.set_match_info(f"{n} matches")
+
+    # ------------------------------------------------------------------ actions
+
+    def action_search(self) -> None:
+        """Focus the search box."""
+        self.query_one("#search").focus()
+
+    def action_next_match(self) -> None:
+        """Go to the next search match (wrapping around)."""
+        if not self.matches:
+            self.notify("no search: press / to search", timeout=2)
+            return
+        here = self.table.cursor_position
+        target = self._next_in(self.matches, -1 if here is None else here, visible_only=True)
+        if target is None:
+            target = self._next_in(self.matches, -1, visible_only=True)
+        if target is not None:
+            self.jump_to(target)
+        self._update_match_info()
+
+    def action_previous_match(self) -> None:
+        """Go to the previous search match (wrapping around)."""
+        if not self.matches:
+            self.notify("no search: press / to search", timeout=2)
+            return
+        here = self.table.cursor_position
+        target = self._previous_in(self.matches, len(self.index) if here is None else here)
+        if target is None:
+            target = self._previous_in(self.matches, len(self.index))
+        if target is not None:
+            self.jump_to(target)
+        self._update_match_info()
+
+    def _error_in_view(self, start: int, forward: bool) -> int | None:
+        idx = self.index
+        p = idx.next_error(start) if forward else idx.previous_error(start)
+        while p is not None and not self._visible(p):
+            p = idx.next_error(p) if forward else idx.previous_error(p)
+        return p
+
+    def action_first_error(self) -> None:
+        """Jump to the first record with an error."""
+        if not self.index.error_positions:
+            self.notify("this recording has no errors", timeout=3)
+            return
+        self.jump_to(self.index.error_positions[0])
+
+    def action_next_error(self) -> None:
+        """Jump to the next error after the cursor (wrapping to the first)."""
+        if not self.index.error_positions:
+            self.notify("this recording has no errors", timeout=3)
+            return
+        here = self.table.cursor_position
+        p = self._error_in_view(-1 if here is None else here, True)
+        if p is None:
+            p = self._error_in_view(-1, True)
+            if p is not None:
+                self.notify("wrapped to the first error", timeout=2)
+        if p is None:
+            p = self.index.error_positions[0]
+        self.jump_to(p)
+
+    def action_previous_error(self) -> None:
+        """Jump to the previous error before the cursor (wrapping to the last)."""
+        if not self.index.error_positions:
+            self.notify("this recording has no errors", timeout=3)
+            return
+        here = self.table.cursor_position
+        p = self._error_in_view(len(self.index) if here is None else here, False)
+        if p is None:
+            p = self._error_in_view(len(self.index), False)
+        if p is None:
+            p = self.index.error_positions[-1]
+        self.jump_to(p)
+
+    def action_goto(self) -> None:
+        """Ask for a seq and go to it (or to the next record after it)."""
+
+        def done(seq: int | None) -> None:
+            if seq is None:
+                return
+            p = self.index.position_of_seq(seq)
+            if p is None:
+                p = self.index.nearest_position_of_seq(seq)
+                if p is None:
+                    return
+                self.notify(f"no record has seq {seq}; went to seq {self.index.seqs[p]}", timeout=3)
+            self.jump_to(p)
+
+        self.app.push_screen(GotoSeqScreen(self.index.seqs[0] if len(self.index) else 0,
+                                           self.index.seqs[-1] if len(self.index) else 0), done)
+
+    def go_to_seq(self, seq: int) -> bool:
+        """Go to the record with ``seq``; ``False`` if there is none."""
+        p = self.index.position_of_seq(seq)
+        if p is None:
+            return False
+        return self.jump_to(p)
+
+    def action_follow_link(self) -> None:
+        """From a tool call to the model call that requested it, and from a model call to
+        the tool calls that answered it (repeated presses cycle through them)."""
+        here = self.table.cursor_position
+        if here is None:
+            return
+        links = self.index.linked(here)
+        if not links:
+            rec = self.index.record(here)
+            what = "requested this tool call" if type(rec) is ToolRecord else "answers this record"
+            self.notify(f"no record in this recording {what} (by tool_call_id)", timeout=3)
+            return
+        self.jump_to(links[0])
+
+    def action_back(self) -> None:
+        """Return to where the last jump started."""
+        if not self.history:
+            self.notify("nothing to go back to", timeout=2)
+            return
+        self.jump_to(self.history.pop(), remember=False)
+
+    def action_toggle_kind(self, kind: str) -> None:
+        """Show or hide records of ``kind``."""
+        kinds = set(self.kinds)
+        kinds.symmetric_difference_update({kind})
+        self.kinds = frozenset(kinds)
+        self._apply_filter()
+
+    def action_only_kind(self, kind: str) -> None:
+        """Show only records of ``kind``."""
+        self.kinds = frozenset({kind})
+        self._apply_filter()
+
+    def action_show_all(self) -> None:
+        """Show every kind and clear errors-only."""
+        self.kinds = frozenset(RECORD_KINDS)
+        self.errors_only = False
+        self._apply_filter()
+
+    def action_toggle_errors(self) -> None:
+        """Show only records with an error (or everything again)."""
+        self.errors_only = not self.errors_only
+        self._apply_filter()
+
+    def action_show_tab(self, tab: str) -> None:
+        """Switch the detail pane to ``tab`` (``tab-record`` or ``tab-transcript``)."""
+        self.detail.active_tab = tab
+
+    def action_expand(self) -> None:
+        """Expand folded strings (Record tab) or long messages (Transcript tab)."""
+        if self.detail.active_tab == "tab-transcript":
+            view = self.detail.query_one(TranscriptView)
+            view.expanded = not view.expanded
+        else:
+            self.detail.query_one(JsonTree).expand_all_strings()
+
+    def action_copy(self, what: str) -> None:
+        """Copy the key, the args hash or the record JSON to the clipboard."""
+        here = self.table.cursor_position
+        if here is None:
+            return
+        ident = self.index.identity(here)
+        if what == "json":
+            text = orjson.dumps(self.index.record(here).to_json_obj(), option=orjson.OPT_INDENT_2).decode()
+            label = f"record seq {ident['seq']} as JSON"
+        else:
+            value = ident.get(what)
+            if not value:
+                self.notify(f"this {ident['kind']} record has no {what.replace('_', ' ')}", severity="warning", timeout=3)
+                return
+            text = value
+            label = f"{what.replace('_', ' ')} {value[:20]}…"
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {label}", timeout=2)
+
+    def action_focus_other(self) -> None:
+        """Move the focus between the timeline and the detail pane."""
+        if self.table.has_focus:
+            self.detail.focus_content()
+        else:
+            self.table.focus()

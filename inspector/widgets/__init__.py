@@ -1,0 +1,1 @@
+"""Reusable widgets of the inspector app (each with its own DEFAULT_CSS)."""

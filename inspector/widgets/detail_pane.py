@@ -1,0 +1,142 @@
+"""The detail pane of the selected record: identity, error, JSON tree and transcript.
+
+``show(index, position)`` (attribute down from the screen) fills it. The identity block
+gives the key, args hash and attribution fields; the "Record" tab is the full record as
+a collapsible JSON tree; the "Transcript" tab renders the chat (built only when that
+tab is visible, so moving the cursor stays cheap).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static, TabbedContent, TabPane
+
+from core.recording import ModelRecord, ToolRecord
+from core.timeline import TimelineIndex, format_duration, transcript_for
+
+from .json_tree import JsonTree
+from .transcript import TranscriptView
+
+
+class DetailPane(Vertical):
+    """Identity + error banner + tabs (Record JSON tree, Transcript)."""
+
+    DEFAULT_CSS = """
+    DetailPane { background: $surface; }
+    DetailPane > #detail-identity { height: auto; padding: 0 1; background: $panel; }
+    DetailPane > #detail-error { height: auto; padding: 0 1; background: $error 25%; color: $text-error; display: none; }
+    DetailPane > #detail-error.shown { display: block; }
+    DetailPane TabbedContent { height: 1fr; }
+    DetailPane TabPane { padding: 0; }
+    DetailPane JsonTree, DetailPane TranscriptView { height: 1fr; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.index: TimelineIndex | None = None
+        self.position: int | None = None
+        self._transcript_for: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="detail-identity")
+        yield Static("", id="detail-error")
+        with TabbedContent(id="detail-tabs", initial="tab-record"):
+            with TabPane("Record", id="tab-record"):
+                yield JsonTree(id="detail-tree")
+            with TabPane("Transcript", id="tab-transcript"):
+                yield TranscriptView(id="detail-transcript")
+
+    # ------------------------------------------------------------------ data
+
+    def show(self, index: TimelineIndex, position: int | None) -> None:
+        """Show the record at ``position`` of ``index`` (``None``: nothing selected)."""
+        self.index = index
+        self.position = position
+        self._transcript_for = None
+        identity = self.query_one("#detail-identity", Static)
+        error = self.query_one("#detail-error", Static)
+        tree = self.query_one(JsonTree)
+        if position is None:
+            identity.update("no record selected (the filter hides every record)")
+            error.remove_class("shown")
+            tree.show({}, "record")
+            self.query_one(TranscriptView).show([], "")
+            return
+        rec = index.record(position)
+        identity.update(self._identity_text(index, position))
+        err = rec.result.error if type(rec) is ToolRecord else getattr(rec, "error", None)
+        if err is not None:
+            error.update(Text(f"✗ {err.type}: {err.message}"))
+            error.add_class("shown")
+        else:
+            error.remove_class("shown")
+        tree.show(rec.to_json_obj(), f"seq {rec.seq} · {rec.kind}")
+        if self.active_tab == "tab-transcript":
+            self._show_transcript()
+
+    @property
+    def active_tab(self) -> str:
+        """Id of the visible tab: ``tab-record`` or ``tab-transcript``."""
+        return self.query_one(TabbedContent).active
+
+    @active_tab.setter
+    def active_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def focus_content(self) -> None:
+        """Focus the visible tab's content (the JSON tree or the transcript)."""
+        if self.active_tab == "tab-transcript":
+            self.query_one(TranscriptView).focus()
+        else:
+            self.query_one(JsonTree).focus()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "tab-transcript":
+            self._show_transcript()
+
+    def _show_transcript(self) -> None:
+        if self.index is None or self.position is None or self._transcript_for == self.position:
+            return
+        self._transcript_for = self.position
+        entries, note = transcript_for(self.index, self.position)
+        view = self.query_one(TranscriptView)
+        view.show(entries, note)
+        view.scroll_to_current()
+
+    def _identity_text(self, index: TimelineIndex, position: int) -> Text:
+        ident = index.identity(position)
+        rec = index.record(position)
+        t = Text()
+        t.append(f"seq {ident['seq']}", style="bold")
+        t.append(f"  {ident['kind']}", style="bold")
+        t.append(f"  {index.names[position]}")
+        status = index.statuses[position]
+        t.append(f"  [{status}]", style="bold red" if status == "error" else "dim")
+        dur = index.durations[position]
+        if dur is not None:
+            t.append(f"  {format_duration(dur)}", style="dim")
+        if index.tokens[position] is not None and type(rec) is ModelRecord and rec.response and rec.response.usage:
+            u = rec.response.usage
+            t.append(f"  tokens in {u.input_tokens:,} / out {u.output_tokens:,}", style="dim")
+        rows: list[tuple[str, Any]] = []
+        for field in ("key", "args_hash", "tool_call_id", "at", "run_id", "generation_id"):
+            if ident.get(field):
+                rows.append((field, ident[field]))
+        flags = [f for f in ("replayed", "live_fallback") if ident.get(f)]
+        if flags:
+            rows.append(("flags", ", ".join(flags)))
+        links = index.linked(position)
+        if links:
+            label = "requested by" if type(rec) is ToolRecord else "answered by"
+            rows.append((label, ", ".join(f"seq {index.seqs[p]}" for p in links) + "  (l)"))
+        for k, v in rows:
+            t.append(f"\n{k:<14}", style="cyan")
+            v = str(v)
+            if k in ("key", "args_hash") and len(v) > 30:
+                v = v[:29] + "…"
+            t.append(v)
+        return t

@@ -1,0 +1,116 @@
+"""The filter bar: kind toggles, an errors-only toggle, the search box and match count.
+
+Attributes down (:meth:`FilterBar.set_state`, :meth:`FilterBar.set_match_info`),
+messages up (:class:`FilterBar.KindToggled`, :class:`FilterBar.ErrorsToggled`,
+:class:`FilterBar.SearchSubmitted`, :class:`FilterBar.SearchCancelled`).
+"""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Input, Static
+
+from core.timeline import VIEW_KINDS as RECORD_KINDS
+
+KIND_KEYS = {kind: str(i + 1) for i, kind in enumerate(RECORD_KINDS)}
+
+
+class Chip(Static):
+    """A clickable on/off toggle label."""
+
+    DEFAULT_CSS = """
+    Chip { width: auto; height: 1; padding: 0 1; margin: 0 1 0 0; background: $panel; color: $text-muted; }
+    Chip.on { background: $primary-muted; color: $text; text-style: bold; }
+    Chip:hover { background: $panel-lighten-2; }
+    """
+
+    class Clicked(Message):
+        """The chip was clicked."""
+
+        def __init__(self, chip: "Chip") -> None:
+            super().__init__()
+            self.chip = chip
+
+        @property
+        def control(self) -> "Chip":
+            return self.chip
+
+    def on_click(self) -> None:
+        self.post_message(self.Clicked(self))
+
+
+class SearchInput(Input):
+    """The search box; escape hands focus back (as :class:`FilterBar.SearchCancelled`)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Leave search", show=False, id="search.cancel")]
+
+    def action_cancel(self) -> None:
+        self.post_message(FilterBar.SearchCancelled())
+
+
+class FilterBar(Horizontal):
+    """Kind chips ``1``–``5``, errors chip ``x``, search box ``/``."""
+
+    DEFAULT_CSS = """
+    FilterBar { height: 1; background: $surface; }
+    FilterBar > SearchInput { width: 1fr; height: 1; border: none; padding: 0 1; background: $boost; }
+    FilterBar > SearchInput:focus { border: none; background: $primary 20%; }
+    FilterBar > #match-info { width: auto; padding: 0 1; color: $text-muted; }
+    """
+
+    class KindToggled(Message):
+        """The user toggled the visibility of ``kind``."""
+
+        def __init__(self, kind: str) -> None:
+            super().__init__()
+            self.kind = kind
+
+    class ErrorsToggled(Message):
+        """The user toggled "errors only"."""
+
+    class SearchSubmitted(Message):
+        """The user submitted a search for ``text`` (empty: clear the search)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class SearchCancelled(Message):
+        """The user left the search box with escape."""
+
+    def compose(self) -> ComposeResult:
+        for kind in RECORD_KINDS:
+            yield Chip(f"{KIND_KEYS[kind]} {kind}", id=f"chip-{kind}", classes="on")
+        yield Chip("x errors", id="chip-errors")
+        yield SearchInput(placeholder="/ search names, arguments, contents, results", id="search")
+        yield Static("", id="match-info")
+
+    def set_state(self, kinds: frozenset[str], errors_only: bool, counts: dict[str, int]) -> None:
+        """Show which kinds are visible and whether only errors are shown."""
+        for kind in RECORD_KINDS:
+            chip = self.query_one(f"#chip-{kind}", Chip)
+            chip.set_class(kind in kinds, "on")
+            chip.update(f"{KIND_KEYS[kind]} {kind} {counts.get(kind, 0):,}")
+        self.query_one("#chip-errors", Chip).set_class(errors_only, "on")
+
+    def set_match_info(self, text: str) -> None:
+        """Show e.g. ``match 3/17`` next to the search box."""
+        self.query_one("#match-info", Static).update(text)
+
+    @on(Chip.Clicked)
+    def _chip_clicked(self, event: Chip.Clicked) -> None:
+        event.stop()
+        cid = event.chip.id or ""
+        if cid == "chip-errors":
+            self.post_message(self.ErrorsToggled())
+        elif cid.startswith("chip-"):
+            self.post_message(self.KindToggled(cid[5:]))
+
+    @on(Input.Submitted, "#search")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.post_message(self.SearchSubmitted(event.value.strip()))

@@ -1,0 +1,144 @@
+"""A collapsible, syntax-highlighted JSON tree with folded long strings.
+
+Objects and arrays are expanded lazily (children are built the first time a node opens),
+so a model request with hundreds of messages costs nothing until you open it. Strings
+longer than :data:`FOLD_AT` characters (or with several lines) are shown folded; opening
+the node (enter, or a click) shows the whole text, one line per tree line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+FOLD_AT = 100
+WRAP_AT = 110
+EAGER_DEPTH = 2
+
+KEY_STYLE = "bold cyan"
+STRING_STYLE = "green"
+NUMBER_STYLE = "magenta"
+CONST_STYLE = "yellow"
+MUTED_STYLE = "dim"
+
+
+@dataclass
+class JsonNode:
+    """Data of one tree node: the JSON ``value`` and whether its children are built."""
+
+    value: Any
+    populated: bool = False
+    folded_string: bool = False
+    path: list[str | int] = field(default_factory=list)
+
+
+def _scalar(value: Any) -> Text:
+    if isinstance(value, str):
+        return Text(repr_json_string(value), style=STRING_STYLE)
+    if isinstance(value, bool) or value is None:
+        return Text("null" if value is None else str(value).lower(), style=CONST_STYLE)
+    if isinstance(value, (int, float)):
+        return Text(str(value), style=NUMBER_STYLE)
+    return Text(str(value))
+
+
+def repr_json_string(s: str) -> str:
+    """A short quoted form of a string for a tree label (newlines shown as ``⏎``)."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "⏎") + '"'
+
+
+def needs_fold(s: str) -> bool:
+    """Whether a string is shown folded (long, or several lines)."""
+    return len(s) > FOLD_AT or s.count("\n") > 0 and len(s) > 40
+
+
+def label_for(key: str | int | None, value: Any) -> Text:
+    """The label of a node: ``key: value`` (scalars), ``key {n}`` / ``key [n]`` (containers),
+    or a folded string preview with its length."""
+    label = Text()
+    if key is not None:
+        label.append(str(key) if isinstance(key, str) else f"[{key}]", style=KEY_STYLE)
+        label.append(": " if not isinstance(value, (dict, list)) else " ")
+    if isinstance(value, dict):
+        label.append(f"{{{len(value)}}}", style=MUTED_STYLE)
+    elif isinstance(value, list):
+        label.append(f"[{len(value)}]", style=MUTED_STYLE)
+    elif isinstance(value, str) and needs_fold(value):
+        preview = value[:FOLD_AT].replace("\n", "⏎")
+        label.append('"' + preview + '…"', style=STRING_STYLE)
+        lines = value.count("\n") + 1
+        label.append(f"  ({len(value):,} chars, {lines} lines — enter to expand)", style=MUTED_STYLE)
+    else:
+        label.append_text(_scalar(value))
+    return label
+
+
+class JsonTree(Tree[JsonNode]):
+    """Tree view of a JSON value. Call :meth:`show` with the value and a root label."""
+
+    DEFAULT_CSS = """
+    JsonTree { background: $surface; }
+    """
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__("record", JsonNode(None), name=name, id=id, classes=classes)
+        self.show_root = True
+        self.guide_depth = 3
+
+    def show(self, value: Any, label: str = "record") -> None:
+        """Replace the tree with ``value``; the first two levels are opened."""
+        self.clear()
+        self.root.set_label(Text(label, style="bold"))
+        self.root.data = JsonNode(value)
+        self._populate(self.root)
+        self.root.expand()
+        for child in self.root.children:
+            if child.data and isinstance(child.data.value, (dict, list)) and len(child.data.value) <= 12:
+                self._populate(child)
+                child.expand()
+        self.scroll_home(animate=False)
+
+    def _add_child(self, parent: TreeNode[JsonNode], key: str | int | None, value: Any, path: list[str | int]) -> None:
+        label = label_for(key, value)
+        if isinstance(value, (dict, list)):
+            parent.add(label, JsonNode(value, path=path), allow_expand=bool(value))
+        elif isinstance(value, str) and needs_fold(value):
+            parent.add(label, JsonNode(value, folded_string=True, path=path), allow_expand=True)
+        else:
+            parent.add_leaf(label, JsonNode(value, populated=True, path=path))
+
+    def _populate(self, node: TreeNode[JsonNode]) -> None:
+        data = node.data
+        if data is None or data.populated:
+            return
+        data.populated = True
+        value = data.value
+        if data.folded_string:
+            for line in value.split("\n"):
+                chunks = [line[i : i + WRAP_AT] for i in range(0, len(line), WRAP_AT)] or [""]
+                for chunk in chunks:
+                    node.add_leaf(Text(chunk, style=STRING_STYLE), JsonNode(chunk, populated=True))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                self._add_child(node, k, v, [*data.path, k])
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self._add_child(node, i, v, [*data.path, i])
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[JsonNode]) -> None:
+        event.stop()
+        self._populate(event.node)
+
+    def expand_all_strings(self) -> None:
+        """Open every folded string among the built nodes (the "expand" action)."""
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            if node.data and node.data.folded_string:
+                self._populate(node)
+                node.expand()
+            stack.extend(node.children)

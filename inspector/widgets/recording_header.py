@@ -1,0 +1,59 @@
+"""The header of the timeline: which recording, its outcome, counts, tokens, duration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.widgets import Static
+
+from core.recording import Recording
+from core.timeline import VIEW_KINDS as RECORD_KINDS
+from core.timeline import TimelineSummary, format_duration, one_line
+
+KIND_STYLES = {
+    "model": "bold blue",
+    "tool": "bold green",
+    "interrupt": "bold yellow",
+    "snapshot": "magenta",
+    "lifecycle": "cyan",
+}
+
+
+def header_text(path: Path | str, recording: Recording, summary: TimelineSummary) -> Text:
+    """Two lines: file · format · producer · outcome, then counts, errors, tokens, time."""
+    t = Text()
+    t.append(Path(path).name, style="bold")
+    t.append(f"  format v{recording.format_version}", style="dim")
+    producer = recording.session.producer
+    if producer:
+        t.append(f"  {producer}", style="dim")
+    if summary.outcome is not None:
+        t.append("  outcome ", style="dim")
+        t.append(summary.outcome, style="bold")
+    meta = [f"{k}={one_line(v, 40)}" for k, v in recording.metadata.items()
+            if k not in ("outcome",) and not isinstance(v, (dict, list))][:4]
+    if meta:
+        t.append("  " + " ".join(meta), style="dim")
+    t.append("\n")
+    t.append(f"{summary.records:,} records", style="bold")
+    for kind in RECORD_KINDS:
+        n = summary.counts.get(kind, 0)
+        if n:
+            t.append("  ")
+            t.append(f"{kind} {n:,}", style=KIND_STYLES[kind])
+    t.append("  ")
+    t.append(f"errors {summary.errors:,}", style="bold red" if summary.errors else "dim")
+    t.append(f"  tokens in {summary.tokens_in:,} / out {summary.tokens_out:,}")
+    if summary.span_seconds is not None:
+        t.append(f"  wall {format_duration(summary.span_seconds) or '0ms'}")
+    t.append(f"  in calls {format_duration(summary.busy_seconds) or '0ms'}", style="dim")
+    return t
+
+
+class RecordingHeader(Static):
+    """Shows :func:`header_text` for the open recording."""
+
+    DEFAULT_CSS = """
+    RecordingHeader { height: auto; padding: 0 1; background: $panel; color: $foreground; }
+    """

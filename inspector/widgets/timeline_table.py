@@ -1,0 +1,414 @@
+"""The virtualized timeline table: one line per record, rendered on demand.
+
+A Line API widget (``ScrollView`` + ``render_line``): only the visible lines are ever
+rendered, and rendered lines are memoised in an LRU cache keyed by everything that
+changes their look, so a recording of 1,000,000 records scrolls as fast as one of 100.
+Data comes from a :class:`core.timeline.TimelineIndex` (columnar); the rows shown are
+``view``, a list of record positions (the filtered selection), set by the screen.
+
+Messages up: :class:`TimelineTable.RecordHighlighted` when the cursor moves,
+:class:`TimelineTable.RecordSelected` on enter / double click.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from core.timeline import TimelineIndex, format_duration, format_offset
+
+KIND_LABELS = {
+    "model": "model",
+    "tool": "tool",
+    "interrupt": "interrupt",
+    "snapshot": "snapshot",
+    "lifecycle": "lifecycle",
+}
+STATUS_MARKS = {
+    "ok": "ok",
+    "error": "✗ error",
+    "interrupted": "‖ interrupted",
+    "redacted": "▒ redacted",
+    "replayed": "↺ replayed",
+    "live-fallback": "⚡ live-fallback",
+}
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Column widths (cells) for one table width; ``summary`` takes what is left."""
+
+    mark: int
+    seq: int
+    offset: int
+    kind: int
+    name: int
+    summary: int
+    status: int
+    duration: int
+    tokens: int
+
+    @classmethod
+    def fit(cls, width: int, max_seq: int) -> "Columns":
+        """Lay out the columns for ``width`` cells (narrow widths drop the right columns)."""
+        seq = max(3, len(str(max_seq)))
+        cols = dict(mark=1, seq=seq, offset=8, kind=9, name=22, status=15, duration=7, tokens=7)
+        if width < 120:
+            cols.update(name=16, status=9, tokens=0)
+        if width < 100:
+            cols.update(name=12, offset=0)
+        if width < 70:
+            cols.update(duration=0)
+        fixed = sum(cols.values()) + sum(1 for v in cols.values() if v) + 1
+        return cls(summary=max(8, width - fixed), **cols)
+
+
+def _cell(text: str, width: int, right: bool = False) -> str:
+    if width <= 0:
+        return ""
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return text.rjust(width) if right else text.ljust(width)
+
+
+class TimelineTable(ScrollView, can_focus=True):
+    """The timeline: a fixed header line, then one line per position in ``view``.
+
+    Attributes (set by the parent): ``index`` (the columnar data), ``view`` (positions
+    shown, in order), ``matches`` (positions that match the search: marked) and
+    ``term`` (the search text, highlighted in summaries). ``cursor`` is a row of
+    ``view`` (not a position); :attr:`cursor_position` gives the record position.
+    """
+
+    BINDINGS = [
+        Binding("up,k", "cursor_up", "Up", show=False, id="timeline.up"),
+        Binding("down,j", "cursor_down", "Down", show=False, id="timeline.down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="timeline.page_up"),
+        Binding("pagedown,space", "page_down", "Page down", show=False, id="timeline.page_down"),
+        Binding("home", "first", "First row", show=False, id="timeline.home"),
+        Binding("end,G", "last", "Last row", show=False, id="timeline.end"),
+        Binding("enter", "select", "Open detail", show=False, id="timeline.select"),
+    ]
+
+    COMPONENT_CLASSES = {
+        "timeline--header",
+        "timeline--cursor",
+        "timeline--cursor-blurred",
+        "timeline--match",
+        "timeline--dim",
+        "timeline--separator",
+        "timeline--kind-model",
+        "timeline--kind-tool",
+        "timeline--kind-interrupt",
+        "timeline--kind-snapshot",
+        "timeline--kind-lifecycle",
+        "timeline--status-ok",
+        "timeline--status-error",
+        "timeline--status-interrupted",
+        "timeline--status-redacted",
+        "timeline--status-replayed",
+        "timeline--status-live-fallback",
+    }
+
+    DEFAULT_CSS = """
+    TimelineTable {
+        background: $surface;
+        overflow-x: hidden;
+        scrollbar-gutter: stable;
+    }
+    TimelineTable > .timeline--header { text-style: bold; background: $panel; color: $foreground; }
+    TimelineTable > .timeline--cursor { background: $block-cursor-background; color: $block-cursor-foreground; text-style: bold; }
+    TimelineTable > .timeline--cursor-blurred { background: $block-cursor-blurred-background; }
+    TimelineTable > .timeline--match { background: $warning 40%; color: $foreground; text-style: bold underline; }
+    TimelineTable > .timeline--dim { color: $text-muted; }
+    TimelineTable > .timeline--separator { color: $text-secondary; text-style: italic; }
+    TimelineTable > .timeline--kind-model { color: $text-primary; text-style: bold; }
+    TimelineTable > .timeline--kind-tool { color: $text-success; text-style: bold; }
+    TimelineTable > .timeline--kind-interrupt { color: $text-warning; text-style: bold; }
+    TimelineTable > .timeline--kind-snapshot { color: $text-accent; }
+    TimelineTable > .timeline--kind-lifecycle { color: $text-secondary; }
+    TimelineTable > .timeline--status-ok { color: $text-muted; }
+    TimelineTable > .timeline--status-error { color: $text-error; text-style: bold; }
+    TimelineTable > .timeline--status-interrupted { color: $text-warning; }
+    TimelineTable > .timeline--status-redacted { color: $text-accent; }
+    TimelineTable > .timeline--status-replayed { color: $text-primary; }
+    TimelineTable > .timeline--status-live-fallback { color: $text-warning; text-style: bold; }
+    """
+
+    cursor: reactive[int] = reactive(0, always_update=True, init=False)
+
+    class RecordHighlighted(Message):
+        """The cursor moved to the record at ``position`` (``None``: empty view)."""
+
+        def __init__(self, table: "TimelineTable", position: int | None) -> None:
+            super().__init__()
+            self.table = table
+            self.position = position
+
+        @property
+        def control(self) -> "TimelineTable":
+            return self.table
+
+    class RecordSelected(Message):
+        """Enter (or a double click) on the record at ``position``."""
+
+        def __init__(self, table: "TimelineTable", position: int) -> None:
+            super().__init__()
+            self.table = table
+            self.position = position
+
+        @property
+        def control(self) -> "TimelineTable":
+            return self.table
+
+    def __init__(self, index: TimelineIndex, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.index = index
+        self.view: Sequence[int] = range(len(index))
+        self.matches: frozenset[int] = frozenset()
+        self.term = ""
+        self._line_cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._max_seq = index.seqs[-1] if len(index) else 0
+        self._update_virtual_size()
+
+    # ------------------------------------------------------------------ data (attributes down)
+
+    def set_view(self, view: Sequence[int], keep_position: int | None = None) -> None:
+        """Show ``view`` (positions); put the cursor on ``keep_position`` if it is shown,
+        else on the first row after it, else on the last row."""
+        self.view = view
+        self._line_cache.clear()
+        self._update_virtual_size()
+        row = 0
+        if keep_position is not None and len(view):
+            row = self.row_of_position(keep_position, nearest=True) or 0
+        self.cursor = min(row, max(0, len(view) - 1))
+        self.refresh()
+
+    def set_matches(self, matches: frozenset[int], term: str) -> None:
+        """Mark ``matches`` (positions) and highlight ``term`` in summaries."""
+        self.matches = matches
+        self.term = term
+        self._line_cache.clear()
+        self.refresh()
+
+    @property
+    def cursor_position(self) -> int | None:
+        """The record position under the cursor, or ``None`` when the view is empty."""
+        if not len(self.view):
+            return None
+        return self.view[min(self.cursor, len(self.view) - 1)]
+
+    def row_of_position(self, position: int, nearest: bool = False) -> int | None:
+        """Row of ``position`` in the view (binary search: the view is ascending); with
+        ``nearest`` the first row at or after it (or the last row)."""
+        import bisect
+
+        view = self.view
+        i = bisect.bisect_left(view, position)
+        if i < len(view) and view[i] == position:
+            return i
+        if nearest and len(view):
+            return min(i, len(view) - 1)
+        return None
+
+    def go_to_position(self, position: int) -> bool:
+        """Move the cursor to ``position``; ``False`` when it is not in the view."""
+        row = self.row_of_position(position)
+        if row is None:
+            return False
+        self.cursor = row
+        return True
+
+    # ------------------------------------------------------------------ geometry
+
+    def _update_virtual_size(self) -> None:
+        self.virtual_size = Size(self.size.width or 80, len(self.view) + 1)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._line_cache.clear()
+        self._update_virtual_size()
+        self._scroll_cursor_into_view()
+
+    @property
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _scroll_cursor_into_view(self) -> None:
+        height = self._page
+        top = round(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        n = len(self.view)
+        if n and not 0 <= new < n:
+            self.cursor = max(0, min(new, n - 1))
+            return
+        self._scroll_cursor_into_view()
+        top = round(self.scroll_y)
+        # repaint the two lines that changed (y is in virtual lines: +1 for the header)
+        for row in (old, new):
+            y = row - top + 1
+            if 1 <= y <= self._page:
+                self.refresh_line(row + 1)
+        self.post_message(self.RecordHighlighted(self, self.cursor_position))
+
+    def on_focus(self) -> None:
+        self._line_cache.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._line_cache.clear()
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._line_cache.clear()
+
+    # ------------------------------------------------------------------ actions
+
+    def action_cursor_up(self) -> None:
+        self.cursor = max(0, self.cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.cursor = min(max(0, len(self.view) - 1), self.cursor + 1)
+
+    def action_page_up(self) -> None:
+        self.cursor = max(0, self.cursor - self._page)
+
+    def action_page_down(self) -> None:
+        self.cursor = min(max(0, len(self.view) - 1), self.cursor + self._page)
+
+    def action_first(self) -> None:
+        self.cursor = 0
+
+    def action_last(self) -> None:
+        self.cursor = max(0, len(self.view) - 1)
+
+    def action_select(self) -> None:
+        p = self.cursor_position
+        if p is not None:
+            self.post_message(self.RecordSelected(self, p))
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y < 1:
+            return
+        row = round(self.scroll_y) + event.y - 1
+        if 0 <= row < len(self.view):
+            self.cursor = row
+            if event.chain >= 2:
+                self.action_select()
+
+    # ------------------------------------------------------------------ rendering
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        cols = Columns.fit(width, self._max_seq)
+        if y == 0:
+            return self._header_strip(cols, width)
+        row = round(self.scroll_y) + y - 1
+        if row >= len(self.view):
+            return Strip.blank(width, self.rich_style)
+        position = self.view[row]
+        is_cursor = row == self.cursor
+        key = (position, width, is_cursor, self.has_focus, position in self.matches, self.term)
+        strip = self._line_cache.get(key)
+        if strip is None:
+            strip = self._row_strip(position, cols, width, is_cursor, position in self.matches)
+            self._line_cache[key] = strip
+        return strip
+
+    def _header_strip(self, cols: Columns, width: int) -> Strip:
+        style = self.get_component_rich_style("timeline--header")
+        parts = [
+            _cell("", cols.mark),
+            _cell("seq", cols.seq, right=True),
+            _cell("time", cols.offset, right=True),
+            _cell("kind", cols.kind),
+            _cell("name", cols.name),
+            _cell("summary", cols.summary),
+            _cell("status", cols.status),
+            _cell("dur", cols.duration, right=True),
+            _cell("tokens", cols.tokens, right=True),
+        ]
+        text = " ".join(p for p in parts if p)
+        return Strip([Segment(_cell(text, width), style)], width)
+
+    def _highlight(self, text: str, base: Style, match_style: Style) -> list[Segment]:
+        term = self.term.lower()
+        if not term:
+            return [Segment(text, base)]
+        low = text.lower()
+        out: list[Segment] = []
+        start = 0
+        while True:
+            i = low.find(term, start)
+            if i < 0:
+                break
+            if i > start:
+                out.append(Segment(text[start:i], base))
+            out.append(Segment(text[i : i + len(term)], base + match_style))
+            start = i + len(term)
+        if start < len(text):
+            out.append(Segment(text[start:], base))
+        return out
+
+    def _row_strip(self, position: int, cols: Columns, width: int, is_cursor: bool, is_match: bool) -> Strip:
+        idx = self.index
+        base = self.rich_style
+        if is_cursor:
+            base = base + self.get_component_rich_style(
+                "timeline--cursor" if self.has_focus else "timeline--cursor-blurred"
+            )
+        dim = self.get_component_rich_style("timeline--dim", partial=True)
+        match_style = self.get_component_rich_style("timeline--match", partial=True)
+        kind = idx.kinds[position]
+        status = idx.statuses[position]
+        kind_style = self.get_component_rich_style(f"timeline--kind-{kind}", partial=True)
+        segs: list[Segment] = []
+        mark = "●" if is_match else " "
+        segs.append(Segment(_cell(mark, cols.mark), base + (match_style if is_match else Style())))
+        segs.append(Segment(" ", base))
+        segs.append(Segment(_cell(str(idx.seqs[position]), cols.seq, right=True) + " ", base + dim))
+        if cols.offset:
+            segs.append(Segment(_cell(format_offset(idx.offsets[position]), cols.offset, right=True) + " ", base + dim))
+        if kind in ("snapshot", "lifecycle"):
+            # a separator line that explains the run's composition
+            sep_style = self.get_component_rich_style("timeline--separator", partial=True)
+            used = sum(s.cell_length for s in segs)
+            label = f"── {'⚙' if kind == 'snapshot' else '◆'} {kind} {idx.names[position]}: "
+            rest = max(0, width - used)
+            text = _cell(label + idx.summary_of(position) + " ", rest)
+            text = text.rstrip()
+            text = text + " " + "─" * max(0, rest - len(text) - 1) if len(text) < rest else text
+            segs.append(Segment(label, base + kind_style))
+            segs.extend(self._highlight(text[len(label):], base + sep_style, match_style))
+            return Strip(segs, width).adjust_cell_length(width, base).crop(0, width)
+        segs.append(Segment(_cell(KIND_LABELS.get(kind, kind), cols.kind) + " ", base + kind_style))
+        segs.append(Segment(_cell(idx.names[position], cols.name) + " ", base))
+        summary = _cell(idx.summary_of(position), cols.summary)
+        segs.extend(self._highlight(summary, base, match_style))
+        segs.append(Segment(" ", base))
+        status_style = self.get_component_rich_style(f"timeline--status-{status}", partial=True)
+        segs.append(Segment(_cell(STATUS_MARKS.get(status, status), cols.status), base + status_style))
+        if cols.duration:
+            segs.append(Segment(" " + _cell(format_duration(idx.durations[position]), cols.duration, right=True), base + dim))
+        if cols.tokens:
+            tok = idx.tokens[position]
+            segs.append(Segment(" " + _cell("" if tok is None else f"{tok:,}", cols.tokens, right=True), base + dim))
+        strip = Strip(segs)
+        return strip.adjust_cell_length(width, base).crop(0, width)
