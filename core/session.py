@@ -434,21 +434,24 @@ class ReplaySession:
         tool_call_id: str | None = None,
         run_id: str | None = None,
         generation_id: str | None = None,
+        identity: tuple[Any, str] | None = None,
     ) -> tuple[ToolResult, ToolRecord | None]:
         """Answer one tool call according to the mode; return ``(result, record)``.
 
         ``live`` executes the tool for real and returns a :class:`ToolResult` (tool
         failures already turned into ``error``); it is never called in replay unless the
         fallback is ``LIVE`` and no recorded answer remains. ``record`` is the record of
-        this call as stored/served (``None`` in live mode). In replay the result is the
-        recorded one (historical: content, artifact, error, redacted) and the record's
-        attribution is fresh (duration_seconds, tool_call_id, generation_id, run_id).
+        this call as stored/served (``None`` in live mode). ``identity`` is a
+        precomputed :meth:`tool_identity` (saves hashing the call twice). In replay the
+        result is the recorded one (historical: content, artifact, error, redacted) and
+        the record's attribution is fresh (duration_seconds, tool_call_id,
+        generation_id, run_id).
 
         Raises:
             ReplayMismatch: replay, no recorded answer, fallback ``ERROR`` (or no ``live``).
             CanonicalizationError: the arguments have no canonical JSON form.
         """
-        red_args, key = self.tool_identity(tool, arguments)
+        red_args, key = identity or self.tool_identity(tool, arguments)
         if self.mode is ReplayMode.REPLAY:
             if self.has_remaining("tool", key):
                 t0 = self.clock()
@@ -502,11 +505,13 @@ class ReplaySession:
         *,
         run_id: str | None = None,
         generation_id: str | None = None,
+        identity: tuple[ModelRequest, str] | None = None,
     ) -> tuple[ModelResponse, ModelRecord | None]:
         """Answer one model call according to the mode; return ``(response, record)``.
 
         ``live`` receives the caller's (unredacted) request; the stored request and
-        response are redacted and the key is computed on the redacted request. A live
+        response are redacted and the key is computed on the redacted request
+        (``identity``: a precomputed :meth:`model_identity`). A live
         model exception is recorded as ``error`` and re-raised; a replayed record with an
         ``error`` raises :class:`ReplayedModelError`.
 
@@ -516,7 +521,7 @@ class ReplaySession:
             CanonicalizationError: a value of the request has no canonical JSON form.
         """
         req = request if isinstance(request, ModelRequest) else ModelRequest.model_validate(request)
-        red_req, key = self.model_identity(model, req)
+        red_req, key = identity or self.model_identity(model, req)
         if self.mode is ReplayMode.REPLAY:
             if self.has_remaining("model", key):
                 t0 = self.clock()
@@ -708,15 +713,18 @@ class ReplayChatModel:
         *,
         run_id: str | None = None,
         generation_id: str | None = None,
+        identity: tuple[ModelRequest, str] | None = None,
     ) -> ModelResponse:
         """Answer ``request`` (live, recorded or replayed per the session's mode).
+        ``identity`` is a precomputed :meth:`ReplaySession.model_identity`.
 
         Raises:
             ReplayMismatch, ReplayedModelError, CanonicalizationError: see
             :meth:`ReplaySession.model_call`; in live/record the inner model's exception.
         """
         response, _ = self.session.model_call(
-            self.model_name, request, self._live(), run_id=run_id, generation_id=generation_id
+            self.model_name, request, self._live(), run_id=run_id, generation_id=generation_id,
+            identity=identity,
         )
         return response
 
@@ -887,7 +895,7 @@ class Harness:
         with self.tracer.span("tool.execute", attrs) as span:
             result, rec = session.tool_call(
                 name, arguments, live, tool_call_id=tool_call_id, run_id=self.run_id,
-                generation_id=self.generation_id,
+                generation_id=self.generation_id, identity=(red_args, key),
             )
             span.attributes["live_fallback"] = bool(rec is not None and rec.live_fallback)
             span.attributes["error"] = result.error.type if result.error else None
@@ -909,12 +917,14 @@ class Harness:
                 f"no wrapped model named {model!r} (registered: {sorted(self.models) or 'none'})"
             )
         session = self.session
-        _, key = session.model_identity(model, request)
+        identity = session.model_identity(model, request)
+        key = identity[1]
         replayed = session.mode is ReplayMode.REPLAY and session.has_remaining("model", key)
         attrs = {"model": model, "key": key, "run_id": self.run_id,
                  "generation_id": self.generation_id, "replayed": replayed}
         with self.tracer.span("model.call", attrs):
-            return wrapped.generate(request, run_id=self.run_id, generation_id=self.generation_id)
+            return wrapped.generate(request, run_id=self.run_id, generation_id=self.generation_id,
+                                    identity=identity)
 
     # ------------------------------------------------------------------ attribution
 
