@@ -13,11 +13,12 @@ arguments and results, snapshot compositions, final outputs). How it works:
    at every pair of containers, stops at once when the two digests are equal — so
    identical subtrees are never walked. In the default mode the operator also handles
    the containers itself: a dict reports its added and removed keys and descends only
-   into keys whose digests differ; a list holding containers is aligned by item digests
-   (:func:`core.align.align`: Myers LCS), so an item inserted at the front of a long list
-   is one insertion, not N positional changes (plain deepdiff pairs such items by
-   position). Lists of scalars are left to deepdiff's own ordered algorithm (difflib).
-   Leaves are compared by deepdiff.
+   into keys whose digests differ; a list is aligned by item digests (scalars by their
+   type and value) with :func:`core.align.align` (Myers LCS), so an item inserted at the
+   front of a long list is one insertion, not N positional changes (plain deepdiff pairs
+   lists of containers by position, and its difflib pass on lists of scalars compares
+   with Python's ``==``, where ``true == 1 == 1.0``). Items left unmatched on both sides
+   of a gap are paired by position and compared deeper. Leaves are compared by deepdiff.
 3. **Pinned options.** ``threshold_to_diff_deeper=0`` — deepdiff ≥ 8 otherwise reports a
    whole dict as one "changed" value when few keys are shared (the "root changed"
    collapse); ``ignore_order=False`` (order matters in traces, so no pairing heuristics);
@@ -25,7 +26,8 @@ arguments and results, snapshot compositions, final outputs). How it works:
 
 Paths are JSON Pointers (RFC 6901): ``""`` is the whole value, ``/a/0/b`` a member.
 ``removed`` and ``changed`` paths point into the *old* value, ``added`` paths into the
-*new* one (deepdiff's convention).
+*new* one (deepdiff's convention); a ``changed`` whose place in the new value differs
+(list items shifted) also carries ``new_path``.
 
 ``align_lists="deepdiff"`` keeps deepdiff's own list pairing everywhere (only the hash
 skip is added): its findings are exactly plain ``DeepDiff``'s with the same options, which
@@ -65,7 +67,7 @@ _MISSING = object()
 class Change:
     """One difference: ``op`` ∈ added|removed|changed|moved, ``path`` (JSON Pointer),
     ``old`` / ``new`` values (absent side omitted from :meth:`to_json`); ``new_path`` for
-    ``moved``."""
+    ``moved``, and for ``changed`` when the new value sits at another place."""
 
     op: str
     path: str
@@ -191,9 +193,6 @@ class _HashGuide:
         if type(t1) is dict:
             self._dict(level, diff_instance, t1, t2)
             return True
-        # lists of scalars: deepdiff's ordered algorithm (difflib) is right for them
-        if not any(type(x) in (dict, list) for x in t1) and not any(type(y) in (dict, list) for y in t2):
-            return False
         self._list(level, diff_instance, t1, t2)
         return True
 
@@ -283,7 +282,10 @@ def findings_of(tree: Any) -> list[Change]:
                     new_path=pointer(lv.path(output_format="list", use_t2=True, reporting_move=True)),
                 ))
             else:
-                out.append(Change("changed", pointer(lv.path(output_format="list")), old=lv.t1, new=lv.t2))
+                p_old = pointer(lv.path(output_format="list"))
+                p_new = pointer(lv.path(output_format="list", use_t2=True))
+                out.append(Change("changed", p_old, old=lv.t1, new=lv.t2,
+                                  new_path=p_new if p_new != p_old else None))
     out.sort(key=_sort_key)
     return out
 
@@ -291,8 +293,8 @@ def findings_of(tree: Any) -> list[Change]:
 def payload_diff(old: Any, new: Any, *, align_lists: str = "hash") -> list[Change]:
     """Differences from ``old`` to ``new`` (JSON values), as sorted :class:`Change` s.
 
-    ``align_lists``: ``"hash"`` (default) aligns lists of containers by subtree digest
-    (one insertion stays one insertion); ``"deepdiff"`` keeps deepdiff's positional
+    ``align_lists``: ``"hash"`` (default) aligns lists by item digest (one insertion
+    stays one insertion); ``"deepdiff"`` keeps deepdiff's positional
     pairing (findings equal plain ``DeepDiff(old, new, **PINNED_OPTIONS)``).
     An empty list means the values are equal (NaN equals NaN).
     Raises ``ValueError`` for an unknown ``align_lists``.
