@@ -146,3 +146,10 @@ class SourceImportError(InspectorError):
     def __init__(self, message: str, attempts: dict[str, str] | None = None) -> None:
         self.attempts: dict[str, Any] = attempts or {}
         super().__init__(message)
+
+
+class AnalysisError(InspectorError):
+    """A diff, metric or audit could not be computed (bad price table, outcome predicate,
+    or input); the message names the file or spec and the reason."""
+
+    title = "analysis"
