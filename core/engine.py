@@ -1,0 +1,1351 @@
+"""The replay engine: run a branch of a base recording and say how it compares.
+
+Rules (SPEC "Replay engine", issue 5 point 4, and the second seed):
+
+1. A replay record is created ``queued``, becomes ``running``, and ends ``completed``,
+   ``paused`` (an open requirement) or ``failed`` (an error, or a live policy with no
+   executor — checked before anything runs, never a network call).
+2. Calls before the checkpoint are answered as recorded. From the checkpoint the agent
+   loop is walked: by the wired executor's own code (``executor.run(engine, task)``; the
+   engine is its :class:`~core.boundary.AgentRuntime`), or, with no executor, by the
+   *generic chat loop*: while the branch still equals the base it re-issues the base's
+   calls; from the first divergence it rebuilds each model request's messages from the
+   branch transcript (the previous request's messages + the branch's response + the
+   branch's tool results, as :func:`tool_message` renders them), with the base's tools,
+   stop sequences and options at the same step.
+3. Every call is answered, in order, from: an intervention → an unconsumed recorded call
+   with the same canonical key (per-key cursor) → a fixture → the base's answer at the
+   same step when drift is ``lenient`` (comparability ``partial``) → the wired executor
+   when the policy is ``live``. Each answer is tagged with its source: ``recorded``,
+   ``intervention``, ``fixture``, ``drift``, ``live`` (``policy`` for a denied call).
+   With policy ``fixture`` recorded calls do not answer from the checkpoint on.
+4. No answer: a requirement is opened and the replay pauses (``require_fixtures``), or
+   the replay fails with :class:`~core.errors.ReplayMismatch`. Never an implicit live call.
+5. Authorization, approval and budget run on every tool call, answered from the recording
+   or not, in the replay session's order (:class:`core.session.Harness`): ``before`` hook
+   → authorization (``tool_policy`` deny, ``authorize`` hook) → approval
+   (``tool_policy`` require_approval — an approval requirement until approved — and the
+   ``approve`` hook) → budget (``policy.max_tool_calls``) → a ``tool.execute`` span
+   (tagged ``replayed`` and ``source``) → ``after`` hook. A denial raises
+   :class:`~core.errors.PolicyDenied` to the agent exactly as live.
+6. The loop ends on a final response (no tool calls), ``max_steps`` model calls, or an
+   error.
+
+Outputs (:class:`ReplayOutcome`): the record's status, comparability, first divergence,
+pause/error; the *replay events* — themselves a valid format-v1 recording
+(``session.mode = replay``, every record ``replayed: true``, answers from the executor
+``live_fallback: true``, ``metadata.replay`` linking base and branch and listing each
+non-recorded answer's source); the requirement that paused it; fixture uses.
+
+Determinism: the events hold no replay id and no wall-clock time except for live
+answers, and a resume re-runs the branch from the start with the same inputs (plus the
+live answers of earlier attempts, reused so no side effect is repeated), so resuming
+after attaching fixtures gives byte-identical events to a fresh replay with the same
+fixtures. The workspace-level functions (:func:`start_replay`, :func:`resume_replay`,
+:func:`dry_run`) live at the end of this module.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from .boundary import Executor, load_executor
+from .branch import (
+    Branch,
+    MessagesIntervention,
+    ModelResponseIntervention,
+    OptionsIntervention,
+    Policy,
+    ToolPolicyIntervention,
+    ToolResultIntervention,
+    validate_branch,
+)
+from .canonical import args_hash as compute_args_hash
+from .canonical import model_key, tool_key
+from .errors import BranchError, CanonicalizationError, InspectorError, PolicyDenied, ReplayMismatch
+from .fixtures import (
+    Fixture,
+    FixtureGateway,
+    Requirement,
+    load_fixture_file,
+    nearest_model_call,
+    nearest_tool_call,
+)
+from .recording import (
+    ChatMessage,
+    ErrorInfo,
+    ModelRecord,
+    ModelRequest,
+    ModelResponse,
+    Recording,
+    SessionInfo,
+    ToolRecord,
+    ToolResult,
+)
+
+__all__ = [
+    "ANSWER_SOURCES",
+    "Attempt",
+    "Comparability",
+    "FirstDivergence",
+    "ModelCallError",
+    "PauseInfo",
+    "ReplayEngine",
+    "ReplayErrorInfo",
+    "ReplayOutcome",
+    "ReplayRecord",
+    "ToolHooks",
+    "dry_run",
+    "first_divergence",
+    "predict",
+    "resume_replay",
+    "start_replay",
+    "tool_message",
+]
+
+ANSWER_SOURCES = ("recorded", "intervention", "fixture", "drift", "live", "policy")
+_ATTRIBUTION = ("interrupt", "snapshot", "lifecycle")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# =========================================================================== record models
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Comparability(_Model):
+    """Whether the replay can be compared to its base: ``level`` ``full`` | ``partial`` |
+    ``none`` and the ``reasons`` (human sentences) that lowered it."""
+
+    level: Literal["full", "partial", "none"] = "full"
+    reasons: list[str] = Field(default_factory=list)
+
+
+class FirstDivergence(_Model):
+    """The first call position where branch and base differ: the base record's
+    ``base_seq`` and the replay event's ``replay_seq`` (either ``None`` when that side
+    has no call there) and the ``dimension``: ``kind`` (a model call against a tool call),
+    ``tool_call`` (tool name or arguments), ``tool_result``, ``model_request``,
+    ``model_response``, ``length`` (one side made more calls)."""
+
+    base_seq: int | None
+    replay_seq: int | None
+    dimension: str
+
+
+class PauseInfo(_Model):
+    """Why a replay is paused: the open ``requirement_ids``."""
+
+    requirement_ids: list[str]
+
+
+class ReplayErrorInfo(_Model):
+    """Why a replay failed: ``type`` (error class or ``policy``) and ``message``."""
+
+    type: str
+    message: str
+
+
+class Attempt(_Model):
+    """One start or resume of a replay: ``number`` (1-based), ``kind`` ``start`` |
+    ``resume``, ``started_at`` / ``ended_at`` (RFC 3339), ``outcome`` (the status it
+    ended in, ``running`` while it runs)."""
+
+    number: int
+    kind: Literal["start", "resume"]
+    started_at: str
+    ended_at: str | None = None
+    outcome: str = "running"
+
+
+class ReplayRecord(_Model):
+    """A replay (issue 5, point 9). Field names are a contract for scripts (see
+    ``docs/replay.md``): ``status``, ``comparability.level``, ``comparability.reasons``,
+    ``first_divergence.base_seq`` / ``.replay_seq`` / ``.dimension``,
+    ``pause.requirement_ids``, ``error``.
+
+    Other fields: ``id``, ``base_digest``, ``base_path``, ``branch_id``, ``policy``,
+    ``executor`` (``module:function`` or ``None``), ``attempts``, ``stop_reason``
+    (``final`` | ``max_steps`` | ``model_error`` | ``end_of_base`` | ``paused`` |
+    ``error``), ``steps`` (model calls made), ``answers`` (count per source),
+    ``fixture_uses`` (``[{seq, fixture_id}]``), ``interventions_applied`` (indexes),
+    ``events_digest``, ``output`` (the agent's final output), ``created_at``,
+    ``updated_at``.
+    """
+
+    id: str
+    base_digest: str
+    base_path: str | None = None
+    branch_id: str
+    status: Literal["queued", "running", "paused", "completed", "failed"] = "queued"
+    policy: Policy
+    executor: str | None = None
+    comparability: Comparability = Field(default_factory=Comparability)
+    first_divergence: FirstDivergence | None = None
+    pause: PauseInfo | None = None
+    error: ReplayErrorInfo | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+    stop_reason: str | None = None
+    steps: int = 0
+    answers: dict[str, int] = Field(default_factory=dict)
+    fixture_uses: list[dict[str, Any]] = Field(default_factory=list)
+    interventions_applied: list[int] = Field(default_factory=list)
+    events_digest: str | None = None
+    output: Any = None
+    created_at: str = Field(default_factory=_now)
+    updated_at: str = Field(default_factory=_now)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """JSON form with every field present (``null`` kept: scripts rely on the keys)."""
+        return self.model_dump(mode="json")
+
+    @property
+    def exit_code(self) -> int:
+        """CLI exit code: 0 completed, 3 paused, 2 failed (and queued/running)."""
+        return {"completed": 0, "paused": 3}.get(self.status, 2)
+
+
+# =========================================================================== engine internals
+
+
+class ModelCallError(InspectorError, RuntimeError):
+    """A model call answered with an error (recorded, fixture or live): the agent sees
+    this exception. ``error`` is the :class:`~core.recording.ErrorInfo`."""
+
+    title = "model error"
+
+    def __init__(self, model: str, error: ErrorInfo) -> None:
+        self.model = model
+        self.error = error
+        super().__init__(f"model {model!r} failed: {error.type}: {error.message}")
+
+
+class _Halt(BaseException):
+    """Stops the agent loop from inside a runtime call (a BaseException, so an agent's
+    ``except Exception`` cannot swallow it). ``reason``: ``paused`` | ``max_steps`` |
+    ``failed``."""
+
+    def __init__(self, reason: str, requirement: Requirement | None = None,
+                 error: ReplayErrorInfo | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.requirement = requirement
+        self.error = error
+
+
+@dataclass
+class ToolHooks:
+    """Optional tool-boundary hooks, as in :class:`core.session.Harness`: ``before`` and
+    ``after`` observers, ``authorize`` (raise :class:`PolicyDenied` or return ``False``
+    to deny), ``approve`` (return ``False`` to deny). Each receives a
+    :class:`core.session.ToolInvocation`; ``after`` also the result."""
+
+    before: Callable[[Any], Any] | None = None
+    authorize: Callable[[Any], Any] | None = None
+    approve: Callable[[Any], bool] | None = None
+    after: Callable[[Any, ToolResult], Any] | None = None
+
+
+def tool_message(tool_call_id: str | None, name: str, result: ToolResult) -> ChatMessage:
+    """How the generic chat loop puts a tool result in the transcript: a ``tool`` message
+    whose content is ``ERROR <type>: <message>`` for an error, the content itself when it
+    is a string, else its JSON with sorted keys (the sample agent's rendering too)."""
+    if result.error is not None:
+        text = f"ERROR {result.error.type}: {result.error.message}"
+    elif isinstance(result.content, str):
+        text = result.content
+    else:
+        text = orjson.dumps(result.content, option=orjson.OPT_SORT_KEYS).decode()
+    return ChatMessage(role="tool", content=text, tool_call_id=tool_call_id, name=name)
+
+
+@dataclass
+class ReplayOutcome:
+    """What one engine run produced: ``status``, ``stop_reason``, ``comparability``,
+    ``first_divergence``, ``error``, ``requirement`` (the one it paused on), ``events``
+    (a :class:`Recording`), ``sources`` (``{seq: source}`` for every event record),
+    ``fixture_uses``, ``answers`` (count per source), ``steps``, ``output``,
+    ``interventions_applied``."""
+
+    status: str
+    stop_reason: str
+    comparability: Comparability
+    first_divergence: FirstDivergence | None
+    error: ReplayErrorInfo | None
+    requirement: Requirement | None
+    events: Recording
+    sources: dict[int, str]
+    fixture_uses: list[dict[str, Any]]
+    answers: dict[str, int]
+    steps: int
+    output: Any
+    interventions_applied: list[int]
+
+
+class ReplayEngine:
+    """Runs one branch of one base recording (rules in the module docstring).
+
+    Args:
+        base: the base :class:`Recording` (verified).
+        branch: the :class:`Branch` (validated against ``base`` here; BranchError).
+        replay_id: the replay's id (requirement ids derive from it; not in the events).
+        fixtures: a :class:`FixtureGateway` (fixtures already filtered or not: the gateway
+            applies scopes with this branch and replay id).
+        executor: a wired :class:`~core.boundary.Executor`, or ``None``.
+        executor_name: its ``module:function`` (stored in the events' metadata).
+        decisions: earlier requirements of this replay by id (approvals, waivers).
+        live_cache: answers obtained live by earlier attempts: records of a previous
+            events recording with ``live_fallback`` set; reused before calling the
+            executor so a resume never repeats a side effect.
+        hooks: :class:`ToolHooks`.
+        tracer: a :class:`core.session.SpanRecorder` (or compatible); ``None`` = none.
+
+    Use :meth:`run` once.
+    """
+
+    def __init__(
+        self,
+        base: Recording,
+        branch: Branch,
+        *,
+        replay_id: str = "replay",
+        fixtures: FixtureGateway | None = None,
+        executor: Executor | None = None,
+        executor_name: str | None = None,
+        decisions: dict[str, Requirement] | None = None,
+        live_cache: Iterable[Any] = (),
+        hooks: ToolHooks | None = None,
+        tracer: Any = None,
+    ) -> None:
+        validate_branch(branch, base)
+        self.base = base
+        self.branch = branch
+        self.policy = branch.policy
+        self.replay_id = replay_id
+        self.fixtures = fixtures or FixtureGateway()
+        self.executor = executor
+        self.executor_name = executor_name
+        self.decisions = dict(decisions or {})
+        self.hooks = hooks or ToolHooks()
+        self.tracer = tracer
+
+        self.base_calls: list[Any] = [r for r in base.records if type(r) is ToolRecord or type(r) is ModelRecord]
+        self.base_models: list[ModelRecord] = [r for r in self.base_calls if type(r) is ModelRecord]
+        self.cp_pos = sum(1 for r in self.base_calls if r.seq < branch.checkpoint)
+        self._cursors: dict[str, deque[int]] = {}
+        for pos, r in enumerate(self.base_calls):
+            self._cursors.setdefault(self._base_key(pos, r), deque()).append(pos)
+        self._consumed = bytearray(len(self.base_calls))
+        self._live_cache: dict[tuple[str, str], deque[Any]] = {}
+        for r in live_cache:
+            if getattr(r, "live_fallback", False) and getattr(r, "key", None):
+                self._live_cache.setdefault((r.kind, r.key), deque()).append(r)
+
+        # interventions
+        ivs = list(enumerate(branch.interventions))
+        self._tool_seq_iv: dict[int, tuple[int, ToolResultIntervention]] = {}
+        self._tool_name_iv: dict[str, list[tuple[int, ToolResultIntervention]]] = {}
+        self._model_step_iv: dict[int, tuple[int, ModelResponseIntervention]] = {}
+        self._messages_iv: list[tuple[int, MessagesIntervention]] = []
+        self._options_iv: list[tuple[int, OptionsIntervention]] = []
+        self._policy_iv: dict[str, tuple[int, ToolPolicyIntervention]] = {}
+        base_pos_of_seq = {r.seq: i for i, r in enumerate(self.base_calls)}
+        model_step_of_seq = {r.seq: i for i, r in enumerate(self.base_models)}
+        for i, iv in ivs:
+            if isinstance(iv, ToolResultIntervention):
+                if iv.seq is not None:
+                    self._tool_seq_iv[base_pos_of_seq[iv.seq]] = (i, iv)
+                else:
+                    self._tool_name_iv.setdefault(iv.tool, []).append((i, iv))
+            elif isinstance(iv, ModelResponseIntervention):
+                step = iv.step if iv.step is not None else model_step_of_seq[iv.seq]
+                self._model_step_iv[step] = (i, iv)
+            elif isinstance(iv, MessagesIntervention):
+                self._messages_iv.append((i, iv))
+            elif isinstance(iv, OptionsIntervention):
+                self._options_iv.append((i, iv))
+            elif isinstance(iv, ToolPolicyIntervention):
+                self._policy_iv[iv.tool] = (i, iv)
+        self._applied: set[int] = set()
+        self._messages_done = False
+
+        # run state
+        self._pos = 0
+        self._step = 0
+        self._tool_calls = 0
+        self._aligned = True
+        self._next_base_attr = 0  # index into base.records of the next attribution candidate
+        self._events: list[Any] = []
+        self._sources: dict[int, str] = {}
+        self._fixture_uses: list[dict[str, Any]] = []
+        self._answers: dict[str, int] = dict.fromkeys(ANSWER_SOURCES, 0)
+        self._reasons_partial: list[str] = []
+        self._drift_steps: list[int] = []
+        self._live_count = 0
+        self._used_call_ids: set[tuple[str | None, str]] = set()
+        self._last_run_id: str | None = None
+        self._last_generation_id: str | None = None
+        self._ran = False
+        self.last_request: ModelRequest | None = None
+
+    # ------------------------------------------------------------------ keys and cursors
+
+    def _base_key(self, pos: int, r: Any) -> str:
+        if r.key is not None:
+            return r.key
+        try:
+            return r.compute_key()
+        except CanonicalizationError:
+            return f"uncanonical:{pos}"
+
+    def _peek(self, key: str) -> int | None:
+        dq = self._cursors.get(key)
+        if not dq:
+            return None
+        consumed = self._consumed
+        while dq and consumed[dq[0]]:
+            dq.popleft()
+        return dq[0] if dq else None
+
+    def _consume(self, pos: int) -> None:
+        self._consumed[pos] = 1
+
+    # ------------------------------------------------------------------ emission
+
+    def _emit_attribution_until(self, seq_limit: int | None) -> None:
+        """While aligned, copy base attribution records with seq below ``seq_limit``
+        (``None``: all remaining)."""
+        recs = self.base.records
+        i = self._next_base_attr
+        n = len(recs)
+        while i < n:
+            r = recs[i]
+            if seq_limit is not None and r.seq >= seq_limit:
+                break
+            if r.kind in _ATTRIBUTION:
+                self._append(r.model_copy(update={"replayed": True}), "recorded")
+            i += 1
+        self._next_base_attr = i
+
+    def _skip_base_attr_through(self, seq: int) -> None:
+        recs = self.base.records
+        i = self._next_base_attr
+        while i < len(recs) and recs[i].seq <= seq:
+            i += 1
+        self._next_base_attr = i
+
+    def _next_seq(self) -> int:
+        return self._events[-1].seq + 1 if self._events else 0
+
+    def _append(self, rec: Any, source: str) -> None:
+        self._events.append(rec)
+        self._sources[rec.seq] = source
+        if rec.run_id is not None:
+            self._last_run_id = rec.run_id
+        if rec.generation_id is not None:
+            self._last_generation_id = rec.generation_id
+
+    def _seq_for(self, pos: int, kind: str) -> tuple[int, Any]:
+        """The seq of the event at call position ``pos`` and the base call it stands for
+        (while aligned and of the same kind), copying attribution records before it."""
+        if self._aligned and pos < len(self.base_calls) and self.base_calls[pos].kind == kind:
+            b = self.base_calls[pos]
+            self._emit_attribution_until(b.seq)
+            self._skip_base_attr_through(b.seq)
+            if not self._events or b.seq > self._events[-1].seq:
+                return b.seq, b
+            return self._next_seq(), b
+        return self._next_seq(), None
+
+    def _unique_call_id(self, run_id: str | None, tool_call_id: str | None, seq: int) -> str | None:
+        if tool_call_id is None:
+            return None
+        k = (run_id, tool_call_id)
+        if k in self._used_call_ids:
+            tool_call_id = f"{tool_call_id}#{seq}"
+            k = (run_id, tool_call_id)
+        self._used_call_ids.add(k)
+        return tool_call_id
+
+    def _count(self, source: str) -> None:
+        self._answers[source] += 1
+
+    # ------------------------------------------------------------------ requirements
+
+    def _requirement(self, kind: str, pos: int, name: str, key: str, *, arguments: Any = None,
+                     ahash: str | None = None, request: ModelRequest | None = None, reason: str) -> Requirement:
+        rid = Requirement.make_id(self.replay_id, pos, kind, key)
+        if kind == "model":
+            req_json = request.identity() if request is not None else None
+            nearest = nearest_model_call(self.base, name, req_json or {}, step=self._step - 1)
+        else:
+            req_json = None
+            try:
+                nearest = nearest_tool_call(self.base, name, arguments,
+                                            near_seq=self.base_calls[pos].seq if pos < len(self.base_calls) else None)
+            except Exception:  # arguments that cannot be flattened: no nearest call
+                nearest = None
+        return Requirement(
+            id=rid, replay_id=self.replay_id, step=max(self._step - 1, 0),
+            position=pos, kind=kind, name=name, arguments=arguments, args_hash=ahash or key,
+            request=req_json, nearest=nearest, reason=reason,
+        )
+
+    def _no_answer(self, kind: str, pos: int, name: str, key: str, *, arguments: Any = None,
+                   ahash: str | None = None, request: ModelRequest | None = None) -> None:
+        """Open a requirement (pause) or fail; never returns."""
+        rid = Requirement.make_id(self.replay_id, pos, kind, key)
+        prior = self.decisions.get(rid)
+        if prior is not None and prior.status == "waived":
+            raise _Halt("failed", error=ReplayErrorInfo(
+                type="RequirementWaived",
+                message=f"requirement {rid} ({kind} {name}) was waived: the call has no answer"))
+        if not self.policy.require_fixtures:
+            recorded = sum(1 for r in self.base_calls if r.kind == kind)
+            exc = ReplayMismatch(kind, key, recorded, "missing",
+                                 f"{kind} {name!r} at call {pos}; require_fixtures is false")
+            raise _Halt("failed", error=ReplayErrorInfo(type="ReplayMismatch", message=str(exc)))
+        what = "tool result" if kind == "tool" else "model response"
+        req = self._requirement(kind, pos, name, key, arguments=arguments, ahash=ahash, request=request,
+                                reason=f"no recorded call, intervention or fixture answers this {kind} call: "
+                                       f"attach a {what} fixture")
+        raise _Halt("paused", requirement=req)
+
+    # ------------------------------------------------------------------ request transforms
+
+    def _transform(self, request: ModelRequest, pos: int) -> ModelRequest:
+        if pos < self.cp_pos:
+            return request
+        changed = False
+        messages = request.messages
+        options = request.options
+        if self._messages_iv and not self._messages_done:
+            self._messages_done = True
+            for i, iv in self._messages_iv:
+                try:
+                    messages = iv.apply(messages)
+                except BranchError as exc:
+                    raise _Halt("failed", error=ReplayErrorInfo(
+                        type="BranchError", message=f"intervention {i} ({iv.describe()}): {exc}")) from None
+                self._applied.add(i)
+            changed = True
+        if self._options_iv or self.policy.temperature is not None:
+            new_opts = dict(options)
+            for i, iv in self._options_iv:
+                new_opts = iv.apply(new_opts)
+                self._applied.add(i)
+            if self.policy.temperature is not None:
+                new_opts["temperature"] = self.policy.temperature
+            if new_opts != options:
+                options = new_opts
+                changed = True
+        if not changed:
+            return request
+        return ModelRequest(messages=messages, tools=request.tools, stop=request.stop, options=options)
+
+    # ------------------------------------------------------------------ AgentRuntime
+
+    def call_model(self, model: str, request: ModelRequest) -> ModelResponse:
+        """Answer one model call (the :class:`~core.boundary.AgentRuntime` method).
+
+        Raises:
+            ModelCallError: the answer is a model error (recorded, fixture or live).
+        """
+        if not isinstance(request, ModelRequest):
+            request = ModelRequest.model_validate(request)
+        pos = self._pos
+        if self.policy.max_steps is not None and self._step >= self.policy.max_steps:
+            raise _Halt("max_steps")
+        self._pos += 1
+        step = self._step
+        self._step += 1
+        request = self._transform(request, pos)
+        self.last_request = request
+        base_here = self.base_calls[pos] if pos < len(self.base_calls) else None
+        if base_here is not None and request is base_here.request and base_here.model == model:
+            key = self._base_key(pos, base_here)
+        else:
+            try:
+                key = model_key(model, request)
+            except CanonicalizationError as exc:
+                raise _Halt("failed", error=ReplayErrorInfo(type="CanonicalizationError",
+                                                            message=f"model request at step {step}: {exc}")) from None
+        after = pos >= self.cp_pos
+        response: ModelResponse | None = None
+        error: ErrorInfo | None = None
+        source = ""
+        used_pos: int | None = None
+        duration: float | None = None
+        at: str | None = None
+        fixture_id: str | None = None
+
+        rec_pos = self._peek(key)
+        iv = self._model_step_iv.get(step) if after else None
+        if iv is not None:
+            idx, mi = iv
+            response = mi.response.model_copy(deep=True)
+            source = "intervention"
+            self._applied.add(idx)
+            if rec_pos is not None:
+                self._consume(rec_pos)
+        elif rec_pos is not None and (not after or self.policy.model != "fixture"):
+            self._consume(rec_pos)
+            r = self.base_calls[rec_pos]
+            response, error, duration, at = r.response, r.error, r.duration_seconds, r.at
+            source, used_pos = "recorded", rec_pos
+        if not source:
+            fx = self.fixtures.match("model", model, key, branch_id=self.branch.id, replay_id=self.replay_id)
+            if fx is not None:
+                response = fx.model_response()
+                source, fixture_id = "fixture", fx.id
+        if not source and self.policy.drift == "lenient" and step < len(self.base_models):
+            b = self.base_models[step]
+            response, error = b.response, b.error
+            source = "drift"
+            self._drift_steps.append(step)
+        if not source and self.policy.model == "live" and self.executor is not None:
+            cached = self._live_cache.get(("model", key))
+            if cached:
+                r = cached.popleft()
+                response, error, duration = r.response, r.error, r.duration_seconds
+            else:
+                t0 = time.perf_counter()
+                try:
+                    response = self.executor.live_model(model, request)
+                    if not isinstance(response, ModelResponse):
+                        response = ModelResponse.model_validate(response)
+                except Exception as exc:  # the live model failed: recorded as an error
+                    error = ErrorInfo(type=type(exc).__name__, message=str(exc))
+                duration = time.perf_counter() - t0
+            source = "live"
+        if not source:
+            self._no_answer("model", pos, model, key, request=request)
+
+        seq, b = self._seq_for(pos, "model")
+        run_id = b.run_id if b is not None else self._last_run_id
+        gen_id = b.generation_id if b is not None else self._last_generation_id
+        if (source == "recorded" and used_pos == pos and b is not None and b.seq == seq):
+            rec = b.model_copy(update={"replayed": True})
+            if request is not b.request:
+                rec = rec.model_copy(update={"request": request, "key": key})
+        else:
+            rec = ModelRecord(seq=seq, at=at if source == "recorded" else None, run_id=run_id,
+                              generation_id=gen_id, replayed=True, live_fallback=source == "live",
+                              key=key, model=model, request=request, response=response, error=error,
+                              duration_seconds=duration)
+        self._append(rec, source)
+        self._count(source)
+        if fixture_id:
+            self._fixture_uses.append({"seq": seq, "fixture_id": fixture_id})
+        # alignment: same call as the base at this position, with the base's answer
+        if self._aligned:
+            if b is None or key != self._base_key(pos, b) or not (
+                used_pos == pos or (rec.response == b.response and rec.error == b.error)
+            ):
+                self._aligned = False
+        if error is not None or response is None:
+            raise ModelCallError(model, error or ErrorInfo(type="NoResponse", message="no response"))
+        return response
+
+    def call_tool(self, name: str, arguments: Any, tool_call_id: str | None = None) -> ToolResult:
+        """Answer one tool call (the :class:`~core.boundary.AgentRuntime` method).
+
+        Raises:
+            PolicyDenied: a ``tool_policy`` deny, a refused approval, the ``authorize``/
+                ``approve`` hooks, or the ``max_tool_calls`` budget.
+        """
+        pos = self._pos
+        self._pos += 1
+        base_here = self.base_calls[pos] if pos < len(self.base_calls) else None
+        if base_here is not None and type(base_here) is ToolRecord and base_here.tool == name \
+                and base_here.arguments is arguments:
+            key = self._base_key(pos, base_here)
+        else:
+            try:
+                key = tool_key(name, arguments)
+            except CanonicalizationError as exc:
+                raise _Halt("failed", error=ReplayErrorInfo(
+                    type="CanonicalizationError", message=f"tool {name!r} arguments: {exc}")) from None
+        after = pos >= self.cp_pos
+        rec_pos = self._peek(key)
+
+        # authorization, approval, budget: on every call, replayed or not
+        denial = self._authorize(name, arguments, tool_call_id, key, pos, after, rec_pos is not None)
+        if denial is not None:
+            result = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(denial)))
+            self._emit_tool(pos, name, arguments, tool_call_id, key, result, "policy", None, None, None)
+            self._aligned = False
+            raise denial
+
+        result: ToolResult | None = None
+        source = ""
+        used_pos: int | None = None
+        duration: float | None = None
+        at: str | None = None
+        fixture_id: str | None = None
+        if after:
+            iv = None
+            if rec_pos is not None and rec_pos in self._tool_seq_iv:
+                iv = self._tool_seq_iv[rec_pos]
+            elif name in self._tool_name_iv:
+                try:
+                    h = compute_args_hash(arguments)
+                except CanonicalizationError:
+                    h = None
+                for cand in self._tool_name_iv[name]:
+                    if cand[1].args_hash is None or cand[1].args_hash == h:
+                        iv = cand
+            if iv is not None:
+                idx, ti = iv
+                result = ti.result.model_copy(deep=True)
+                source = "intervention"
+                self._applied.add(idx)
+                if rec_pos is not None:
+                    self._consume(rec_pos)
+        if not source and rec_pos is not None and (not after or self.policy.tool != "fixture"):
+            self._consume(rec_pos)
+            r = self.base_calls[rec_pos]
+            result, duration, at = r.result, r.duration_seconds, r.at
+            source, used_pos = "recorded", rec_pos
+        ahash: str | None = None
+        if not source:
+            try:
+                ahash = compute_args_hash(arguments)
+            except CanonicalizationError:
+                ahash = key
+            fx = self.fixtures.match("tool", name, ahash, branch_id=self.branch.id, replay_id=self.replay_id)
+            if fx is not None:
+                result = fx.tool_result()
+                source, fixture_id = "fixture", fx.id
+        if not source and self.policy.drift == "lenient":
+            b = self.base_calls[pos] if pos < len(self.base_calls) else None
+            if b is not None and type(b) is ToolRecord and b.tool == name:
+                result = b.result
+                source = "drift"
+                self._drift_steps.append(self._step)
+        if not source and self.policy.tool == "live" and self.executor is not None:
+            cached = self._live_cache.get(("tool", key))
+            if cached:
+                r = cached.popleft()
+                result, duration = r.result, r.duration_seconds
+            else:
+                t0 = time.perf_counter()
+                try:
+                    result = self.executor.live_tool(name, arguments)
+                    if not isinstance(result, ToolResult):
+                        result = ToolResult.model_validate(result)
+                except PolicyDenied:
+                    raise
+                except Exception as exc:
+                    result = ToolResult(error=ErrorInfo(type=type(exc).__name__, message=str(exc)))
+                duration = time.perf_counter() - t0
+            source = "live"
+        if not source:
+            self._no_answer("tool", pos, name, key, arguments=arguments, ahash=ahash)
+
+        rec = self._emit_tool(pos, name, arguments, tool_call_id, key, result, source, used_pos, duration, at)
+        if fixture_id:
+            self._fixture_uses.append({"seq": rec.seq, "fixture_id": fixture_id})
+        if self.hooks.after is not None:
+            self.hooks.after(self._invocation(name, arguments, tool_call_id, key, pos, source == "recorded"), result)
+        return result
+
+    def _emit_tool(self, pos: int, name: str, arguments: Any, tool_call_id: str | None, key: str,
+                   result: ToolResult, source: str, used_pos: int | None, duration: float | None,
+                   at: str | None) -> ToolRecord:
+        seq, b = self._seq_for(pos, "tool")
+        run_id = b.run_id if b is not None else self._last_run_id
+        gen_id = b.generation_id if b is not None else self._last_generation_id
+        call_id = self._unique_call_id(run_id, tool_call_id, seq)
+        span = None
+        if self.tracer is not None:
+            span = self.tracer.span("tool.execute", {
+                "tool": name, "tool_call_id": call_id, "key": key, "run_id": run_id,
+                "generation_id": gen_id, "replayed": source != "live", "source": source,
+            })
+            span.__enter__()
+        if (source == "recorded" and used_pos == pos and b is not None and b.seq == seq
+                and b.tool_call_id == call_id and b.arguments is arguments):
+            rec = b.model_copy(update={"replayed": True})
+        else:
+            rec = ToolRecord(seq=seq, at=at if source == "recorded" else None, run_id=run_id,
+                             generation_id=gen_id, replayed=True, live_fallback=source == "live",
+                             key=key, tool=name, arguments=arguments, tool_call_id=call_id,
+                             result=result, duration_seconds=duration)
+        if span is not None:
+            span.__exit__(None, None, None)
+        self._append(rec, source)
+        self._count(source)
+        if self._aligned:
+            if b is None or key != self._base_key(pos, b) or not (used_pos == pos or rec.result == b.result):
+                self._aligned = False
+        return rec
+
+    def _invocation(self, name: str, arguments: Any, tool_call_id: str | None, key: str, pos: int,
+                    replayed: bool) -> Any:
+        from .session import ToolInvocation
+
+        return ToolInvocation(tool=name, arguments=arguments, tool_call_id=tool_call_id,
+                              run_id=self._last_run_id, generation_id=self._last_generation_id,
+                              key=key, redacted_arguments=arguments, replayed=replayed, index=pos)
+
+    def _authorize(self, name: str, arguments: Any, tool_call_id: str | None, key: str, pos: int,
+                   after: bool, replayed: bool) -> PolicyDenied | None:
+        hooks = self.hooks
+        inv = None
+        if hooks.before or hooks.authorize or hooks.approve:
+            inv = self._invocation(name, arguments, tool_call_id, key, pos, replayed)
+        if hooks.before is not None:
+            hooks.before(inv)
+        pol = self._policy_iv.get(name) if after else None
+        if pol is not None and pol[1].action == "deny":
+            self._applied.add(pol[0])
+            return PolicyDenied(name, pol[1].reason or f"denied by intervention {pol[0]} (tool_policy)")
+        if hooks.authorize is not None:
+            try:
+                if hooks.authorize(inv) is False:
+                    return PolicyDenied(name, "not authorized")
+            except PolicyDenied as exc:
+                return exc
+        if pol is not None and pol[1].action == "require_approval":
+            self._applied.add(pol[0])
+            ahash = compute_args_hash(arguments)
+            rid = Requirement.make_id(self.replay_id, pos, "approval", key)
+            prior = self.decisions.get(rid)
+            if prior is None or prior.status == "open":
+                req = Requirement(
+                    id=rid, replay_id=self.replay_id, step=max(self._step - 1, 0), position=pos, kind="approval",
+                    name=name, arguments=arguments, args_hash=ahash,
+                    nearest=nearest_tool_call(self.base, name, arguments),
+                    reason=pol[1].reason or f"tool {name!r} requires approval (intervention {pol[0]})",
+                )
+                raise _Halt("paused", requirement=req)
+            if prior.status == "waived":
+                return PolicyDenied(name, f"approval refused (requirement {rid} waived)")
+        if hooks.approve is not None and not hooks.approve(inv):
+            return PolicyDenied(name, "approval refused")
+        budget = self.policy.max_tool_calls
+        if budget is not None and self._tool_calls >= budget:
+            return PolicyDenied(name, f"budget exceeded: at most {budget} tool call(s) allowed")
+        self._tool_calls += 1
+        return None
+
+    # ------------------------------------------------------------------ loops
+
+    def _generic_loop(self) -> tuple[str, Any]:
+        """The generic chat agent loop (no executor). Returns ``(stop_reason, output)``."""
+        calls = self.base_calls
+        n = len(calls)
+        has_models = bool(self.base_models)
+        i = 0
+        last_request: ModelRequest | None = None
+        last_response: ModelResponse | None = None
+        tool_msgs: list[ChatMessage] = []
+        answered_ids: set[str] = set()
+        # phase 1: while aligned, re-issue the base's calls
+        while i < n:
+            r = calls[i]
+            i += 1
+            if type(r) is ModelRecord:
+                try:
+                    resp = self.call_model(r.model, r.request)
+                except ModelCallError:
+                    if self._aligned:
+                        continue
+                    return "model_error", None
+                last_request, last_response = self.last_request, resp
+                tool_msgs, answered_ids = [], set()
+            else:
+                try:
+                    res = self.call_tool(r.tool, r.arguments, r.tool_call_id)
+                except PolicyDenied as exc:
+                    res = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(exc)))
+                tool_msgs.append(tool_message(r.tool_call_id, r.tool, res))
+                if r.tool_call_id:
+                    answered_ids.add(r.tool_call_id)
+            if not self._aligned and has_models:
+                break
+        else:
+            if self._aligned:
+                self._emit_attribution_until(None)
+            out = last_response.message.text if last_response is not None else None
+            return ("final" if last_response is not None and not last_response.message.tool_calls
+                    else "end_of_base"), out
+        # phase 2: rebuild requests from the branch transcript
+        if last_response is None:
+            first = self.base_models[0]
+            transcript = list(first.request.messages) + tool_msgs
+            pending: list[Any] = []
+            need_model = True
+        else:
+            transcript = list(last_request.messages) + [last_response.message] + tool_msgs
+            pending = [tc for tc in (last_response.message.tool_calls or []) if tc.id not in answered_ids]
+            need_model = bool(last_response.message.tool_calls)
+        while True:
+            for tc in pending:
+                try:
+                    res = self.call_tool(tc.name, tc.arguments, tc.id)
+                except PolicyDenied as exc:
+                    res = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(exc)))
+                transcript.append(tool_message(tc.id, tc.name, res))
+            if not need_model:
+                return "final", last_response.message.text if last_response else None
+            step = self._step
+            b = self.base_models[step] if step < len(self.base_models) else self.base_models[-1]
+            req = ModelRequest(messages=list(transcript), tools=b.request.tools, stop=b.request.stop,
+                               options=b.request.options)
+            try:
+                resp = self.call_model(b.model, req)
+            except ModelCallError:
+                return "model_error", None
+            last_response = resp
+            transcript = list(self.last_request.messages) + [resp.message]
+            pending = list(resp.message.tool_calls or [])
+            need_model = bool(pending)
+
+    def _executor_loop(self) -> tuple[str, Any]:
+        task = self.base.metadata.get("task")
+        output = self.executor.run(self, task)
+        if self._aligned and self._pos == len(self.base_calls):
+            self._emit_attribution_until(None)
+        return "final", output
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> ReplayOutcome:
+        """Run the branch once; never raises for replay failures (they become a
+        ``failed`` outcome with ``error``). Raises BranchError only for an invalid branch
+        (checked in the constructor)."""
+        if self._ran:
+            raise RuntimeError("a ReplayEngine runs once; make a new one")
+        self._ran = True
+        status = "completed"
+        error: ReplayErrorInfo | None = None
+        requirement: Requirement | None = None
+        output: Any = None
+        stop_reason = "final"
+        if self.policy.wants_live and self.executor is None:
+            which = " and ".join(b for b in ("model", "tool") if getattr(self.policy, b) == "live")
+            status, stop_reason = "failed", "error"
+            error = ReplayErrorInfo(
+                type="NoExecutor",
+                message=f"policy {which}=live needs a wired executor (--executor module:function "
+                        f"or --executor recorded); none was given, so nothing ran",
+            )
+        else:
+            try:
+                if self.executor is not None:
+                    stop_reason, output = self._executor_loop()
+                else:
+                    stop_reason, output = self._generic_loop()
+            except _Halt as h:
+                if h.reason == "paused":
+                    status, stop_reason, requirement = "paused", "paused", h.requirement
+                elif h.reason == "max_steps":
+                    stop_reason = "max_steps"
+                else:
+                    status, stop_reason, error = "failed", "error", h.error
+            except PolicyDenied as exc:
+                status, stop_reason = "failed", "error"
+                error = ReplayErrorInfo(type="PolicyDenied", message=str(exc))
+            except ModelCallError as exc:
+                stop_reason = "model_error"
+                error = None
+                output = {"error": exc.error.to_json_obj()}
+            except InspectorError as exc:
+                status, stop_reason = "failed", "error"
+                error = ReplayErrorInfo(type=type(exc).__name__, message=str(exc))
+            except Exception as exc:  # the executor's own code failed
+                status, stop_reason = "failed", "error"
+                error = ReplayErrorInfo(type=type(exc).__name__, message=f"executor raised: {exc}")
+        events = self._events_recording(output, stop_reason)
+        comparability = self._comparability(status, stop_reason, error, requirement)
+        divergence = first_divergence(self.base_calls, [r for r in self._events if r.kind in ("tool", "model")],
+                                      complete=status == "completed" and stop_reason != "max_steps")
+        return ReplayOutcome(
+            status=status, stop_reason=stop_reason, comparability=comparability,
+            first_divergence=divergence, error=error, requirement=requirement, events=events,
+            sources=dict(self._sources), fixture_uses=list(self._fixture_uses),
+            answers={k: v for k, v in self._answers.items() if v}, steps=self._step, output=output,
+            interventions_applied=sorted(self._applied),
+        )
+
+    def _comparability(self, status: str, stop_reason: str, error: ReplayErrorInfo | None,
+                       requirement: Requirement | None) -> Comparability:
+        none: list[str] = []
+        partial: list[str] = []
+        if status == "failed":
+            none.append(f"the replay failed: {error.message if error else 'unknown error'}")
+        elif status == "paused":
+            none.append(f"the replay is paused on requirement {requirement.id} "
+                        f"({requirement.kind} {requirement.name}); it has not finished")
+        else:
+            for i, iv in enumerate(self.branch.interventions):
+                if i not in self._applied:
+                    none.append(f"intervention {i} ({iv.describe()}) was never applied: the replay "
+                                "never made the call it targets")
+            if stop_reason == "max_steps":
+                partial.append(f"stopped by max_steps after {self._step} model call(s), before a final response")
+        if self._drift_steps:
+            steps = sorted(set(self._drift_steps))
+            partial.append(f"lenient drift: the base's answer stood in for {len(self._drift_steps)} call(s) "
+                           f"that differ from the base (steps {', '.join(map(str, steps[:10]))}"
+                           f"{', ...' if len(steps) > 10 else ''})")
+        if self._answers.get("live"):
+            partial.append(f"{self._answers['live']} call(s) answered live by the executor: not reproducible "
+                           "from the recording")
+        level = "none" if none else "partial" if partial else "full"
+        return Comparability(level=level, reasons=none + partial)
+
+    def _events_recording(self, output: Any, stop_reason: str) -> Recording:
+        b = self.branch
+        meta: dict[str, Any] = {
+            "replayed": True,
+            "replay": {
+                "base": {"digest": self.base.digest, "path": b.base.path},
+                "branch": {"id": b.id, "checkpoint": b.checkpoint, "label": b.label, "parent": b.parent},
+                "policy": b.policy.model_dump(mode="json"),
+                "executor": self.executor_name,
+                "stop_reason": stop_reason,
+                "answer_sources": {str(s): src for s, src in self._sources.items() if src != "recorded"},
+                "fixture_uses": list(self._fixture_uses),
+            },
+        }
+        for k in ("task", "executor", "agent", "model", "dataset"):
+            if k in self.base.metadata:
+                meta[k] = self.base.metadata[k]
+        if output is not None:
+            meta["final_output"] = output
+            evaluate = getattr(self.executor, "evaluate", None) if self.executor is not None else None
+            if callable(evaluate) and "task" in self.base.metadata:
+                try:
+                    outcome, reason = evaluate(self.base.metadata["task"], output)
+                    meta["outcome"], meta["outcome_reason"] = outcome, reason
+                except Exception:  # an evaluator is optional; its failure changes nothing
+                    pass
+        return Recording(
+            metadata=meta,
+            session=SessionInfo(mode="replay", fallback="live" if b.policy.wants_live else "error",
+                                producer=_producer() + " (replay engine)"),
+            records=list(self._events),
+        )
+
+
+def _producer() -> str:
+    from . import __version__
+
+    return f"chassis-inspector {__version__}"
+
+
+def _same(x: Any, y: Any) -> bool:
+    return x is y or x == y
+
+
+def first_divergence(base_calls: list[Any], replay_calls: list[Any], *, complete: bool) -> FirstDivergence | None:
+    """Compare call records position by position (attribution records ignored); return
+    the first difference (see :class:`FirstDivergence`) or ``None``. ``complete``: the
+    replay finished, so a length difference counts."""
+    n = min(len(base_calls), len(replay_calls))
+    for i in range(n):
+        a, r = base_calls[i], replay_calls[i]
+        if a is r:
+            continue
+        if a.kind != r.kind:
+            return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="kind")
+        same_key = a.key is not None and a.key == r.key
+        if a.kind == "tool":
+            if not same_key and (a.tool != r.tool or a.arguments != r.arguments):
+                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="tool_call")
+            if not _same(a.result, r.result):
+                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="tool_result")
+        else:
+            if not same_key and (a.model != r.model or a.request != r.request):
+                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="model_request")
+            if not _same(a.response, r.response) or not _same(a.error, r.error):
+                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="model_response")
+    if complete and len(base_calls) != len(replay_calls):
+        a = base_calls[n] if n < len(base_calls) else None
+        r = replay_calls[n] if n < len(replay_calls) else None
+        return FirstDivergence(base_seq=a.seq if a else None, replay_seq=r.seq if r else None, dimension="length")
+    return None
+
+
+# =========================================================================== dry run
+
+
+@dataclass
+class Prediction:
+    """One predicted call of a dry run: call ``position``, ``base_seq``, ``kind``,
+    ``name``, ``answer`` (``recorded`` | ``intervention`` | ``fixture`` | ``drift`` |
+    ``live`` | ``requirement`` | ``fail`` | ``denied`` | ``approval`` | ``unknown``) and
+    ``detail``."""
+
+    position: int
+    base_seq: int | None
+    kind: str
+    name: str
+    answer: str
+    detail: str = ""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {"position": self.position, "base_seq": self.base_seq, "kind": self.kind,
+                "name": self.name, "answer": self.answer, "detail": self.detail}
+
+
+def predict(base: Recording, branch: Branch, *, fixtures: FixtureGateway | None = None,
+            executor_wired: bool = False) -> dict[str, Any]:
+    """Dry run (issue 5, point 8): predict, before anything runs, how each call of the
+    base from the checkpoint would be answered, as far as it can be known.
+
+    Until the first change the branch re-issues the base's calls (``recorded``); a call
+    an intervention targets is answered by it; after a change the next model request
+    differs from the base, so its answer comes from a fixture, lenient drift, the
+    executor, or a requirement; after that only lenient drift keeps the path known (the
+    base's answers stand in), otherwise calls are ``unknown``. Returns
+    ``{"status": "failed"|"ok", "reason", "predictions": [...], "counts": {...}}``.
+
+    Raises:
+        BranchError: the branch is invalid against ``base``.
+    """
+    validate_branch(branch, base)
+    gw = fixtures or FixtureGateway()
+    pol = branch.policy
+    calls = [r for r in base.records if r.kind in ("tool", "model")]
+    models = [r for r in calls if r.kind == "model"]
+    cp_pos = sum(1 for r in calls if r.seq < branch.checkpoint)
+    out: list[Prediction] = []
+    if pol.wants_live and not executor_wired:
+        return {"status": "failed", "reason": "a live policy with no executor fails at once; nothing would run",
+                "predictions": [], "counts": {}}
+    tool_seq = {iv.seq for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.seq is not None}
+    tool_names = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.tool}
+    model_steps = set()
+    for iv in branch.interventions:
+        if isinstance(iv, ModelResponseIntervention):
+            model_steps.add(iv.step if iv.step is not None else next(i for i, m in enumerate(models) if m.seq == iv.seq))
+    policies = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolPolicyIntervention)}
+    changes_request = any(isinstance(iv, (MessagesIntervention, OptionsIntervention)) for iv in branch.interventions)
+    changes_request = changes_request or pol.temperature is not None
+    diverged = False
+    step = 0
+
+    def no_answer(kind: str) -> tuple[str, str]:
+        if pol.drift == "lenient":
+            return "drift", "the base's answer at the same step stands in (comparability partial)"
+        if getattr(pol, kind) == "live":
+            return "live", "the executor answers it"
+        if pol.require_fixtures:
+            return "requirement", f"needs a {kind} fixture: the replay would pause here"
+        return "fail", "no answer and require_fixtures is false: the replay would fail here"
+
+    for pos, r in enumerate(calls):
+        name = r.model if r.kind == "model" else r.tool
+        if pos < cp_pos:
+            out.append(Prediction(pos, r.seq, r.kind, name, "recorded", "before the checkpoint"))
+            if r.kind == "model":
+                step += 1
+            continue
+        if r.kind == "model":
+            if step in model_steps:
+                out.append(Prediction(pos, r.seq, "model", name, "intervention", "model_response intervention"))
+                diverged = True
+            elif not diverged and not changes_request:
+                out.append(Prediction(pos, r.seq, "model", name,
+                                      "fixture" if pol.model == "fixture" else "recorded", ""))
+            elif diverged and pol.drift != "lenient" and out and out[-1].answer == "unknown":
+                out.append(Prediction(pos, None, "model", name, "unknown", "depends on answers not produced yet"))
+            else:
+                why = "the request differs from the base (earlier change or request intervention)"
+                fx = gw.match("model", name, None, branch_id=branch.id)
+                if fx is not None:
+                    ans, detail = "fixture", f"model-wide fixture {fx.id}"
+                else:
+                    ans, detail = no_answer("model")
+                out.append(Prediction(pos, r.seq, "model", name, ans, f"{why}; {detail}"))
+                changes_request = False
+                diverged = ans in ("drift",) and diverged
+                if ans not in ("drift",):
+                    diverged = True
+                    if ans in ("requirement", "fail"):
+                        break
+                    # the response is new: what follows is unknown
+                    out.append(Prediction(pos + 1, None, "?", "?", "unknown",
+                                          "later calls depend on the new model response"))
+                    break
+            step += 1
+            continue
+        pol_iv = policies.get(r.tool)
+        if pol_iv is not None:
+            out.append(Prediction(pos, r.seq, "tool", name,
+                                  "denied" if pol_iv.action == "deny" else "approval",
+                                  "tool_policy intervention"))
+            if pol_iv.action == "deny":
+                diverged = True
+            continue
+        if r.seq in tool_seq or (r.tool in tool_names and (
+                tool_names[r.tool].args_hash in (None, compute_args_hash(r.arguments)))):
+            out.append(Prediction(pos, r.seq, "tool", name, "intervention", "tool_result intervention"))
+            diverged = True
+            continue
+        if pol.tool == "fixture":
+            fx = gw.match("tool", r.tool, compute_args_hash(r.arguments), branch_id=branch.id)
+            if fx is not None:
+                out.append(Prediction(pos, r.seq, "tool", name, "fixture", f"fixture {fx.id}"))
+            else:
+                ans, detail = no_answer("tool")
+                out.append(Prediction(pos, r.seq, "tool", name, ans, detail))
+            continue
+        out.append(Prediction(pos, r.seq, "tool", name, "recorded",
+                              "the same call as the base" + (" (its answer is recorded)" if diverged else "")))
+    counts: dict[str, int] = {}
+    for p in out:
+        counts[p.answer] = counts.get(p.answer, 0) + 1
+    return {"status": "ok", "reason": "", "predictions": [p.to_json_obj() for p in out], "counts": counts}
+
+
+# =========================================================================== workspace level
+
+
+def _executor_for(spec: str | None, base: Recording) -> tuple[Executor | None, str | None]:
+    """Resolve ``--executor``: ``None`` (none), ``recorded`` (the base's
+    ``metadata.executor``) or ``module:function``. Raises BranchError with the reason."""
+    if spec is None:
+        return None, None
+    if spec == "recorded":
+        named = base.metadata.get("executor")
+        if not isinstance(named, str):
+            raise BranchError("--executor recorded: the base recording names no executor in metadata.executor")
+        spec = named
+    try:
+        return load_executor(spec), spec
+    except ValueError as exc:
+        raise BranchError(str(exc)) from None
+
+
+def _record_from_outcome(record: ReplayRecord, outcome: ReplayOutcome) -> ReplayRecord:
+    record.status = outcome.status  # type: ignore[assignment]
+    record.comparability = outcome.comparability
+    record.first_divergence = outcome.first_divergence
+    record.pause = PauseInfo(requirement_ids=[outcome.requirement.id]) if outcome.requirement else None
+    record.error = outcome.error
+    record.stop_reason = outcome.stop_reason
+    record.steps = outcome.steps
+    record.answers = outcome.answers
+    record.fixture_uses = outcome.fixture_uses
+    record.interventions_applied = outcome.interventions_applied
+    record.output = outcome.output
+    record.updated_at = _now()
+    return record
+
+
+def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch, *, kind: str,
+                 executor_spec: str | None, live_cache: Iterable[Any] = (),
+                 hooks: ToolHooks | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
+    attempt = Attempt(number=len(record.attempts) + 1, kind=kind, started_at=_now())
+    record.attempts.append(attempt)
+    record.status = "running"
+    record.updated_at = _now()
+    ws.save_replay_state(record)
+    try:
+        executor, executor_name = _executor_for(executor_spec, base)
+    except BranchError as exc:
+        executor, executor_name = None, None
+        err = ReplayErrorInfo(type="ExecutorError", message=str(exc))
+        record.status, record.error, record.stop_reason = "failed", err, "error"
+        record.comparability = Comparability(level="none", reasons=[f"the replay failed: {exc}"])
+        attempt.ended_at, attempt.outcome = _now(), "failed"
+        ws.save_replay_outputs(record, None, [])
+        raise
+    record.executor = executor_name
+    decisions = {r.id: r for r in ws.requirements(replay_id=record.id)}
+    engine = ReplayEngine(base, branch, replay_id=record.id, fixtures=ws.fixture_gateway(),
+                          executor=executor, executor_name=executor_name, decisions=decisions,
+                          live_cache=live_cache, hooks=hooks)
+    outcome = engine.run()
+    _record_from_outcome(record, outcome)
+    attempt.ended_at, attempt.outcome = _now(), outcome.status
+    reqs = [outcome.requirement] if outcome.requirement else []
+    ws.save_replay_outputs(record, outcome, reqs)
+    return record, outcome
+
+
+def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: str | None = None,
+                 fixtures: list[Fixture] | None = None, fixtures_path: str | Path | None = None,
+                 base: Recording | None = None,
+                 hooks: ToolHooks | None = None, replay_id: str | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
+    """Create a replay of ``branch`` in workspace ``ws``, run it, store every output in
+    one transaction, and return ``(record, outcome)``.
+
+    ``fixtures`` are stored first as they are; ``fixtures_path`` (``--fixtures FILE``, see
+    :func:`core.fixtures.load_fixture_file`) too, its entries without a ``scope`` scoped
+    to this replay. ``executor`` is ``None``, ``recorded`` or ``module:function``.
+
+    Raises:
+        FormatError: the base cannot be loaded. BranchError: the branch is invalid
+        against the base, or the executor cannot be loaded (the replay is stored as
+        ``failed`` first).
+    """
+    if base is None:
+        base = Recording.load(base_path)
+    validate_branch(branch, base)
+    ws.put_recording(base, str(base_path))
+    ws.put_branch(branch)
+    rid = replay_id or "rp-" + uuid.uuid4().hex[:12]
+    extra = list(fixtures or [])
+    if fixtures_path is not None:
+        extra += load_fixture_file(Path(fixtures_path), default_scope=f"replay:{rid}")
+    for f in extra:
+        ws.put_fixture(f)
+    record = ReplayRecord(id=rid, base_digest=base.digest or "", base_path=str(base_path), branch_id=branch.id,
+                          policy=branch.policy, status="queued")
+    ws.create_replay(record)
+    return _run_attempt(ws, record, base, branch, kind="start", executor_spec=executor, hooks=hooks)
+
+
+def resume_replay(ws: Any, replay_id: str, *, executor: str | None = None,
+                  hooks: ToolHooks | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
+    """Resume a paused (or failed) replay: re-run its branch from the start with the
+    workspace's current fixtures and requirement decisions, reusing earlier live
+    answers; a new attempt is appended. ``executor`` defaults to the one the replay
+    was started with.
+
+    Raises:
+        WorkspaceError: unknown replay id, or the replay already completed.
+    """
+    from .errors import WorkspaceError
+
+    record = ws.get_replay(replay_id)
+    if record.status == "completed":
+        raise WorkspaceError(f"replay {replay_id} is already completed; start a new replay instead")
+    if record.status == "running":
+        pass  # a crashed attempt: run it again
+    branch = ws.get_branch(record.branch_id)
+    base = ws.get_recording(record.base_digest)
+    prev = ws.replay_events(replay_id)
+    live = [r for r in prev.records if r.live_fallback] if prev is not None else []
+    record.error = None
+    record.pause = None
+    return _run_attempt(ws, record, base, branch, kind="resume",
+                        executor_spec=executor if executor is not None else record.executor,
+                        live_cache=live, hooks=hooks)
+
+
+def dry_run(ws: Any | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:
+    """:func:`predict` with the workspace's fixtures (or none)."""
+    gw = ws.fixture_gateway() if ws is not None else FixtureGateway()
+    return predict(base, branch, fixtures=gw, executor_wired=executor_wired)
