@@ -12,9 +12,38 @@ from core.io import load_recording
 from core.recording import Recording
 
 
-def load_any(path: Path, *, verify_keys: bool | str = "auto") -> Recording:
-    """Load a recording for a command (raises FormatError, printed by ``main``)."""
-    return load_recording(path, verify_keys=verify_keys)
+def load_any(
+    path: Path,
+    *,
+    verify_keys: bool | str = "auto",
+    convert: bool = True,
+    with_notices: bool = False,
+) -> Recording | tuple[Recording, list[str]]:
+    """Load a recording for a command, converting any importable format in memory.
+
+    A Chassis recording is loaded and verified as is. With ``convert`` (default), a file
+    in a format some importer accepts (Inspect AI, SWE-agent, tau-bench, vcrpy, ...) is
+    converted (its first run; see :func:`core.importers.open_any`), and the notices —
+    "converted from FORMAT", other runs, import warnings — are printed on stderr, or
+    returned as ``(recording, notices)`` when ``with_notices``. ``convert=False`` accepts
+    native recordings only (``validate``).
+
+    Raises:
+        core.errors.FormatError: unreadable, damaged or invalid file.
+        core.errors.SourceImportError: no importer accepts the file (names the formats
+            tried and why each refused).
+    """
+    if not convert:
+        rec = load_recording(path, verify_keys=verify_keys)
+        return (rec, []) if with_notices else rec
+    from core.importers import open_any
+
+    rec, notices = open_any(path, verify_keys=verify_keys)
+    if with_notices:
+        return rec, notices
+    for n in notices:
+        echo_err(f"notice: {n}")
+    return rec
 
 
 def print_json(obj: object) -> None:

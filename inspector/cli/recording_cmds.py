@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         bad = 0
         for f in files:
             try:
-                rec = load_any(f, verify_keys=True)
+                rec = load_any(f, verify_keys=True, convert=False)
             except FormatError as exc:
                 echo_err(str(exc))
                 bad += 1

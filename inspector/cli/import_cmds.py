@@ -1,0 +1,126 @@
+"""The ``import`` command: convert an agent-run file into Chassis recordings.
+
+``chassis-inspector import SRC -o OUT [--from NAME] [--run ID|INDEX]`` writes one
+recording; ``--all -o DIR`` writes every run of a multi-run source (one file per run,
+named after the run id); ``--list`` only lists the runs. The format is detected
+unless ``--from`` names it. Import warnings are printed on stderr (and stored in the
+recording's ``metadata.source.warnings``). Existing outputs are never overwritten
+without ``--force``; files are written atomically (:func:`core.io.save_recording`).
+A truncated source fails with a "truncated" error; ``--recover`` writes the runs
+recovered from before the damage instead (marked incomplete).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from core.importers import IMPORTERS, ImportedRun, import_file, select_run
+from core.io import save_recording
+
+from .common import echo_err, print_json
+
+MAX_PRINTED_WARNINGS = 20
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_FROM_HELP = "Source format (default: detected). One of: " + ", ".join(i.name for i in IMPORTERS) + "."
+
+
+def run_file_name(run_id: str, index: int) -> str:
+    """A safe file name for a run: the id with unsafe characters replaced, ``.json``."""
+    stem = _UNSAFE.sub("_", run_id).strip("._") or f"run-{index}"
+    return f"{stem[:120]}.json"
+
+
+def _summary(run: ImportedRun, out: Path | None, index: int) -> dict[str, Any]:
+    rec = run.recording
+    counts = rec.counts_by_kind()
+    return {
+        "run": run.run_id,
+        "index": index,
+        "output": str(out) if out else None,
+        "records": len(rec.records),
+        "counts": counts,
+        "outcome": rec.metadata.get("outcome"),
+        "incomplete": run.incomplete,
+        "warnings": [str(w) for w in run.warnings],
+    }
+
+
+def _print_warnings(run: ImportedRun, prefix: str) -> None:
+    for w in run.warnings[:MAX_PRINTED_WARNINGS]:
+        echo_err(f"warning: {prefix}{w}")
+    extra = len(run.warnings) - MAX_PRINTED_WARNINGS
+    if extra > 0:
+        echo_err(f"warning: {prefix}… and {extra} more (all are in metadata.source.warnings)")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("import")
+    def import_(
+        src: Annotated[Path, typer.Argument(help="Agent-run file to convert.")],
+        output: Annotated[Path | None, typer.Option("-o", "--output", help="Output recording (a directory with --all).")] = None,
+        from_: Annotated[str | None, typer.Option("--from", help=_FROM_HELP)] = None,
+        run: Annotated[str | None, typer.Option("--run", help="Run to import from a multi-run source: id or index.")] = None,
+        all_: Annotated[bool, typer.Option("--all", help="Import every run into the directory given by -o.")] = False,
+        list_: Annotated[bool, typer.Option("--list", help="List the runs of SRC and write nothing.")] = False,
+        force: Annotated[bool, typer.Option("--force", help="Overwrite existing outputs.")] = False,
+        recover: Annotated[bool, typer.Option("--recover", help="From a truncated source, write the runs before the damage.")] = False,
+        json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")] = False,
+    ) -> None:
+        """Convert an agent-run file (Inspect AI, SWE-agent, tau-bench, ...) into recordings."""
+        if not list_ and output is None:
+            echo_err("missing -o/--output (a file, or a directory with --all)")
+            raise typer.Exit(2)
+        if all_ and run is not None:
+            echo_err("--all and --run cannot be used together")
+            raise typer.Exit(2)
+        runs = import_file(src, from_, recover=recover)
+        fmt = runs[0].recording.metadata.get("source", {}).get("format", from_) if runs else from_
+        if list_:
+            rows = [_summary(r, None, i) for i, r in enumerate(runs)]
+            if json:
+                print_json({"source": str(src), "format": fmt, "runs": rows})
+                return
+            for row in rows:
+                c = row["counts"]
+                typer.echo(f"{row['index']:>4}  {row['run']:<40} model {c['model']:>4}  tool {c['tool']:>4}  "
+                           f"outcome {row['outcome'] or '-'}" + ("  (incomplete)" if row["incomplete"] else ""))
+            return
+        assert output is not None
+        if all_:
+            targets = [(i, r, output / run_file_name(r.run_id, i)) for i, r in enumerate(runs)]
+            names = [t[2].name for t in targets]
+            if len(set(names)) != len(names):
+                targets = [(i, r, output / f"{i:04d}-{run_file_name(r.run_id, i)}") for i, r in enumerate(runs)]
+            if output.exists() and not output.is_dir():
+                echo_err(f"{output} is not a directory (--all writes one file per run into a directory)")
+                raise typer.Exit(2)
+        else:
+            if len(runs) > 1 and run is None:
+                ids = ", ".join(r.run_id for r in runs[:5]) + (", …" if len(runs) > 5 else "")
+                echo_err(f"{src} holds {len(runs)} runs ({ids}); choose one with --run ID|INDEX, "
+                         "or write them all with --all -o DIR")
+                raise typer.Exit(2)
+            chosen = select_run(runs, run, source=str(src))
+            targets = [(runs.index(chosen), chosen, output)]
+        existing = [str(t[2]) for t in targets if t[2].exists()]
+        if existing and not force:
+            shown = ", ".join(existing[:3]) + (f" and {len(existing) - 3} more" if len(existing) > 3 else "")
+            echo_err(f"{shown} exists; pass --force to overwrite")
+            raise typer.Exit(2)
+        summaries = []
+        for i, r, out in targets:
+            _print_warnings(r, f"{r.run_id}: " if len(targets) > 1 else "")
+            save_recording(r.recording, out)
+            s = _summary(r, out, i)
+            summaries.append(s)
+            if not json:
+                c = s["counts"]
+                typer.echo(f"{src} ({fmt}) run {r.run_id} → {out}: {s['records']} records "
+                           f"(model {c['model']}, tool {c['tool']}, interrupt {c['interrupt']}), "
+                           f"{len(r.warnings)} warning(s)" + (", incomplete" if r.incomplete else ""))
+        if json:
+            print_json({"source": str(src), "format": fmt, "runs": summaries})
