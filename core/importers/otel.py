@@ -53,8 +53,8 @@ from pydantic import TypeAdapter
 
 from .. import __version__
 from ..canonical import canonical_json
-from ..errors import CanonicalizationError, FormatError
-from ..jsonvalues import decode_value, display_text, is_tagged, load_json_lenient
+from ..errors import FormatError
+from ..jsonvalues import display_text, encode_value, is_tagged, load_json_lenient
 from ..recording import (
     ChatMessage,
     Record,
@@ -785,7 +785,8 @@ class OtelImporter(Importer):
         else:
             options = {k[len("gen_ai.request."):]: v for k, v in a.items()
                        if k.startswith("gen_ai.request.") and k not in ("gen_ai.request.model", "gen_ai.request.stop_sequences")}
-            options, vw = _encode_floats(options)
+            options, vw = encode_value(options, place=f"{place}.gen_ai.request")
+            warnings.extend_values(vw)
         model = a.get("gen_ai.request.model") or a.get("gen_ai.response.model")
         if not isinstance(model, str) or not model:
             warnings.add(place, "span has no gen_ai.request.model; recorded as 'unknown'")
@@ -862,12 +863,6 @@ class OtelImporter(Importer):
         return out
 
 
-def _encode_floats(options: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    from ..jsonvalues import encode_value
-
-    return encode_value(options)
-
-
 def _span_duration(sp: dict[str, Any]) -> float | None:
     try:
         s = int(sp.get("startTimeUnixNano", sp.get("start_time_unix_nano")))
@@ -893,9 +888,3 @@ def _span_error(sp: dict[str, Any], a: dict[str, Any]) -> ErrorInfo | None:
             etype = etype or ea.get("exception.type")
             msg = msg or ea.get("exception.message") or ""
     return ErrorInfo(type=str(etype or "error"), message=str(msg))
-
-
-def decode_for_export(value: Any) -> Any:
-    """Tagged values as plain Python values (NaN floats, strings with surrogates); kept
-    for callers that write other JSON dialects. Our own OTLP export keeps tags."""
-    return decode_value(value)
