@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from ..errors import FormatError, SourceImportError
-from ..io import load_recording
+from ..io import load_recording, records_digest
 from ..recording import Recording
 from ._source import TruncatedSourceError, read_head
 from .base import ImportedRun, Importer, ImportWarning
@@ -193,6 +193,11 @@ def open_any(
         return load_recording(p, verify_keys=verify_keys), []
     runs = import_file(p, name)
     chosen = select_run(runs, run, source=str(p))
+    if chosen.recording.digest is None:
+        try:
+            chosen.recording.digest = records_digest([r.to_json_obj() for r in chosen.recording.records])
+        except FormatError:
+            pass  # shown without a digest; saving reports the value that has no canonical form
     notices = [f"converted from {name} ({p.name}) in memory; save it with: chassis-inspector import {p} -o OUT"]
     if len(runs) > 1:
         notices.append(f"{p.name} holds {len(runs)} runs; showing run {chosen.run_id!r} "
