@@ -1,0 +1,142 @@
+"""Audit: lineage of the final output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.audit import KnockoutResult, KnockoutRunner, audit
+from core.recording import Recording
+from core.redaction import REDACTED
+
+from .builders import model, msg, recording, tool
+
+DATA = Path(__file__).parents[2] / "data" / "analysis"
+
+SYS = msg("system", "answer questions")
+USER = msg("user", "weather in Paris and a joke?")
+ASK = msg("assistant", None, tool_calls=[("c1", "weather", {"city": "Paris"}), ("c2", "joke", {})])
+
+
+def run_with_unused_tool_result() -> Recording:
+    """The agent asks for weather and a joke, but its next request carries only the
+    weather result (it dropped the joke): the joke tool's result is unused."""
+    return recording(
+        model(0, [SYS, USER], ASK),
+        tool(1, "weather", {"city": "Paris"}, {"temp_c": 21.5, "sky": "sunny"}, call_id="c1"),
+        tool(2, "joke", {}, "why did the chicken...", call_id="c2"),
+        model(3, [SYS, USER, ASK, msg("tool", '{"sky":"sunny","temp_c":21.5}', tool_call_id="c1")],
+              "It is sunny in Paris, 21.5 C."),
+    )
+
+
+def by_seq(report):
+    return {c.seq: c for c in report.calls}
+
+
+def test_unused_tool_result():
+    rep = audit(run_with_unused_tool_result())
+    assert rep.final_seq == 3 and rep.final_output == "It is sunny in Paris, 21.5 C."
+    assert [c.seq for c in rep.contributed()] == [0, 1, 3]
+    assert [c.seq for c in rep.unused()] == [2]
+    calls = by_seq(rep)
+    assert calls[2].reason == "its result never reached a later model request"
+    assert calls[1].via == ["tool_call_id"] and calls[1].included_at == 3
+    assert calls[1].quoted == ["21.5", "sunny"]
+    assert calls[0].via == ["issued", "transcript"]
+    assert calls[3].status == "final"
+    edges = {(e.source, e.target, e.via) for e in rep.edges}
+    assert edges == {(0, 1, "issued"), (0, 2, "issued"), (0, 3, "transcript"), (1, 3, "tool_call_id")}
+    j = rep.to_json()
+    assert j["unused"] == [2] and j["contributed"] == [0, 1, 3] and j["final_seq"] == 3
+
+
+def test_result_read_only_by_a_discarded_call():
+    """A side call (a summarizer) reads the joke, but its answer is thrown away."""
+    rec = run_with_unused_tool_result()
+    side = model(3, [msg("user", "summarize"), msg("tool", "why did the chicken...", tool_call_id="c2")],
+                 "a chicken joke", name="summarizer")
+    final = rec.records[3].model_copy(update={"seq": 4})
+    rec = recording(*rec.records[:3], side, final)
+    calls = by_seq(audit(rec))
+    assert calls[2].status == "unused"
+    assert calls[2].reason == "its result reached only calls outside the lineage (seq 3)"
+    assert calls[3].status == "unused"
+    assert calls[3].reason == "its response is not in any later request (not in the final transcript)"
+
+
+def test_failed_call_and_calls_after_the_final_output():
+    rec = recording(
+        model(0, [USER], None, error="rate limited"),
+        model(1, [USER], "done"),
+        tool(2, "cleanup", {}, "ok"),
+    )
+    # the last model call is the final one; a tool after it came after the final output
+    calls = by_seq(audit(rec))
+    assert calls[0].reason == "the call failed"
+    assert calls[1].status == "final"
+    assert calls[2].reason == "after the final output"
+
+
+def test_no_final_output():
+    rec = recording(model(0, [USER], ASK), tool(1, "weather", {"city": "Paris"}, "sunny", call_id="c1"))
+    rep = audit(rec)
+    assert rep.final_seq is None and rep.final_output is None and rep.contributed() == []
+    assert {c.reason for c in rep.calls} == {"the run has no final output (it ended on an error or a tool request)"}
+
+
+def test_tool_message_without_id_is_matched_by_content():
+    rec = recording(
+        model(0, [USER], msg("assistant", None, tool_calls=[("c1", "weather", {})])),
+        tool(1, "weather", {}, "sunny"),
+        model(2, [USER, msg("tool", "sunny")], "sunny it is"),
+    )
+    calls = by_seq(audit(rec))
+    assert calls[1].status == "contributed" and calls[1].via == ["content"]
+
+
+def test_redaction_on_and_off_the_lineage():
+    rec = recording(
+        model(0, [SYS, USER], ASK),
+        tool(1, "weather", {"city": "Paris"}, {"api_key": REDACTED, "sky": "sunny"}, call_id="c1", redacted=True),
+        tool(2, "joke", {"token": REDACTED}, "ha", call_id="c2"),
+        model(3, [SYS, USER, ASK, msg("tool", "sunny", tool_call_id="c1")], "sunny"),
+    )
+    rep = audit(rec)
+    assert [(r.seq, r.path, r.in_lineage) for r in rep.redactions] == [
+        (1, "/result/content/api_key", True),
+        (2, "/arguments/token", False),
+    ]
+    assert by_seq(rep)[1].redacted == ["/result/content/api_key"]
+
+
+def test_sample_recording_lineage():
+    rep = audit(Recording.load(DATA / "sample-agent-success.json"))
+    assert rep.final_seq == 14
+    assert [c.seq for c in rep.contributed()] == [3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14]
+    assert rep.unused() == []
+    refund = by_seq(rep)[11]
+    assert refund.name == "issue_refund" and "R-A1001-BL-200" in refund.quoted
+
+
+class RecordingRunner:
+    """A test double of the knockout extension point: records what it was asked."""
+
+    def __init__(self):
+        self.asked = []
+
+    def knockout(self, recording, seq):
+        self.asked.append(seq)
+        return KnockoutResult(seq, "failure" if seq == 1 else "success", seq == 1, f"replay-{seq}")
+
+
+def test_knockout_extension_point():
+    rec = run_with_unused_tool_result()
+    assert "not run" in audit(rec).knockout
+    assert all(c.knockout is None for c in audit(rec).calls)
+    runner = RecordingRunner()
+    assert isinstance(runner, KnockoutRunner)
+    rep = audit(rec, knockout=runner)
+    assert runner.asked == [0, 1, 2] and rep.knockout == "run"
+    assert by_seq(rep)[1].knockout.to_json() == {
+        "seq": 1, "outcome": "failure", "final_output_changed": True, "detail": "replay-1"
+    }
