@@ -31,6 +31,7 @@ _COMMAND_MODULES = (
     "inspector.cli.import_cmds",
     "inspector.cli.replay_cmds",
     "inspector.cli.export_cmds",
+    "inspector.cli.analysis_cmds",
 )
 for _name in _COMMAND_MODULES:
     try:

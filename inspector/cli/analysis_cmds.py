@@ -1,0 +1,204 @@
+"""Commands that compare and explain runs: ``diff``, ``metrics``, ``audit``.
+
+Thin wrappers over :mod:`core.diff`, :mod:`core.metrics` and :mod:`core.audit`; every
+error is a :class:`core.errors.InspectorError` printed by ``main`` on one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from core.audit import audit as audit_run
+from core.diff import ALL_KINDS, CALL_KINDS, output_diff, state_diff, tool_diffs, trace_diff
+from core.errors import AnalysisError
+from core.metrics import (
+    comparison_metrics,
+    final_output,
+    load_predicate,
+    load_price_table,
+    run_metrics,
+)
+
+from .common import load_any, print_json
+
+
+def _short(v: Any, n: int = 80) -> str:
+    s = v if isinstance(v, str) else orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    s = s.replace("\n", "\\n")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _seq(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def diff_document(a_path: Path, b_path: Path, *, all_kinds: bool = False) -> dict[str, Any]:
+    """The JSON document ``diff --json`` prints (also used by the app)."""
+    a, b = load_any(a_path), load_any(b_path)
+    trace = trace_diff(a, b, kinds=ALL_KINDS if all_kinds else CALL_KINDS)
+    doc = {"base": str(a_path), "other": str(b_path), **trace.to_json()}
+    doc["tool_diffs"] = [t.to_json() for t in tool_diffs(a, b, trace)]
+    doc["state_diffs"] = [s.to_json() for s in state_diff(a, b) if s.status != "same"]
+    doc["output_diff"] = output_diff(final_output(a), final_output(b)).to_json()
+    return doc
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def diff(
+        base: Annotated[Path, typer.Argument(help="The base recording.")],
+        other: Annotated[Path, typer.Argument(help="The recording to compare with it.")],
+        json: Annotated[bool, typer.Option("--json", help="Print JSON (first_divergence, ops, payload diffs).")] = False,
+        all_kinds: Annotated[bool, typer.Option("--all-kinds", help="Align interrupts, snapshots and lifecycle records too.")] = False,
+    ) -> None:
+        """Compare two recordings: aligned calls, first divergence, tool/state/output diffs."""
+        doc = diff_document(base, other, all_kinds=all_kinds)
+        if json:
+            print_json(doc)
+            return
+        fd = doc["first_divergence"]
+        c = doc["counts"]
+        typer.echo(f"base   {base} ({doc['base_records']} calls)")
+        typer.echo(f"other  {other} ({doc['other_records']} calls)")
+        typer.echo(f"ops    same {c['same']}, changed {c['changed']}, removed {c['removed']}, inserted {c['inserted']}")
+        if fd is None:
+            typer.echo("first divergence: none (the runs are the same)")
+        else:
+            typer.echo(f"first divergence: {fd['dimension']} at base seq {_seq(fd['base_seq'])}, other seq {_seq(fd['replay_seq'])}")
+        changes = [o for o in doc["ops"] if o["op"] != "same"]
+        if changes:
+            typer.echo("")
+            typer.echo(f"{'op':<9} {'base':>6} {'other':>6}  {'kind':<6} {'name':<24} dimension")
+            for o in changes:
+                typer.echo(f"{o['op']:<9} {_seq(o['base_seq']):>6} {_seq(o['other_seq']):>6}  {o['kind']:<6} "
+                           f"{_short(o['name'] or '', 24):<24} {o.get('dimension', '')}")
+        for t in doc["tool_diffs"]:
+            typer.echo("")
+            typer.echo(f"tool {t['tool']} (base seq {t['base_seq']} ↔ other seq {t['other_seq']})")
+            for part in ("arguments", "result"):
+                for ch in t[part]:
+                    typer.echo(f"  {part} {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))
+        for s in doc["state_diffs"]:
+            typer.echo("")
+            typer.echo(f"snapshot {s['generation_id'] or '-'} {s['status']} (base seq {_seq(s['base_seq'])}, other seq {_seq(s['other_seq'])})")
+            for ch in s["changes"]:
+                typer.echo(f"  {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))
+        od = doc["output_diff"]
+        typer.echo("")
+        if not od["changed"]:
+            typer.echo("final output: same")
+        elif od["mode"] == "missing":
+            typer.echo(f"final output: only one run has one (base {_short(od['base'])}, other {_short(od['other'])})")
+        elif od["mode"] == "text":
+            typer.echo("final output (text diff):")
+            for line in od["text_diff"]:
+                typer.echo("  " + line)
+        else:
+            typer.echo("final output (structural diff):")
+            for ch in od["changes"]:
+                typer.echo(f"  {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))
+
+    @app.command()
+    def metrics(
+        files: Annotated[list[Path], typer.Argument(help="Recordings (with --compare the first is the base).")],
+        csv: Annotated[bool, typer.Option("--csv", help="Print CSV.")] = False,
+        json: Annotated[bool, typer.Option("--json", help="Print JSON (a list of rows).")] = False,
+        prices: Annotated[Path | None, typer.Option("--prices", help="Price table JSON: {MODEL: {input, output}} per million tokens.")] = None,
+        outcome: Annotated[str | None, typer.Option("--outcome", help="Outcome predicate module:function (called with the recording).")] = None,
+        compare: Annotated[bool, typer.Option("--compare", help="Compare every other FILE with the first.")] = False,
+    ) -> None:
+        """Metrics per run (steps, calls, errors, tokens, duration, cost, outcome, final output)."""
+        if csv and json:
+            raise AnalysisError("--csv and --json cannot be used together")
+        if compare and len(files) < 2:
+            raise AnalysisError("--compare needs a base and at least one other recording")
+        table = load_price_table(prices) if prices is not None else None
+        predicate = load_predicate(outcome) if outcome else None
+        runs = [(str(f), load_any(f)) for f in files]
+        if compare:
+            import polars as pl
+
+            (bl, brec), rest = runs[0], runs[1:]
+            df = pl.concat([
+                comparison_metrics(brec, rec, base_label=bl, other_label=lbl, prices=table, predicate=predicate)
+                for lbl, rec in rest
+            ])
+        else:
+            df = run_metrics(runs, prices=table, predicate=predicate)
+        if csv:
+            sys.stdout.write(df.write_csv())
+        elif json:
+            print_json(df.to_dicts())
+        else:
+            _print_table(df.to_dicts(), compare)
+
+    @app.command()
+    def audit(
+        file: Annotated[Path, typer.Argument(help="Recording to audit.")],
+        json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """Lineage of the final output: contributing and unused calls, redactions."""
+        rep = audit_run(load_any(file))
+        if json:
+            print_json({"file": str(file), **rep.to_json()})
+            return
+        if rep.final_seq is None:
+            typer.echo(f"{file}: no final output (the run ended on an error or a tool request)")
+        else:
+            typer.echo(f"final output (seq {rep.final_seq}): {_short(rep.final_output, 100)}")
+        typer.echo(f"contributed {len(rep.contributed())}, unused {len(rep.unused())}")
+        typer.echo("")
+        for c in rep.calls:
+            line = f"{c.seq:>6}  {c.kind:<5} {_short(c.name, 24):<24} {c.status:<11}"
+            if c.status == "unused":
+                line += f" {c.reason}"
+            else:
+                line += " " + ", ".join(c.via)
+                if c.quoted:
+                    line += "  quoted: " + ", ".join(_short(q, 30) for q in c.quoted)
+            if c.redacted:
+                line += "  [redacted: " + ", ".join(c.redacted) + "]"
+            typer.echo(line)
+        if rep.redactions:
+            typer.echo("")
+            hidden = [r for r in rep.redactions if r.in_lineage]
+            typer.echo(f"redaction hid {len(rep.redactions)} value(s), {len(hidden)} on the lineage")
+        typer.echo("")
+        typer.echo(f"knockout: {rep.knockout}")
+
+
+def _change_text(ch: dict[str, Any]) -> str:
+    if ch["op"] == "added":
+        return _short(ch.get("new"))
+    if ch["op"] == "removed":
+        return _short(ch.get("old"))
+    return f"{_short(ch.get('old'), 38)} → {_short(ch.get('new'), 38)}"
+
+
+_RUN_COLS = ("steps", "model_calls", "tool_calls", "tool_errors", "input_tokens", "output_tokens",
+             "duration_seconds", "cost", "outcome")
+_CMP_COLS = ("steps_delta", "tool_errors_delta", "input_tokens_delta", "output_tokens_delta",
+             "outcome_base", "outcome_other", "final_output_changed", "divergence_base_seq",
+             "divergence_dimension", "divergence_step")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def _print_table(rows: list[dict[str, Any]], compare: bool) -> None:
+    cols = ("base", "other", *_CMP_COLS) if compare else ("run", *_RUN_COLS)
+    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(cols)]
+    typer.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
+    for row in cells:
+        typer.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
