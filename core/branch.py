@@ -238,6 +238,7 @@ Intervention = Annotated[
     Field(discriminator="kind"),
 ]
 _INTERVENTION = TypeAdapter(Intervention)
+_KINDS = ("tool_result", "model_response", "messages", "options", "tool_policy")
 _INTERVENTIONS = TypeAdapter(list[Intervention])
 
 # --------------------------------------------------------------------------- policy
@@ -314,6 +315,8 @@ def _pydantic_reason(exc: ValidationError) -> tuple[str, str]:
     """``(JSON Pointer, reason)`` of the first pydantic error, in our words."""
     err = exc.errors(include_url=False)[0]
     raw_loc = list(err.get("loc", ()))
+    if raw_loc and raw_loc[0] in _KINDS:
+        raw_loc = raw_loc[1:]
     path = "/" + "/".join(str(p) for p in raw_loc) if raw_loc else "/"
     typ = err.get("type")
     if typ == "union_tag_invalid":
@@ -444,7 +447,11 @@ def validate_branch(branch: Branch, base: Recording) -> None:
         )
     by_seq, models = _base_index(base)
     if branch.checkpoint not in by_seq:
-        raise BranchError(f"branch {branch.id}: checkpoint {branch.checkpoint} is not the seq of a base record")
+        last = base.records[-1].seq if base.records else None
+        raise BranchError(
+            f"{branch.base.path}: checkpoint {branch.checkpoint} is not the seq of a record of this base "
+            + (f"(seqs run {base.records[0].seq}..{last})" if last is not None else "(it has no records)")
+        )
     cp = branch.checkpoint
     after_models = [m for m in models if m.seq >= cp]
     first_step_after = len(models) - len(after_models)
@@ -463,7 +470,7 @@ def validate_branch(branch: Branch, base: Recording) -> None:
                     known_tools.add(tc.name)
 
     for i, iv in enumerate(branch.interventions):
-        where = f"intervention {i} ({iv.describe()})"
+        where = f"intervention {i} ({iv.describe()}) against {branch.base.path}"
         if isinstance(iv, ToolResultIntervention):
             if iv.seq is not None:
                 target = by_seq.get(iv.seq)

@@ -71,3 +71,46 @@ def strip(record: Any) -> dict[str, Any]:
     obj.pop("replayed", None)
     obj.pop("live_fallback", None)
     return obj
+
+
+def random_recording(draw_ints: Any, draw_bool: Any, draw_choice: Any, n_steps: int) -> Recording:
+    """A base of arbitrary shape (not necessarily the generic loop's): steps of one model
+    call and 0..3 tool calls with repeated keys, tool errors, model errors, attribution
+    records anywhere; request messages are arbitrary. ``draw_*`` come from hypothesis."""
+    from core.recording import ErrorInfo, InterruptRecord, SnapshotRecord
+
+    records: list[Any] = []
+    seq = 0
+    call_n = 0
+    for step in range(n_steps):
+        if draw_bool():
+            records.append(InterruptRecord(seq=seq, value={"step": step}))
+            seq += draw_ints(1, 3)
+        msgs = [ChatMessage(role="user", content=f"u{draw_ints(0, 3)}")]
+        req = ModelRequest(messages=msgs, tools=TOOLS, options={"temperature": draw_choice([0, 0.5])})
+        if draw_bool() and step > 0 and draw_bool():
+            records.append(ModelRecord(seq=seq, key=model_key(MODEL, req), model=MODEL, request=req,
+                                       error=ErrorInfo(type="timeout", message="slow"), run_id="r"))
+            seq += 1
+            continue
+        n_tools = draw_ints(0, 3)
+        calls = []
+        for _ in range(n_tools):
+            name = draw_choice(["lookup", "search"])
+            calls.append(ToolCall(id=f"c{call_n}", name=name, arguments={"q": draw_ints(0, 2)}))
+            call_n += 1
+        msg = ChatMessage(role="assistant", content="" if calls else "final", tool_calls=calls or None)
+        records.append(ModelRecord(seq=seq, key=model_key(MODEL, req), model=MODEL, request=req,
+                                   response=ModelResponse(message=msg), run_id="r"))
+        seq += 1
+        for c in calls:
+            err = draw_bool() and draw_bool()
+            result = ToolResult(error=ErrorInfo(type="E", message="bad")) if err else ToolResult(content=draw_ints(0, 5))
+            records.append(ToolRecord(seq=seq, key=tool_key(c.name, c.arguments), tool=c.name, arguments=c.arguments,
+                                      tool_call_id=c.id, result=result, run_id="r"))
+            seq += 1
+        if draw_bool():
+            records.append(SnapshotRecord(seq=seq, composition={"tools": ["lookup"]}))
+            seq += 1
+    rec = Recording(metadata={}, records=records)
+    return Recording.loads(rec.dumps())

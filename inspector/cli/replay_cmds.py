@@ -1,0 +1,386 @@
+"""Branch, replay, requirement and fixture commands.
+
+* ``branch new BASE --at SEQ [--intervention FILE]... [--policy FILE] [--label L]
+  [--parent ID] [-o BRANCH.json]`` — create and validate a branch (saved as JSON and in
+  the workspace); ``branch list``.
+* ``replay BASE --branch B [--fixtures F] [--executor M:F|recorded] [--dry-run]
+  [--json]`` — run a branch; ``replay resume REPLAY_ID``; ``replay show REPLAY_ID``;
+  ``replay events REPLAY_ID -o FILE``. Exit code 0 completed, 3 paused, 2 failed or bad
+  input.
+* ``requirements [--open] [--replay ID] [--approve ID] [--waive ID] [--json]``.
+* ``fixture add --tool T [--args-json ARGS | --any] --output FILE [--scope S]``,
+  ``fixture attach REQ_ID FILE [--scope S]``, ``fixture list``.
+
+Every command takes ``--workspace DIR`` (default ``./.chassis-inspector``). The replay
+events of every run are also written to ``DIR/replays/<replay id>.json``, a recording any
+other command can open.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from typer.core import TyperGroup
+
+from core.branch import Branch, load_branch, load_interventions, load_policy, new_branch, save_branch
+from core.engine import ReplayRecord, _executor_for, dry_run, resume_replay, start_replay
+from core.errors import BranchError, FixtureError
+from core.fixtures import Fixture, load_output_file, parse_scope
+from core.canonical import args_hash
+from core.io import atomic_write_bytes
+from core.workspace import Workspace
+
+from .common import load_any, print_json
+
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option("--workspace", help="Workspace folder (default ./.chassis-inspector).", show_default=False),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+class _ReplayGroup(TyperGroup):
+    """``replay BASE ...`` runs a branch; ``replay resume|show|events ...`` are
+    subcommands. Anything that is not a subcommand name is the BASE of ``replay run``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+def _events_file(ws: Workspace, replay_id: str) -> Path:
+    return ws.path.parent / "replays" / f"{replay_id}.json"
+
+
+def _write_events(ws: Workspace, replay_id: str) -> Path | None:
+    data = ws.replay_events_bytes(replay_id)
+    if data is None:
+        return None
+    out = _events_file(ws, replay_id)
+    atomic_write_bytes(out, data)
+    return out
+
+
+def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> None:
+    if as_json:
+        obj = record.to_json_obj()
+        obj["events_file"] = str(events) if events else None
+        print_json(obj)
+        return
+    echo = typer.echo
+    echo(f"replay          {record.id}")
+    echo(f"branch          {record.branch_id}")
+    echo(f"base            {record.base_path or ''} ({record.base_digest})")
+    echo(f"status          {record.status}" + (f" ({record.stop_reason})" if record.stop_reason else ""))
+    pol = record.policy
+    echo(f"policy          model={pol.model} tool={pol.tool} drift={pol.drift} max_steps={pol.max_steps} "
+         f"require_fixtures={str(pol.require_fixtures).lower()}")
+    echo(f"executor        {record.executor or 'none'}")
+    echo(f"comparability   {record.comparability.level}")
+    for reason in record.comparability.reasons:
+        echo(f"  - {reason}")
+    fd = record.first_divergence
+    echo("first divergence " + (f"base seq {fd.base_seq}, replay seq {fd.replay_seq}, {fd.dimension}" if fd else "none"))
+    echo(f"steps           {record.steps}")
+    echo("answers         " + (", ".join(f"{k} {v}" for k, v in record.answers.items()) or "-"))
+    if record.fixture_uses:
+        echo("fixtures used   " + ", ".join(f"{u['fixture_id']}@{u['seq']}" for u in record.fixture_uses))
+    if record.pause:
+        echo("paused on       " + ", ".join(record.pause.requirement_ids)
+             + "  (see: chassis-inspector requirements --open)")
+    if record.error:
+        echo(f"error           {record.error.type}: {record.error.message}")
+    echo(f"attempts        {len(record.attempts)}")
+    if events:
+        echo(f"events          {events}")
+
+
+def _resolve_branch(ws: Workspace, spec: str) -> Branch:
+    p = Path(spec)
+    if p.exists():
+        return load_branch(p)
+    if spec.endswith(".json"):
+        raise BranchError(f"{spec}: no such branch file")
+    return ws.get_branch(spec)
+
+
+def _print_requirement(req: Any) -> None:
+    args = orjson.dumps(req.arguments).decode() if req.arguments is not None else ""
+    if len(args) > 80:
+        args = args[:79] + "…"
+    typer.echo(f"{req.id}  {req.status:<9} {req.kind:<8} replay {req.replay_id} step {req.step}  {req.name} {args}")
+    if req.nearest is not None:
+        n = req.nearest
+        changes = ", ".join(f"{d['path']} {d['op']}" for d in n.diff[:5]) or "no difference"
+        typer.echo(f"    nearest recorded call: seq {n.seq} {n.name}; differs at {changes}")
+    elif req.kind != "model":
+        typer.echo("    nearest recorded call: none (the base never called this tool)")
+
+
+def register(app: typer.Typer) -> None:
+    branch_app = typer.Typer(help="Create and list branches (checkpoint + interventions + policy).",
+                             no_args_is_help=True, rich_markup_mode=None)
+    replay_app = typer.Typer(cls=_ReplayGroup, no_args_is_help=True, rich_markup_mode=None,
+                             help="Replay a branch: 'replay BASE --branch B' or 'replay resume REPLAY_ID'.")
+    fixture_app = typer.Typer(help="Add, attach and list fixtures (canned tool or model outputs).",
+                              no_args_is_help=True, rich_markup_mode=None)
+    app.add_typer(branch_app, name="branch")
+    app.add_typer(replay_app, name="replay")
+    app.add_typer(fixture_app, name="fixture")
+
+    # ------------------------------------------------------------------ branch
+
+    @branch_app.command("new")
+    def branch_new(
+        base: Annotated[Path, typer.Argument(help="Base recording.")],
+        at: Annotated[int, typer.Option("--at", help="Checkpoint: the seq of a base record.")],
+        intervention: Annotated[list[Path] | None, typer.Option(
+            "--intervention", help="JSON file: one intervention or a list (repeatable; [] = none).")] = None,
+        policy: Annotated[Path | None, typer.Option("--policy", help="Policy JSON file.")] = None,
+        label: Annotated[str | None, typer.Option("--label", help="A label for the branch.")] = None,
+        parent: Annotated[str | None, typer.Option("--parent", help="Parent branch id.")] = None,
+        output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the branch JSON here.")] = None,
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Create a branch of BASE at a checkpoint, validated against BASE."""
+        rec = load_any(base)
+        ivs: list[Any] = []
+        for f in intervention or []:
+            file_ivs = load_interventions(f)
+            try:
+                new_branch(rec, str(base), at=at, interventions=file_ivs)
+            except BranchError as exc:
+                if file_ivs:
+                    raise BranchError(f"{f}: {exc}") from None
+                raise
+            ivs.extend(file_ivs)
+        pol = load_policy(policy) if policy else None
+        with Workspace.open(workspace) as ws:
+            if parent is not None:
+                ws.get_branch(parent)
+            br = new_branch(rec, str(base), at=at, interventions=ivs, policy=pol, label=label, parent=parent)
+            ws.put_recording(rec, str(base))
+            ws.put_branch(br)
+        if output is not None:
+            save_branch(br, output)
+        if json:
+            print_json({**br.to_json_obj(), "file": str(output) if output else None})
+            return
+        typer.echo(f"branch {br.id} of {base} at seq {br.checkpoint}: {len(br.interventions)} intervention(s)"
+                   + (f", written to {output}" if output else ""))
+
+    @branch_app.command("list")
+    def branch_list(workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
+        """List the workspace's branches."""
+        with Workspace.open(workspace) as ws:
+            branches = ws.list_branches()
+        if json:
+            print_json([b.to_json_obj() for b in branches])
+            return
+        for b in branches:
+            typer.echo(f"{b.id}  at {b.checkpoint}  {len(b.interventions)} intervention(s)  "
+                       f"{b.label or ''}  parent {b.parent or '-'}  base {b.base.path}")
+
+    # ------------------------------------------------------------------ replay
+
+    @replay_app.command("run", help="Run BRANCH over BASE (same as 'replay BASE --branch B').")
+    def replay_run(
+        base: Annotated[Path, typer.Argument(help="Base recording.")],
+        branch: Annotated[str, typer.Option("--branch", help="Branch JSON file or branch id in the workspace.")],
+        fixtures: Annotated[Path | None, typer.Option(
+            "--fixtures", help="Fixtures JSON file (entries without a scope apply to this replay).")] = None,
+        executor: Annotated[str | None, typer.Option(
+            "--executor", help="module:function of an executor, or 'recorded' (the base's metadata.executor).")] = None,
+        dry_run_: Annotated[bool, typer.Option(
+            "--dry-run", help="Predict which calls are recorded, need fixtures or go live; run nothing.")] = False,
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Replay a branch of BASE. Exit 0 completed, 3 paused, 2 failed."""
+        rec = load_any(base)
+        with Workspace.open(workspace) as ws:
+            br = _resolve_branch(ws, branch)
+            if br.base.digest and br.base.digest != rec.digest:
+                raise BranchError(f"branch {br.id} was made from base {br.base.digest}, but {base} is {rec.digest}")
+            if dry_run_:
+                wired = False
+                if executor is not None:
+                    _executor_for(executor, rec)
+                    wired = True
+                result = dry_run(ws, rec, br, executor_wired=wired)
+                if json:
+                    print_json(result)
+                else:
+                    if result["status"] != "ok":
+                        typer.echo(f"dry run: the replay would fail at once: {result['reason']}")
+                    for p in result["predictions"]:
+                        seq = "-" if p["base_seq"] is None else p["base_seq"]
+                        typer.echo(f"call {p['position']:>4}  base seq {seq:>5}  {p['kind']:<5} {p['name']:<24} "
+                                   f"{p['answer']:<12} {p['detail']}")
+                    typer.echo("summary: " + (", ".join(f"{k} {v}" for k, v in result["counts"].items()) or "-"))
+                raise typer.Exit(0 if result["status"] == "ok" else 2)
+            record, _ = start_replay(ws, base, br, executor=executor, fixtures_path=fixtures, base=rec)
+            events = _write_events(ws, record.id)
+        _print_record(record, events, json)
+        raise typer.Exit(record.exit_code)
+
+    @replay_app.command("resume")
+    def replay_resume(
+        replay_id: Annotated[str, typer.Argument(help="The paused replay's id.")],
+        executor: Annotated[str | None, typer.Option(
+            "--executor", help="Executor to use (default: the one the replay started with).")] = None,
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Resume a paused replay after attaching fixtures (or approving). Exit 0/3/2."""
+        with Workspace.open(workspace) as ws:
+            record, _ = resume_replay(ws, replay_id, executor=executor)
+            events = _write_events(ws, record.id)
+        _print_record(record, events, json)
+        raise typer.Exit(record.exit_code)
+
+    @replay_app.command("show")
+    def replay_show(
+        replay_id: Annotated[str, typer.Argument(help="Replay id.")],
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Print a replay record."""
+        with Workspace.open(workspace) as ws:
+            record = ws.get_replay(replay_id)
+            f = _events_file(ws, replay_id)
+        _print_record(record, f if f.exists() else None, json)
+
+    @replay_app.command("events")
+    def replay_events(
+        replay_id: Annotated[str, typer.Argument(help="Replay id.")],
+        output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the events recording.")],
+        workspace: WorkspaceOpt = None,
+    ) -> None:
+        """Write a replay's events (a format-v1 recording) to a file."""
+        with Workspace.open(workspace) as ws:
+            data = ws.replay_events_bytes(replay_id)
+            if data is None:
+                ws.get_replay(replay_id)
+                raise BranchError(f"replay {replay_id} has no events yet")
+        atomic_write_bytes(output, data)
+        typer.echo(f"wrote {output}")
+
+    @replay_app.command("list")
+    def replay_list(workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
+        """List the workspace's replays."""
+        with Workspace.open(workspace) as ws:
+            records = ws.list_replays()
+        if json:
+            print_json([r.to_json_obj() for r in records])
+            return
+        for r in records:
+            typer.echo(f"{r.id}  {r.status:<9} {r.comparability.level:<7} branch {r.branch_id}  {r.base_path or r.base_digest}")
+
+    # ------------------------------------------------------------------ requirements
+
+    @app.command()
+    def requirements(
+        open_: Annotated[bool, typer.Option("--open", help="Only open requirements.")] = False,
+        replay: Annotated[str | None, typer.Option("--replay", help="Only this replay's.")] = None,
+        approve: Annotated[str | None, typer.Option("--approve", help="Approve an approval requirement.")] = None,
+        waive: Annotated[str | None, typer.Option("--waive", help="Waive a requirement (the call gets no answer).")] = None,
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """List requirements (open work a paused replay waits on), or approve/waive one."""
+        with Workspace.open(workspace) as ws:
+            if approve or waive:
+                req = ws.decide_requirement(approve or waive, "satisfied" if approve else "waived")
+                if json:
+                    print_json(req.to_json_obj())
+                else:
+                    typer.echo(f"{req.id}: {req.status}; resume with: chassis-inspector replay resume {req.replay_id}")
+                return
+            reqs = ws.requirements(open_only=open_, replay_id=replay)
+        if json:
+            print_json([r.to_json_obj() for r in reqs])
+            return
+        if not reqs:
+            typer.echo("no open requirements" if open_ else "no requirements")
+        for r in reqs:
+            _print_requirement(r)
+
+    # ------------------------------------------------------------------ fixtures
+
+    @fixture_app.command("add")
+    def fixture_add(
+        tool: Annotated[str, typer.Option("--tool", help="Tool name.")],
+        output: Annotated[Path, typer.Option("--output", help="JSON file with the tool result {content, error, ...}.")],
+        args_json: Annotated[str | None, typer.Option(
+            "--args-json", help="Arguments the fixture matches exactly (JSON text, or @FILE).")] = None,
+        any_: Annotated[bool, typer.Option("--any", help="Match every call of the tool (tool-wide).")] = False,
+        scope: Annotated[str, typer.Option("--scope", help="project | branch:ID | replay:ID")] = "project",
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Add a tool fixture: a canned result for calls of TOOL (exact arguments or any)."""
+        if (args_json is None) == (not any_):
+            raise FixtureError("give exactly one of --args-json ARGS or --any")
+        arguments = None
+        h = None
+        if args_json is not None:
+            text = args_json
+            where = "--args-json"
+            if text.startswith("@"):
+                where = text[1:]
+                try:
+                    text = Path(where).read_text()
+                except OSError as exc:
+                    raise FixtureError(f"{where}: cannot read file: {exc.strerror}") from None
+            try:
+                arguments = orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
+                raise FixtureError(f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})") from None
+            h = args_hash(arguments)
+        out = load_output_file(output, "tool")
+        fx = Fixture(scope=parse_scope(scope), kind="tool", name=tool, args_hash=h, arguments=arguments,
+                     output=out, source=str(output))
+        with Workspace.open(workspace) as ws:
+            ws.put_fixture(fx)
+        if json:
+            print_json(fx.to_json_obj())
+            return
+        typer.echo(f"fixture {fx.id}: {tool} " + (f"args {h}" if h else "(any arguments)") + f", scope {fx.scope}")
+
+    @fixture_app.command("attach")
+    def fixture_attach(
+        req_id: Annotated[str, typer.Argument(help="Requirement id.")],
+        file: Annotated[Path, typer.Argument(help="JSON: a tool result {content, error, ...} or a model response {message, ...}.")],
+        scope: Annotated[str | None, typer.Option("--scope", help="Default: branch:<the replay's branch>.")] = None,
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Answer a requirement with a fixture from FILE and mark it satisfied."""
+        with Workspace.open(workspace) as ws:
+            req = ws.get_requirement(req_id)
+            kind = "tool" if req.kind == "approval" else req.kind
+            out = load_output_file(file, kind) if req.kind != "approval" else None
+            fx = ws.attach_fixture(req_id, out, source=str(file), scope=scope)
+        if json:
+            print_json(fx.to_json_obj())
+            return
+        typer.echo(f"fixture {fx.id} answers {req_id} (scope {fx.scope}); resume with: "
+                   f"chassis-inspector replay resume {req.replay_id}")
+
+    @fixture_app.command("list")
+    def fixture_list(workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
+        """List fixtures."""
+        with Workspace.open(workspace) as ws:
+            fixtures = ws.fixtures()
+        if json:
+            print_json([f.to_json_obj() for f in fixtures])
+            return
+        for f in fixtures:
+            typer.echo(f"{f.id}  {f.kind} {f.name}  {f.args_hash or 'any'}  scope {f.scope}  {f.source or ''}")
+
