@@ -524,7 +524,7 @@ class JsonImporter:
 
         src = read_source(path)
         try:
-            doc = parse_source_json(src)
+            doc, value_warnings = parse_source_json(src)
         except TruncatedSourceError as exc:
             recovered: list[ImportedRun] = []
             if exc.partial is not None:
@@ -533,7 +533,10 @@ class JsonImporter:
                 except (FormatError, KeyError, TypeError, ValueError, AttributeError):
                     recovered = []
             raise truncated_error(exc, recovered) from None
-        return self.convert(src, doc)
+        runs = self.convert(src, doc)
+        if value_warnings:
+            attach_value_warnings(runs, value_warnings, by_index=isinstance(doc, list))
+        return runs
 
     def convert(self, src: SourceFile, doc: Any) -> list[ImportedRun]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -541,6 +544,28 @@ class JsonImporter:
     def recover(self, src: SourceFile, partial: Any) -> list[ImportedRun]:
         """Runs recoverable from a truncated document (default: none)."""
         return []
+
+
+def attach_value_warnings(runs: list[ImportedRun], warnings: list[Any], *, by_index: bool) -> None:
+    """Add the parser's non-standard-value warnings (NaN, invalid Unicode) to the runs.
+
+    With ``by_index`` (the document is an array of runs) a warning whose JSON Pointer
+    starts with ``/<i>/`` goes to run ``i`` only; otherwise to every run.
+    """
+    for w in warnings:
+        place = str(getattr(w, "place", ""))
+        iw = ImportWarning(place or "/", str(getattr(w, "message", w)))
+        targets = runs
+        if by_index:
+            head = place.lstrip("/").split("/", 1)[0]
+            if head.isdigit():
+                targets = [r for r in runs if r.recording.metadata.get("source", {}).get("index") == int(head)]
+        for r in targets:
+            r.warnings.append(iw)
+            src_meta = r.recording.metadata.get("source")
+            if isinstance(src_meta, dict) and isinstance(src_meta.get("warnings"), list):
+                if len(src_meta["warnings"]) < MAX_STORED_WARNINGS:
+                    src_meta["warnings"].append(str(iw))
 
 
 def truncated_error(exc: Any, recovered: list[ImportedRun]) -> Any:

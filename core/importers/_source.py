@@ -173,7 +173,7 @@ def salvage_json(text: str) -> Truncation | None:
     cut = stack[-1][1]
     candidate = text[:cut] + "".join(e[0] for e in reversed(stack))
     try:
-        value = json.loads(candidate)
+        value = json.loads(candidate, parse_constant=_nonfinite)
     except ValueError:
         return None
     path = [e[2] if e[0] == "]" else e[4] for e in stack]
@@ -189,34 +189,47 @@ def _odd_backslashes(tok: str) -> bool:
     return n % 2 == 1
 
 
-def parse_source_json(src: SourceFile) -> Any:
-    """Parse ``src`` as JSON.
+def _nonfinite(name: str) -> float:
+    return float(name.replace("Infinity", "inf"))
 
-    orjson first; on failure the standard library (which accepts ``NaN``,
-    ``Infinity`` and ``-Infinity``). A document that ends early raises
-    :class:`TruncatedSourceError` (with the salvaged part in ``partial``).
+
+def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
+    """Parse ``src`` as JSON; return ``(value, value_warnings)``.
+
+    orjson first. What orjson refuses is parsed again with the standard library, which
+    accepts ``NaN``/``Infinity``/``-Infinity`` and lone surrogate escapes (bytes that are
+    not UTF-8 are read with ``surrogateescape``); every such value is then tagged with
+    :func:`core.jsonvalues.encode_value` (``{"$nonfinite": "NaN"}``,
+    ``{"$invalid_unicode": ...}``) so it stays distinct from null and survives save/load,
+    and each is reported in ``value_warnings`` (:class:`core.jsonvalues.ValueWarning`).
 
     Raises:
-        FormatError: empty, malformed (line and column), not UTF-8.
-        TruncatedSourceError: the document ends early.
+        FormatError: empty or malformed (line and column).
+        TruncatedSourceError: the document ends early (the salvaged part in ``partial``).
     """
+    from ..jsonvalues import encode_value
+
     data = src.data
     try:
-        return orjson.loads(data)
+        return orjson.loads(data), []
     except orjson.JSONDecodeError as exc:
         orjson_exc = exc
     if not data.strip():
         raise FormatError("file is empty", file=src.name)
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"not UTF-8 text (byte {exc.start})", file=src.name) from None
+        escaped = False
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "surrogateescape")
+        escaped = True
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=_nonfinite)
     except json.JSONDecodeError as exc:
         tail = text.rstrip()
         if exc.pos >= len(tail) or "Unterminated string" in exc.msg:
             partial = salvage_json(text)
+            if partial is not None:
+                partial.value, _ = encode_value(partial.value, escaped_bytes=escaped)
             raise TruncatedSourceError(
                 f"truncated: the JSON document ends early ({exc.msg})",
                 file=src.name, line=exc.lineno, column=exc.colno, partial=partial,
@@ -226,6 +239,7 @@ def parse_source_json(src: SourceFile) -> Any:
         ) from None
     except RecursionError:
         raise FormatError(f"malformed JSON: {orjson_exc}", file=src.name) from None
+    return encode_value(value, escaped_bytes=escaped)
 
 
 _LOCAL = struct.Struct("<IHHHHHIIIHH")

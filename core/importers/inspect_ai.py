@@ -39,7 +39,8 @@ import orjson
 
 from ..errors import FormatError
 from ..recording import ChatMessage, ErrorInfo
-from ._build import JsonImporter, RunBuilder, truncated_error, usage_pair
+from ..jsonvalues import load_json_lenient
+from ._build import JsonImporter, RunBuilder, attach_value_warnings, truncated_error, usage_pair
 from ._source import SourceFile, TruncatedSourceError, Truncation, read_source, salvage_zip
 from .base import ImportedRun, Importer
 
@@ -105,11 +106,13 @@ class InspectAIImporter(JsonImporter, Importer):
         return self._from_entries(src, {n: b"" for n in names}, read, names)
 
     def _from_entries(self, src: SourceFile, present: dict[str, bytes], read: Any, order: list[str]) -> list[ImportedRun]:
+        value_warnings: dict[str, list[Any]] = {}
+
         def parse(name: str) -> Any:
-            try:
-                return orjson.loads(read(name))
-            except orjson.JSONDecodeError as e:
-                raise FormatError(f"entry {name!r} is not valid JSON: {e}", file=src.name) from None
+            value, warns = load_json_lenient(read(name), source=f"{src.name}:{name}", place=name)
+            if warns:
+                value_warnings[name] = warns
+            return value
 
         if "header.json" in present:
             header = parse("header.json")
@@ -125,7 +128,11 @@ class InspectAIImporter(JsonImporter, Importer):
             s = parse(n)
             if not isinstance(s, dict):
                 raise FormatError(f"entry {n!r} is not an object", file=src.name)
-            runs.append(self._sample(src, header, s, i, place=n))
+            run = self._sample(src, header, s, i, place=n)
+            if n in value_warnings or "header.json" in value_warnings:
+                attach_value_warnings([run], value_warnings.get(n, []) + value_warnings.get("header.json", []),
+                                      by_index=False)
+            runs.append(run)
         if not runs:
             raise FormatError("the log holds no samples (written without samples, or cut before the first)",
                               file=src.name)

@@ -1,0 +1,314 @@
+"""Robustness of the importers (issue 3, point 4) and of detection: truncated sources,
+arguments that are not objects, empty or rewritten tool-call ids, values that cannot be
+canonicalized, non-standard JSON values, redaction, unknown and damaged files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.errors import FormatError, SourceImportError
+from core.importers import NATIVE, TruncatedSourceError, detect, import_file, open_any, select_run
+from core.importers._source import salvage_json
+from core.io import load_recording
+from core.recording import ModelRecord, ToolRecord
+from core.redaction import REDACTED
+
+REAL = Path(__file__).resolve().parents[2] / "data" / "real_traces"
+EVAL = REAL / "inspect_ai" / "log_message_deduplication.eval"
+TAU = REAL / "tau_bench" / "gpt-4o-airline.json"
+
+
+def tools(rec) -> list[ToolRecord]:
+    return [r for r in rec.records if isinstance(r, ToolRecord)]
+
+
+def write(tmp_path: Path, name: str, doc) -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(doc) if not isinstance(doc, str) else doc)
+    return p
+
+
+def tau_run(traj: list[dict], task_id: int = 7, trial: int = 0, reward: float = 0.0) -> dict:
+    return {"task_id": task_id, "reward": reward, "info": {"task": {"user_id": "u1", "actions": [], "instruction": "x"}},
+            "traj": traj, "trial": trial}
+
+
+def call(cid: str, name: str, args: str) -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+# -- truncation ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keep", [40, 500, 3000, 6000, 6500, 8000])
+def test_truncated_eval_zip_is_a_truncated_error_naming_the_file(tmp_path: Path, keep: int) -> None:
+    p = tmp_path / "cut.eval"
+    p.write_bytes(EVAL.read_bytes()[:keep])
+    assert detect(p) == "inspect_ai"
+    with pytest.raises(TruncatedSourceError) as ei:
+        import_file(p)
+    msg = str(ei.value)
+    assert msg.startswith(str(p)) and "truncated" in msg
+    # the sample entry ends at byte 6160: cut after it, the complete sample is recovered
+    if keep >= 6160:
+        assert [r.incomplete for r in ei.value.recovered] == [True]
+        rec = ei.value.recovered[0].recording
+        assert rec.counts_by_kind()["model"] == 6 and rec.metadata["source"]["incomplete"] is True
+        assert "can be recovered" in msg
+    else:
+        assert ei.value.recovered == [] and "no complete run before the damage" in msg
+
+
+def test_truncated_eval_recovered_with_recover_flag(tmp_path: Path) -> None:
+    p = tmp_path / "cut.eval"
+    p.write_bytes(EVAL.read_bytes()[:7000])
+    (run,) = import_file(p, recover=True)
+    assert run.incomplete
+    out = tmp_path / "out.json"
+    run.recording.save(out)
+    assert load_recording(out, verify_keys=True).metadata["source"]["incomplete"] is True
+
+
+def test_json_cut_mid_string_recovers_complete_runs(tmp_path: Path) -> None:
+    data = TAU.read_bytes()
+    cut = 2_000_000
+    assert data[cut - 1:cut] not in (b'"',)
+    p = tmp_path / "gpt-4o-airline.json"
+    p.write_bytes(data[:cut])
+    with pytest.raises(TruncatedSourceError) as ei:
+        import_file(p)
+    err = ei.value
+    assert "truncated" in str(err) and str(p) in str(err) and err.line is not None
+    full = import_file(TAU)
+    rec = err.recovered
+    assert 0 < len(rec) < 200 and all(r.incomplete for r in rec)
+    # the recovered runs are exactly the complete runs before the damage
+    complete_before = json.loads(data[: data.rfind(b'"task_id"', 0, cut)].rstrip().rstrip(b"{").rstrip().rstrip(b",") + b"]")
+    assert len(rec) == len(complete_before)
+    for a, b in zip(rec, full[: len(rec)]):
+        assert a.run_id == b.run_id
+        assert [r.to_json_obj() for r in a.recording.records] == [r.to_json_obj() for r in b.recording.records]
+
+
+def test_inspect_json_cut_inside_its_only_sample_recovers_nothing(tmp_path: Path) -> None:
+    src = REAL / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.json"
+    p = tmp_path / "browser.json"
+    p.write_bytes(src.read_bytes()[:200_000])
+    with pytest.raises(TruncatedSourceError, match="no complete run before the damage") as ei:
+        import_file(p, recover=True)
+    assert ei.value.recovered == []
+
+
+def test_openhands_stream_cut_keeps_the_events_before_the_damage(tmp_path: Path) -> None:
+    src = REAL / "openhands" / "basic_gui_mode.json"
+    p = tmp_path / "basic_gui_mode.json"
+    p.write_bytes(src.read_bytes()[:30_000])
+    (run,) = import_file(p, recover=True)
+    assert run.incomplete and run.recording.counts_by_kind()["model"] == 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    items=st.lists(st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=8),
+                                                                   st.lists(st.integers(), max_size=3)),
+                                   max_size=4), min_size=1, max_size=6),
+    frac=st.floats(0.0, 1.0),
+)
+def test_salvage_keeps_exactly_the_complete_elements(items: list[dict], frac: float) -> None:
+    parts = [json.dumps(i, ensure_ascii=False) for i in items]
+    text = "[" + ", ".join(parts) + "]"
+    ends, pos = [], 1
+    for part in parts:
+        pos += len(part)
+        ends.append(pos)
+        pos += 2
+    cut = 1 + int(frac * (len(text) - 2))  # never the closing bracket
+    got = salvage_json(text[:cut])
+    assert got is not None
+    k = got.complete_items()
+    assert k == sum(1 for e in ends if e <= cut)
+    assert got.value[:k] == items[:k]
+
+
+# -- tool-call arguments, ids, keys ------------------------------------------------------
+
+
+def test_non_object_arguments_are_kept_raw_and_marked(tmp_path: Path) -> None:
+    traj = [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            call("c1", "think", '"just a string"'),
+            call("c2", "lookup", '{"id": 12'),
+            call("c3", "noop", ""),
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "name": "think", "content": "ok"},
+        {"role": "tool", "tool_call_id": "c2", "name": "lookup", "content": "Error: bad arguments"},
+        {"role": "tool", "tool_call_id": "c3", "name": "noop", "content": ""},
+        {"role": "assistant", "content": "done"},
+    ]
+    (run,) = import_file(write(tmp_path, "raw-airline.json", [tau_run(traj)]), "tau_bench")
+    rec = run.recording
+    model = next(r for r in rec.records if isinstance(r, ModelRecord))
+    tc = model.response.message.tool_calls
+    assert [(c.arguments, c.raw_arguments) for c in tc] == [('"just a string"', True), ('{"id": 12', True), ("", True)]
+    ts = tools(rec)
+    assert [t.arguments for t in ts] == ['"just a string"', '{"id": 12', ""]
+    assert all(t.key is not None for t in ts)  # a raw string still has a canonical form
+    assert ts[1].result.error.type == "tool_error"
+    assert sum("kept raw" in str(w) for w in run.warnings) == 3
+    out = tmp_path / "out.json"
+    rec.save(out)
+    back = load_recording(out, verify_keys=True)
+    assert [c.raw_arguments for c in next(r for r in back.records if isinstance(r, ModelRecord)).response.message.tool_calls] == [True] * 3
+
+
+def test_empty_and_rewritten_tool_call_ids_are_still_paired(tmp_path: Path) -> None:
+    traj = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            call("", "get_user_details", '{"user_id": "a"}'),
+            call("call_B", "search", '{"q": "b"}'),
+        ]},
+        {"role": "tool", "tool_call_id": "call_B_rewritten", "name": "search", "content": "result b"},
+        {"role": "tool", "tool_call_id": "", "name": "get_user_details", "content": "result a"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    (run,) = import_file(write(tmp_path, "ids-airline.json", [tau_run(traj)]), "tau_bench")
+    ts = tools(run.recording)
+    assert [(t.tool, t.arguments, t.result.content) for t in ts] == [
+        ("search", {"q": "b"}, "result b"), ("get_user_details", {"user_id": "a"}, "result a")]
+    assert ts[0].tool_call_id == "call_B" and ts[1].tool_call_id is None
+    assert sum("paired with the oldest unanswered" in str(w) for w in run.warnings) == 2
+
+
+def test_uncanonicalizable_identity_is_kept_without_a_key(tmp_path: Path) -> None:
+    traj = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "big", '{"n": 18446744073709551615}')]},
+        {"role": "tool", "tool_call_id": "c1", "name": "big", "content": "ok"},
+    ]
+    (run,) = import_file(write(tmp_path, "big-airline.json", [tau_run(traj)]), "tau_bench")
+    (t,) = tools(run.recording)
+    assert t.key is None and t.arguments == {"n": 18446744073709551615}
+    models = [r for r in run.recording.records if isinstance(r, ModelRecord)]
+    assert models[0].key is not None  # its request does not hold the number
+    assert any("cannot be canonicalized" in str(w) and "replay cannot match it" in str(w) for w in run.warnings)
+
+
+def test_nan_and_infinity_literals_stay_distinct_from_null(tmp_path: Path) -> None:
+    text = json.dumps([tau_run([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "calc", '{"x": 1}')]},
+        {"role": "tool", "tool_call_id": "c1", "name": "calc", "content": "__NAN__"},
+    ])]).replace('"__NAN__"', "NaN").replace('"reward": 0.0', '"reward": -Infinity')
+    (run,) = import_file(write(tmp_path, "nan-airline.json", text), "tau_bench")
+    (t,) = tools(run.recording)
+    assert t.result.content == {"$nonfinite": "NaN"}
+    assert run.recording.metadata["reward"] == {"$nonfinite": "-Infinity"}
+    assert any("/0/" in w.place for w in run.warnings)
+    out = tmp_path / "out.json"
+    run.recording.save(out)
+    back = load_recording(out, verify_keys=True)
+    assert tools(back)[0].result.content == {"$nonfinite": "NaN"}
+
+
+# -- redaction ---------------------------------------------------------------------------
+
+
+def test_secrets_are_redacted_and_marked(tmp_path: Path) -> None:
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0"
+    traj = [
+        {"role": "user", "content": f"my key is {secret}"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "login", json.dumps({"user": "u", "api_key": "hunter22"}))]},
+        {"role": "tool", "tool_call_id": "c1", "name": "login", "content": f"token={secret}"},
+        {"role": "assistant", "content": "done"},
+    ]
+    p = write(tmp_path, "secret-airline.json", [tau_run(traj)])
+    (run,) = import_file(p, "tau_bench")
+    blob = orjson.dumps([r.to_json_obj() for r in run.recording.records])
+    assert secret.encode() not in blob and b"hunter22" not in blob
+    (t,) = tools(run.recording)
+    assert t.arguments == {"user": "u", "api_key": REDACTED}
+    assert t.result.redacted is True and t.result.content == f"token={REDACTED}"
+    assert run.recording.metadata["source"]["redacted"] is True
+    assert any(w.place == "redaction" for w in run.warnings)
+    out = tmp_path / "out.json"
+    run.recording.save(out)
+    load_recording(out, verify_keys=True)
+
+
+# -- detection and errors ----------------------------------------------------------------
+
+
+def test_unknown_file_names_every_format_tried(tmp_path: Path) -> None:
+    p = write(tmp_path, "mystery.json", {"hello": "world"})
+    with pytest.raises(SourceImportError) as ei:
+        detect(p)
+    msg = str(ei.value)
+    for name in ("chassis", "inspect_ai", "swe_agent", "mini_swe_agent", "openhands", "tau_bench", "who_and_when"):
+        assert f"{name}:" in msg
+    assert set(ei.value.attempts) >= {"inspect_ai", "tau_bench"}
+    with pytest.raises(SourceImportError):
+        open_any(p)
+
+
+@pytest.mark.parametrize("content,reason", [(b"", "empty"), (b"   \n", "empty")])
+def test_empty_file(tmp_path: Path, content: bytes, reason: str) -> None:
+    p = tmp_path / "e.json"
+    p.write_bytes(content)
+    with pytest.raises(FormatError, match=reason):
+        detect(p)
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="no such file"):
+        import_file(tmp_path / "nope.json")
+    with pytest.raises(FormatError, match="directory"):
+        detect(tmp_path)
+
+
+def test_malformed_json_of_a_detected_format(tmp_path: Path) -> None:
+    p = tmp_path / "bad-airline.json"
+    p.write_text('[{"task_id": 1, "reward": 0.0, "traj": [}, 3]')
+    with pytest.raises(FormatError, match="malformed JSON") as ei:
+        import_file(p)
+    assert not isinstance(ei.value, TruncatedSourceError) and str(p) in str(ei.value)
+
+
+def test_wrong_from_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="not a SWE-agent trajectory"):
+        import_file(REAL / "openhands" / "wrong_initial_state.json", "swe_agent")
+    with pytest.raises(SourceImportError, match="unknown import format 'nope'"):
+        import_file(REAL / "openhands" / "wrong_initial_state.json", "nope")
+
+
+def test_open_any_native_and_converted(tmp_path: Path) -> None:
+    (run,) = import_file(REAL / "swe_agent" / "pydicom__pydicom-1458.traj")
+    out = tmp_path / "native.json"
+    run.recording.save(out)
+    assert detect(out) == NATIVE
+    rec, notices = open_any(out)
+    assert notices == [] and len(rec.records) == 24
+    rec, notices = open_any(REAL / "swe_agent" / "pydicom__pydicom-1458.traj")
+    assert notices[0].startswith("converted from swe_agent")
+    assert rec.digest and rec.digest.startswith("sha256:")
+    rec, notices = open_any(TAU, run="task3-trial2")
+    assert rec.metadata["task_id"] == 3 and rec.metadata["trial"] == 2
+    assert any("holds 200 runs" in n for n in notices)
+    with pytest.raises(SourceImportError, match="already a Chassis recording"):
+        import_file(out)
+
+
+def test_select_run_by_id_and_index() -> None:
+    runs = import_file(REAL / "who_and_when" / "hand-crafted_1.json")
+    assert select_run(runs, 0, source="x") is runs[0]
+    assert select_run(runs, runs[0].run_id, source="x") is runs[0]
+    with pytest.raises(SourceImportError, match="no run '5'"):
+        select_run(runs, "5", source="x")
