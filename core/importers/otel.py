@@ -255,7 +255,9 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
     reproducible); a root ``invoke_agent`` span holding the recording's metadata and
     session (``chassis.metadata``, ``chassis.session``); one child span per record in
     ``seq`` order. Span times come from ``at`` and ``duration_seconds``; records without
-    ``at`` get synthetic times 1 ms apart after the previous one (``chassis.synthetic_time``).
+    ``at`` get a synthetic time 1 µs after the previous record (``chassis.synthetic_time``);
+    start times never decrease, so the spans' time order is the records' order (the exact
+    ``at`` text is kept in ``chassis.at``).
 
     Raises:
         CanonicalizationError: a record holds a value with no JSON form (cannot happen
@@ -275,14 +277,19 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
     base = _nanos(rec.session.created_at) or next((_nanos(r.at) for r in rec.records if _nanos(r.at)), None) or 0
     spans: list[dict[str, Any]] = []
     cursor = base
+    last_end = base
     for r in rec.records:
         start = _nanos(r.at)
         synthetic = start is None
         if synthetic:
-            start = cursor + 1_000_000
+            start = cursor + 1_000
+        # span start times never go backwards, so readers that order spans by time
+        # (every tracing UI) see the records in seq order; exact ``at`` is chassis.at
+        start = max(start, cursor)
         dur = getattr(r, "duration_seconds", None)
         end = start + (int(dur * 1_000_000_000) if isinstance(dur, (int, float)) and dur >= 0 else 0)
-        cursor = max(cursor, end, start)
+        cursor = start
+        last_end = max(last_end, end)
         attrs: list[dict[str, Any]] = [_kv("chassis.seq", r.seq)]
         if r.at is not None:
             attrs.append(_kv("chassis.at", r.at))
@@ -297,7 +304,7 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
         for f in ("replayed", "live_fallback"):
             if getattr(r, f):
                 attrs.append(_kv(f"chassis.{f}", True))
-        if r.key is not None and r.kind in ("tool", "model"):
+        if isinstance(r, (ToolRecord, ModelRecord)) and r.key is not None:
             attrs.append(_kv("chassis.key", r.key))
         status: dict[str, Any] = {}
         if isinstance(r, ModelRecord):
@@ -342,6 +349,8 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
             ]
             if r.tool_call_id is not None:
                 attrs.append(_kv("gen_ai.tool.call.id", r.tool_call_id))
+            if not isinstance(r.arguments, dict):
+                attrs.append(_kv("chassis.tool.raw_arguments", True))
             if r.result.artifact is not None:
                 attrs.append(_kv("chassis.tool.artifact", _json_text(r.result.artifact)))
             if r.result.redacted:
@@ -372,7 +381,7 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
         "name": f"invoke_agent {run}",
         "kind": SPAN_KIND_INTERNAL,
         "startTimeUnixNano": str(base),
-        "endTimeUnixNano": str(max(cursor, base)),
+        "endTimeUnixNano": str(max(last_end, base)),
         "attributes": [
             _kv("gen_ai.operation.name", "invoke_agent"),
             _kv("gen_ai.agent.name", run),
@@ -648,6 +657,7 @@ class OtelImporter(Importer):
         session: SessionInfo | None = None
         run_id = tid
         skipped: dict[str, int] = {}
+        own_export = any("chassis.seq" in d[4] for d in decorated)
         has_tool_spans = any(_operation(d[4], d[3].get("name", "")) == "execute_tool" for d in decorated)
         for _seq, _start, place, sp, a in decorated:
             name = sp.get("name", "")
@@ -712,6 +722,7 @@ class OtelImporter(Importer):
         rec = finalize_recording(
             records, fmt="otel", path=path, data=data, run_id=run_id, metadata=metadata,
             warnings=warnings, index=index, keyless=keyless, session=session,
+            stamp_run_id=not own_export,
         )
         return ImportedRun(run_id=run_id, recording=rec, warnings=list(warnings))
 
@@ -811,8 +822,19 @@ class OtelImporter(Importer):
         known = "gen_ai.tool.call.arguments" in a
         if known:
             raw = a["gen_ai.tool.call.arguments"]
+            aplace = f"{place}.gen_ai.tool.call.arguments"
             if isinstance(raw, str):
-                args, _raw = parse_args(raw, f"{place}.gen_ai.tool.call.arguments", warnings)
+                # a JSON text (semconv); its value may itself be a string of arguments
+                try:
+                    value, vw = load_json_lenient(raw.encode("utf-8", "surrogatepass"), place=aplace)
+                except FormatError:
+                    args, _raw = parse_args(raw, aplace, warnings)
+                else:
+                    warnings.extend_values(vw)
+                    if isinstance(value, dict) or a.get("chassis.tool.raw_arguments") is True:
+                        args = value
+                    else:
+                        args, _raw = parse_args(value, aplace, warnings)
             else:
                 args = raw
         else:

@@ -108,6 +108,7 @@ def finalize_recording(
     created_at: str | None = None,
     keyless: set[int] | None = None,
     session: SessionInfo | None = None,
+    stamp_run_id: bool = True,
 ) -> Recording:
     """Number records, stamp ``run_id``, compute canonical keys, redact, and wrap them
     in a recording.
@@ -116,7 +117,8 @@ def finalize_recording(
       warning (replay cannot match it) — it is never dropped. Records listed in
       ``keyless`` (indices whose identity the source does not hold; the caller warned)
       get no key either.
-    * Records without a ``run_id`` get ``run_id``.
+    * Records without a ``run_id`` get ``run_id`` (unless ``stamp_run_id`` is false:
+      a re-imported export keeps the records' own run ids, ``None`` included).
     * A ``tool_call_id`` used by more than one tool record is made unique with a ``~N``
       suffix (the loader rejects an id answered twice), with a warning.
     * Redaction is by field name plus ``SecretRedactor(patterns=True)`` (``sk-…``,
@@ -127,7 +129,7 @@ def finalize_recording(
     seen: dict[tuple[str | None, str], int] = {}
     for seq, r in enumerate(records):
         r.seq = seq
-        if r.run_id is None:
+        if r.run_id is None and stamp_run_id:
             r.run_id = run_id
         if isinstance(r, ToolRecord) and r.tool_call_id:
             k = (r.run_id, r.tool_call_id)

@@ -58,6 +58,8 @@ def register(app: typer.Typer) -> None:
 
         if to.lower() not in EXPORT_FORMATS:
             raise SourceImportError(f"unknown export format {to!r} (known: {', '.join(EXPORT_FORMATS)})")
+        if output is not None and output.is_dir():
+            raise FormatError("is a directory; give a file name to -o", file=str(output))
         rec, notices = _open(file, run, source_format)
         for n in notices:
             typer.echo(f"chassis-inspector: {n}", err=True)
@@ -68,8 +70,6 @@ def register(app: typer.Typer) -> None:
             sys.stdout.buffer.write(data + b"\n")
             sys.stdout.flush()
             return
-        if output.is_dir():
-            raise FormatError("is a directory; give a file name to -o", file=str(output))
         try:
             atomic_write_bytes(output, data)
         except OSError as exc:
