@@ -131,6 +131,16 @@ def composition_text(composition: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def args_text(arguments: Any) -> Any:
+    """What a summary shows of tool arguments: the string itself when the arguments are
+    one string field (e.g. ``{"command": "ls -la"}`` → ``ls -la``), else the value."""
+    if isinstance(arguments, dict) and len(arguments) == 1:
+        (value,) = arguments.values()
+        if isinstance(value, str):
+            return value
+    return arguments
+
+
 def record_summary(rec: Any, limit: int = SUMMARY_CHARS) -> str:
     """The one-line summary of a record (see the module docstring), at most ``limit`` chars."""
     if type(rec) is ModelRecord:
@@ -144,7 +154,7 @@ def record_summary(rec: Any, limit: int = SUMMARY_CHARS) -> str:
         call_text = " ".join(f"→ {c.name}({one_line(c.arguments, 60)})" for c in calls)
         return one_line(" ".join(p for p in (text, call_text) if p) or "(empty response)", limit)
     if type(rec) is ToolRecord:
-        args = one_line(rec.arguments, limit)
+        args = one_line(args_text(rec.arguments), limit)
         if rec.result.error is not None:
             out = "✗ " + _error_text(rec.result.error)
         else:
@@ -470,6 +480,16 @@ class TimelineIndex:
             return out
         return []
 
+    def preceding_model_call(self, position: int, limit: int = 10_000) -> int | None:
+        """Position of the nearest model record before ``position`` in the same run
+        (looking back at most ``limit`` records), or ``None``."""
+        run = self.recording.records[position].run_id
+        kinds = self.kinds
+        for p in range(position - 1, max(-1, position - 1 - limit), -1):
+            if kinds[p] == "model" and self.recording.records[p].run_id == run:
+                return p
+        return None
+
     # ------------------------------------------------------------------ details
 
     def identity(self, position: int) -> dict[str, Any]:
@@ -579,16 +599,21 @@ def transcript_for(index: TimelineIndex, position: int) -> tuple[list[Transcript
         else:
             content = rec.result.content if isinstance(rec.result.content, str) else one_line(rec.result.content, 1 << 20)
         result_msg = ChatMessage(role="tool", content=content, tool_call_id=rec.tool_call_id, name=rec.tool)
-        if not links:
+        if links:
+            model_pos = links[0]
+            how = "that requested it"
+        else:
+            # no tool_call_id link (e.g. text-parsed actions): the model call just before
+            model_pos = index.preceding_model_call(position)
+            how = "just before it (no tool_call_id links them)"
+        if model_pos is None:
             return [TranscriptEntry(result_msg, caption=f"result of seq {rec.seq}", current=True)], (
-                f"tool call seq {rec.seq} · {rec.tool}: no model call in this recording requested it"
-                + (f" (tool_call_id {rec.tool_call_id})" if rec.tool_call_id else " (no tool_call_id)")
+                f"tool call seq {rec.seq} · {rec.tool}: no model call in this recording precedes it"
             )
-        model_pos = links[0]
         entries, _ = transcript_for(index, model_pos)
         entries = [TranscriptEntry(e.message, e.caption, False) for e in entries]
         entries.append(TranscriptEntry(result_msg, caption=f"result of seq {rec.seq}", current=True))
         note = (f"tool call seq {rec.seq} · {rec.tool}: transcript of model call seq "
-                f"{index.seqs[model_pos]} that requested it, then this result")
+                f"{index.seqs[model_pos]} {how}, then this result")
         return entries, note
     return [], f"a {rec.kind} record has no chat transcript"

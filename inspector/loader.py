@@ -65,5 +65,5 @@ def load_for_view(path: Path | str) -> LoadedRecording:
     """
     from inspector.cli.common import load_any
 
-    rec, notices = _split_result(load_any(Path(path)))
+    rec, notices = _split_result(load_any(Path(path), with_notices=True))
     return LoadedRecording(Path(path), rec, TimelineIndex(rec), notices)

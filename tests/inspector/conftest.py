@@ -1,0 +1,32 @@
+"""Fixtures for the app tests: a built recording on disk and a real sample recording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inspector.loader import LoadedRecording, load_for_view
+
+from .builders import write_recording
+
+REPO = Path(__file__).resolve().parents[2]
+#: a real recording produced by the bundled sample agent (planted tool failure)
+REAL_SAMPLE = REPO / "sample_recordings" / "sample-agent-fault-tool-error.json"
+
+
+@pytest.fixture
+def built_path(tmp_path: Path) -> Path:
+    return write_recording(tmp_path / "built.json")
+
+
+@pytest.fixture
+def built(built_path: Path) -> LoadedRecording:
+    return load_for_view(built_path)
+
+
+@pytest.fixture
+def real() -> LoadedRecording:
+    if not REAL_SAMPLE.exists():  # pragma: no cover - the file is committed
+        pytest.fail(f"missing real sample recording {REAL_SAMPLE}")
+    return load_for_view(REAL_SAMPLE)

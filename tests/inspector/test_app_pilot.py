@@ -1,0 +1,294 @@
+"""Pilot tests of the inspector app: open a recording and use it like a user would."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input
+
+from core.recording import ModelRecord, ToolRecord
+from inspector.app import InspectorApp
+from inspector.commands import TIMELINE_COMMANDS
+from inspector.screens.help import HelpScreen
+from inspector.screens.timeline import TimelineScreen
+from inspector.widgets.detail_pane import DetailPane
+from inspector.widgets.json_tree import JsonTree
+from inspector.widgets.timeline_table import TimelineTable
+from inspector.widgets.transcript import MessageBlock, TranscriptView
+
+from .builders import UNIQUE_RESULT
+
+pytestmark = pytest.mark.asyncio
+
+SIZE = (140, 40)
+
+
+async def settle(pilot, app) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.15)
+
+
+def screen_of(app) -> TimelineScreen:
+    assert isinstance(app.screen, TimelineScreen)
+    return app.screen
+
+
+def seq_at_cursor(app) -> int:
+    s = screen_of(app)
+    return s.index.seqs[s.table.cursor_position]
+
+
+@pytest.mark.parametrize("which", ["built", "real"])
+async def test_opens_with_one_row_per_record(which, request):
+    loaded = request.getfixturevalue(which)
+    app = InspectorApp(loaded)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        table = app.screen.query_one(TimelineTable)
+        assert len(table.view) == len(loaded.recording.records)
+        assert table.virtual_size.height == len(loaded.recording.records) + 1  # + header line
+        assert table.cursor_position == 0
+
+
+async def test_filter_to_tools_only(real):
+    app = InspectorApp(real)
+    n_tools = sum(isinstance(r, ToolRecord) for r in real.recording.records)
+    assert n_tools > 0
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        # hide every kind but tools with the number keys (1 model, 3 interrupt, 4 snapshot, 5 lifecycle)
+        await pilot.press("1", "3", "4", "5")
+        await settle(pilot, app)
+        s = screen_of(app)
+        assert len(s.table.view) == n_tools
+        assert all(s.index.kinds[p] == "tool" for p in s.table.view)
+        # and back
+        await pilot.press("0")
+        assert len(s.table.view) == len(real.recording.records)
+
+
+async def test_only_tools_from_the_palette_action(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await app.screen.run_action("only_kind('tool')")
+        s = screen_of(app)
+        assert [s.index.kinds[p] for p in s.table.view] == ["tool"] * 6
+
+
+async def test_search_lands_on_the_one_tool_result(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input)
+        await pilot.press(*"ZEBRA-quartz")  # case-insensitive
+        await pilot.press("enter")
+        await settle(pilot, app)
+        s = screen_of(app)
+        rec = s.index.record(s.table.cursor_position)
+        assert isinstance(rec, ToolRecord) and UNIQUE_RESULT in rec.result.content
+        assert s.matches == [s.table.cursor_position]
+        assert s.table.matches == frozenset(s.matches)  # highlighted
+        assert isinstance(app.focused, TimelineTable)
+        assert "match 1/1" in str(s.query_one("#match-info").render())
+
+
+async def test_search_next_and_previous_match(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        s = screen_of(app)
+        s.start_search("pytest")
+        await settle(pilot, app)
+        hits = s.matches
+        assert len(hits) >= 2
+        assert s.table.cursor_position == hits[0]
+        await pilot.press("n")
+        assert s.table.cursor_position == hits[1]
+        await pilot.press("N")
+        assert s.table.cursor_position == hits[0]
+
+
+async def test_jump_to_first_and_next_error(built):
+    app = InspectorApp(built)
+    errors = [r.seq for r in built.recording.records
+              if (isinstance(r, ToolRecord) and r.is_error) or (isinstance(r, ModelRecord) and r.is_error)]
+    assert len(errors) == 2
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")
+        assert seq_at_cursor(app) == errors[0] == built.recording.first_error().seq
+        await pilot.press("e")
+        assert seq_at_cursor(app) == errors[1]
+        await pilot.press("E")
+        assert seq_at_cursor(app) == errors[0]
+        await pilot.press("end", "f")
+        assert seq_at_cursor(app) == errors[0]
+        await settle(pilot, app)
+        detail = app.screen.query_one(DetailPane)
+        assert detail.position == screen_of(app).table.cursor_position
+        assert "shown" in detail.query_one("#detail-error").classes
+
+
+async def test_first_error_in_real_recording(real):
+    app = InspectorApp(real)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")
+        assert seq_at_cursor(app) == real.recording.first_error().seq
+
+
+async def test_transcript_of_a_model_call_shows_the_tool_message(real):
+    # the last model call's request carries the earlier tool results as tool messages
+    model_positions = [i for i, r in enumerate(real.recording.records) if isinstance(r, ModelRecord)]
+    last = model_positions[-1]
+    rec = real.recording.records[last]
+    tool_ids = [m.tool_call_id for m in rec.request.messages if m.role == "tool"]
+    assert tool_ids
+    app = InspectorApp(real)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("g")
+        await pilot.press(*str(rec.seq), "enter")
+        await settle(pilot, app)
+        assert seq_at_cursor(app) == rec.seq
+        await pilot.press("t")
+        await settle(pilot, app)
+        blocks = list(app.screen.query_one(TranscriptView).query(MessageBlock))
+        roles = [b.entry.message.role for b in blocks]
+        assert roles[: len(rec.request.messages)] == [m.role for m in rec.request.messages]
+        tool_blocks = [b for b in blocks if b.entry.message.role == "tool"]
+        assert tool_blocks and tool_blocks[0].entry.message.tool_call_id == tool_ids[0]
+        assert f"answers {tool_ids[0]}" in str(tool_blocks[0].border_title)
+        assert blocks[-1].entry.current and blocks[-1].entry.message.role == "assistant"
+
+
+async def test_transcript_before_a_failing_tool_call(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e", "t")
+        await settle(pilot, app)
+        blocks = list(app.screen.query_one(TranscriptView).query(MessageBlock))
+        assert blocks[-1].entry.current and blocks[-1].entry.message.role == "tool"
+        assert "EditRejected" in blocks[-1].entry.message.content
+        assert blocks[-2].entry.message.tool_calls[0].id == blocks[-1].entry.message.tool_call_id
+
+
+async def test_follow_tool_call_link_and_back(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")  # tool seq 7 (call_3)
+        tool_seq = seq_at_cursor(app)
+        await pilot.press("l")
+        s = screen_of(app)
+        model = s.index.record(s.table.cursor_position)
+        assert isinstance(model, ModelRecord)
+        tool = s.index.record(s.index.position_of_seq(tool_seq))
+        assert tool.tool_call_id in [c.id for c in model.response.message.tool_calls]
+        await pilot.press("l")  # model → the tool call that answered it
+        assert seq_at_cursor(app) == tool_seq
+        await pilot.press("b", "b")
+        assert seq_at_cursor(app) == tool_seq
+
+
+async def test_goto_seq_and_errors_only(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("colon", "1", "2", "enter")
+        assert seq_at_cursor(app) == 12
+        await pilot.press("x")
+        s = screen_of(app)
+        assert [s.index.statuses[p] for p in s.table.view] == ["error", "error"]
+        # going to a hidden record clears the filter
+        await pilot.press("g", "0", "enter")
+        assert seq_at_cursor(app) == 0
+        assert len(s.table.view) == len(built.recording.records)
+
+
+async def test_cursor_keys_and_detail_follows(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("down", "down", "j")
+        assert seq_at_cursor(app) == 3
+        await pilot.press("end")
+        assert seq_at_cursor(app) == built.recording.records[-1].seq
+        await pilot.press("home")
+        await settle(pilot, app)
+        tree = app.screen.query_one(JsonTree)
+        assert tree.root.data.value["seq"] == 0
+
+
+async def test_long_strings_fold_and_expand(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        s = screen_of(app)
+        s.go_to_seq(5)  # cat src/dates.py: a multi-line result
+        await settle(pilot, app)
+        tree = app.screen.query_one(JsonTree)
+        result = next(c for c in tree.root.children if str(c.label).startswith("result"))
+        content = next(c for c in result.children if str(c.label).startswith("content"))
+        assert content.data.folded_string and "enter to expand" in str(content.label)
+        assert not content.children
+        await pilot.press("z")
+        assert content.is_expanded and len(content.children) == content.data.value.count("\n") + 1
+
+
+async def test_copy_key_args_hash_and_json(built, monkeypatch):
+    copied: list[str] = []
+    app = InspectorApp(built)
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e", "y", "a", "c")
+        rec = screen_of(app).index.record(screen_of(app).table.cursor_position)
+        from core.canonical import args_hash
+
+        assert copied[0] == rec.key
+        assert copied[1] == args_hash(rec.arguments)
+        assert '"tool_call_id": "call_3"' in copied[2]
+
+
+async def test_help_screen_lists_every_binding(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        listed = {b.id for _, group in app.screen.groups for b in group}
+        assert {b.id for b in TimelineScreen.BINDINGS} <= listed
+        assert {b.id for b in TimelineTable.BINDINGS} <= listed
+        await pilot.press("escape")
+        assert isinstance(app.screen, TimelineScreen)
+
+
+async def test_every_binding_has_an_id_a_tooltip_or_description_and_a_palette_entry():
+    palette_actions = {action for _, _, action in TIMELINE_COMMANDS}
+    for b in TimelineScreen.BINDINGS:
+        assert b.id and (b.tooltip or b.description)
+        assert b.action in palette_actions, f"{b.action} missing from the command palette"
+
+
+async def test_palette_runs_a_timeline_command(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"first error")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert seq_at_cursor(app) == built.recording.first_error().seq
+
+
+async def test_notices_are_shown(built):
+    built.notices = ["converted from swe_agent (x.traj) in memory"]
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert any("converted from swe_agent" in str(n.message) for n in app._notifications)

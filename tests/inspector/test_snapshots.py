@@ -1,0 +1,62 @@
+"""Snapshot tests (pytest-textual-snapshot): the timeline and the detail pane.
+
+Baselines live in ``__snapshots__/``; after a deliberate change, look at the report
+(``snapshot_report.html``) before updating with ``--snapshot-update``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inspector.app import InspectorApp
+from inspector.loader import load_for_view
+
+from .builders import write_recording
+
+
+def _app(tmp_path: Path) -> InspectorApp:
+    # a fixed file name: the header shows it
+    path = tmp_path / "date-parsing-run.json"
+    write_recording(path)
+    return InspectorApp(load_for_view(path))
+
+
+async def _settle(pilot) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause(0.3)
+
+
+def test_timeline(snap_compare, tmp_path):
+    assert snap_compare(_app(tmp_path), terminal_size=(140, 30), run_before=_settle)
+
+
+def test_timeline_search_highlight_and_errors_filter(snap_compare, tmp_path):
+    async def run_before(pilot):
+        await pilot.press("slash", *"pytest", "enter")
+        await _settle(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=(140, 30), run_before=run_before)
+
+
+def test_detail_pane_record_tree_of_a_failing_tool_call(snap_compare, tmp_path):
+    async def run_before(pilot):
+        await pilot.press("e")
+        await _settle(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=(140, 36), run_before=run_before)
+
+
+def test_detail_pane_transcript(snap_compare, tmp_path):
+    async def run_before(pilot):
+        await pilot.press("e", "t")
+        await _settle(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=(140, 36), run_before=run_before)
+
+
+def test_help_screen(snap_compare, tmp_path):
+    async def run_before(pilot):
+        await pilot.press("question_mark")
+        await _settle(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=(120, 50), run_before=run_before)
