@@ -1,0 +1,117 @@
+"""CLI ``import`` and importable files given to ``info``/``timeline``/``validate``:
+outputs, refusals, exit codes, one-line errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from core.io import load_recording
+from inspector.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+REAL = ROOT / "tests" / "data" / "real_traces"
+SWE = REAL / "swe_agent" / "pydicom__pydicom-1458.traj"
+TAU = REAL / "tau_bench" / "gpt-4o-airline.json"
+WHO = REAL / "who_and_when" / "algorithm-generated_77.json"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "inspector", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_import_writes_a_valid_recording_and_prints_warnings(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "swe.json"
+    assert main(["import", str(SWE), "-o", str(out)]) == 0
+    cap = capsys.readouterr()
+    assert f"run pydicom__pydicom-1458 → {out}: 24 records (model 12, tool 12" in cap.out
+    assert "warning: trajectory: actions are parsed from the model's text" in cap.err
+    rec = load_recording(out, verify_keys=True)
+    assert rec.metadata["source"]["format"] == "swe_agent"
+    assert main(["validate", str(out)]) == 0
+
+
+def test_import_refuses_to_overwrite_without_force(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "who.json"
+    out.write_text("keep me")
+    assert main(["import", str(WHO), "-o", str(out)]) == 2
+    assert "exists; pass --force to overwrite" in capsys.readouterr().err
+    assert out.read_text() == "keep me"
+    assert main(["import", str(WHO), "-o", str(out), "--force"]) == 0
+    assert load_recording(out).metadata["annotation"]["mistake_step"] == 0
+
+
+def test_multi_run_source_needs_run_or_all(tmp_path: Path, capsys) -> None:
+    assert main(["import", str(TAU), "-o", str(tmp_path / "x.json")]) == 2
+    assert "holds 200 runs" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+    assert main(["import", str(TAU), "--run", "task0-trial0", "-o", str(tmp_path / "a.json")]) == 0
+    assert main(["import", str(TAU), "--run", "3", "-o", str(tmp_path / "b.json")]) == 0
+    assert load_recording(tmp_path / "a.json").metadata["outcome"] == "failure"
+    assert load_recording(tmp_path / "b.json").metadata["source"]["index"] == 3
+    assert main(["import", str(TAU), "--run", "task99-trial9", "-o", str(tmp_path / "c.json")]) == 2
+    assert "no run 'task99-trial9'" in capsys.readouterr().err
+
+
+def test_import_all_into_a_directory(tmp_path: Path, capsys) -> None:
+    d = tmp_path / "tau"
+    assert main(["import", str(TAU), "--all", "-o", str(d), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert len(summary["runs"]) == 200 and summary["format"] == "tau_bench"
+    files = sorted(d.iterdir())
+    assert len(files) == 200 and (d / "task0-trial0.json").exists()
+    assert load_recording(d / "task49-trial3.json").metadata["trial"] == 3
+    assert main(["import", str(TAU), "--all", "-o", str(d)]) == 2  # would overwrite
+    assert "pass --force" in capsys.readouterr().err
+
+
+def test_import_list(capsys) -> None:
+    assert main(["import", str(TAU), "--list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["runs"]
+    assert rows[0]["run"] == "task0-trial0" and rows[0]["outcome"] == "failure"
+    assert sum(r["counts"]["tool"] for r in rows) == 1164
+
+
+def test_import_truncated_and_recover(tmp_path: Path, capsys) -> None:
+    cut = tmp_path / "cut.eval"
+    cut.write_bytes((REAL / "inspect_ai" / "log_message_deduplication.eval").read_bytes()[:7000])
+    out = tmp_path / "out.json"
+    assert main(["import", str(cut), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "truncated" in err and str(cut) in err and "--recover" in err
+    assert not out.exists()
+    assert main(["import", str(cut), "-o", str(out), "--recover"]) == 0
+    assert "incomplete" in capsys.readouterr().out
+    assert load_recording(out).metadata["source"]["incomplete"] is True
+
+
+def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
+    mystery = tmp_path / "mystery.json"
+    mystery.write_text('{"hello": "world"}')
+    for args in (["import", str(mystery), "-o", str(tmp_path / "o.json")],
+                 ["info", str(mystery)],
+                 ["import", str(SWE), "--from", "nope", "-o", str(tmp_path / "o.json")]):
+        proc = run_cli(*args)
+        assert proc.returncode == 2, args
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.count("\n") == 1
+    proc = run_cli("info", str(mystery))
+    assert "not a recognised agent-run format" in proc.stderr and "tau_bench:" in proc.stderr
+
+
+def test_info_and_timeline_accept_importable_files(capsys) -> None:
+    assert main(["info", str(SWE), "--json"]) == 0
+    cap = capsys.readouterr()
+    info = json.loads(cap.out)
+    assert info["counts"]["tool"] == 12 and info["first_error"]["type"] == "edit_rejected"
+    assert "notice: converted from swe_agent" in cap.err
+    assert main(["timeline", str(WHO)]) == 0
+    cap = capsys.readouterr()
+    assert "Computer_terminal" in cap.out
+
+
+def test_validate_stays_for_native_recordings(capsys) -> None:
+    assert main(["validate", str(SWE)]) == 2
+    assert "not a Chassis recording" in capsys.readouterr().err
