@@ -1116,8 +1116,10 @@ class VcrImporter(Importer):
                     emitted.append(tr)
 
             # response
-            resp, stream = self._response(provider, resp_msg, resp_h, status, f"{place}.response", warnings)
+            resp, stream, stream_events = self._response(provider, resp_msg, resp_h, status, f"{place}.response", warnings)
             entry["stream"] = stream
+            if stream:
+                entry["stream_events"] = stream_events
             if resp.response_id:
                 entry["response_id"] = resp.response_id
             if resp.response_model:
@@ -1147,27 +1149,26 @@ class VcrImporter(Importer):
         meta = {"providers": providers, "http": http, "redaction": {"headers_and_query_params": redacted_headers}}
         return records, meta, created
 
-    def _response(self, provider: str, msg: dict[str, Any], headers: dict[str, list[str]], status: Any, place: str, warnings: Warnings) -> tuple[_Resp, bool]:
+    def _response(self, provider: str, msg: dict[str, Any], headers: dict[str, list[str]], status: Any, place: str, warnings: Warnings) -> tuple[_Resp, bool, int]:
         body = _decode_body(msg, headers, place, warnings) if msg else _Body("empty")
         stream = body.kind == "sse"
         value = body.value
         if stream:
-            warnings.add(place, f"server-sent-event stream of {len(body.events)} events reassembled into one response")
             value = {"openai": _openai_stream, "anthropic": _anthropic_stream, "gemini": _gemini_stream}[provider](body.events, f"{place}.body", warnings)
         elif body.kind == "empty":
             warnings.add(place, "response has no body")
-            return _Resp(None, error=ErrorInfo(type="empty_response", message=f"HTTP {status}: no response body")), False
+            return _Resp(None, error=ErrorInfo(type="empty_response", message=f"HTTP {status}: no response body")), False, 0
         elif body.kind == "undecodable":
-            return _Resp(None, error=ErrorInfo(type="undecodable_body", message=f"HTTP {status}: response body could not be decoded: {display_text(value)[:200]}")), False
+            return _Resp(None, error=ErrorInfo(type="undecodable_body", message=f"HTTP {status}: response body could not be decoded: {display_text(value)[:200]}")), False, 0
         elif body.kind == "text":
-            return _Resp(None, error=ErrorInfo(type=f"http_{status}" if isinstance(status, int) and status >= 400 else "bad_response", message=display_text(value)[:2000])), False
+            return _Resp(None, error=ErrorInfo(type=f"http_{status}" if isinstance(status, int) and status >= 400 else "bad_response", message=display_text(value)[:2000])), False, 0
         conv = {"openai": _openai_response, "anthropic": _anthropic_response, "gemini": _gemini_response}[provider]
         resp = conv(value, f"{place}.body", warnings)
         if isinstance(status, int) and status >= 400 and resp.error is None:
             resp.error = ErrorInfo(type=f"http_{status}", message=display_text(value)[:2000])
         elif isinstance(status, int) and status >= 400 and resp.error is not None and not resp.error.type.startswith("http_"):
             resp.error = ErrorInfo(type=f"http_{status}:{resp.error.type}", message=resp.error.message)
-        return resp, stream
+        return resp, stream, len(body.events)
 
     def _pair(self, r: _Result, pending: list[_Pending], emitted: list[ToolRecord], warnings: Warnings) -> ToolRecord | None:
         taken: _Pending | None = None
