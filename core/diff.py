@@ -126,6 +126,28 @@ def result_fingerprint(record: Any) -> str:
     return ""
 
 
+def _answer_json(record: Any) -> str:
+    if isinstance(record, ToolRecord):
+        return record.result.model_dump_json()
+    if isinstance(record, ModelRecord):
+        resp = record.response
+        return "\x00".join((
+            resp.model_dump_json(exclude={"usage"}) if resp is not None else "-",
+            record.error.model_dump_json() if record.error is not None else "-",
+        ))
+    return ""
+
+
+def _same_result(ra: Any, rb: Any) -> bool:
+    """Equal answers? Identical serialized bytes prove it at once (fast path); otherwise
+    the key-order-independent :func:`result_fingerprint` decides."""
+    if isinstance(ra, ToolRecord) and isinstance(rb, ToolRecord) and ra.result is rb.result:
+        return True
+    if _answer_json(ra) == _answer_json(rb):
+        return True
+    return result_fingerprint(ra) == result_fingerprint(rb)
+
+
 def _name(record: Any) -> str | None:
     if isinstance(record, ToolRecord):
         return record.tool
@@ -288,7 +310,7 @@ def trace_diff(
         if tag == "equal":
             for t in range(i2 - i1):
                 ra, rb = a[i1 + t], b[j1 + t]
-                if result_fingerprint(ra) == result_fingerprint(rb):
+                if _same_result(ra, rb):
                     ops.append(TraceOp("same", ra.kind, _name(ra), ra.seq, rb.seq))
                 else:
                     dim = "response" if ra.kind == "model" else ("tool result" if ra.kind == "tool" else None)
