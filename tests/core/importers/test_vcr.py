@@ -476,3 +476,19 @@ def test_sample_recordings_match_a_fresh_import(sample, cassette):
     saved = Recording.load(SAMPLES / sample)
     rec, _ = load(cassette)
     assert [r.to_json_obj() for r in saved.records] == [r.to_json_obj() for r in rec.records]
+
+
+def test_old_vcrpy_python_tags_are_read_safely(tmp_path):
+    p = tmp_path / "old.yaml"
+    p.write_text(
+        "interactions:\n"
+        "- request:\n"
+        "    body: !!python/unicode '{\"model\": \"gpt-4o-mini\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}'\n"
+        "    headers: {}\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n"
+        "  response:\n"
+        "    body: {string: !!python/unicode '{\"choices\": [{\"index\": 0, \"message\": {\"role\": \"assistant\", \"content\": \"hello\"}, \"finish_reason\": \"stop\"}]}'}\n"
+        "    headers: {}\n    status: {code: 200, message: OK}\n"
+        "version: 1\n"
+    )
+    rec, warnings = load(p)
+    assert rec.records[0].response.message.content == "hello" and not warnings
