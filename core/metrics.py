@@ -22,8 +22,9 @@ delta (other − base) of every numeric run metric, ``outcome_changed``,
 ``final_output_changed``, the first divergence (``divergence_base_seq``,
 ``divergence_replay_seq``, ``divergence_dimension``, ``divergence_step`` — the base turn
 it falls in), and ``fixture_uses`` / ``drift_uses``: how many calls of the other run were
-answered from a fixture or by lenient drift. Those come from the replay engine (its
-events' answer sources); pass them in, they default to 0 for two plain recordings.
+answered from a fixture or by lenient drift. Those come from the replay engine: given
+explicitly, or read from replay events' ``metadata.replay.answer_sources``
+(``{seq: source}`` for every answer that was not ``recorded``); 0 for a plain recording.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ __all__ = [
     "run_metrics",
     "run_metrics_row",
     "comparison_metrics",
+    "answer_source_counts",
     "step_of",
 ]
 
@@ -332,6 +334,19 @@ def run_metrics(
 # --------------------------------------------------------------------------- per comparison
 
 
+def answer_source_counts(rec: Recording) -> dict[str, int]:
+    """Count of non-recorded answers per source (``intervention``, ``fixture``, ``drift``,
+    ``live``) from replay events' ``metadata.replay.answer_sources``; ``{}`` otherwise."""
+    replay = rec.metadata.get("replay")
+    sources = replay.get("answer_sources") if isinstance(replay, Mapping) else None
+    counts: dict[str, int] = {}
+    if isinstance(sources, Mapping):
+        for src in sources.values():
+            if isinstance(src, str):
+                counts[src] = counts.get(src, 0) + 1
+    return counts
+
+
 def step_of(rec: Recording | Sequence[Any], seq: int | None) -> int | None:
     """The turn (0-based) a record falls in: model calls at or before ``seq`` minus one
     (tool calls belong to the turn of the model call before them); in a recording without
@@ -360,14 +375,21 @@ def comparison_metrics(
     prices: PriceTable | None = None,
     predicate: Predicate | None = None,
     trace: TraceDiff | None = None,
-    fixture_uses: int = 0,
-    drift_uses: int = 0,
+    fixture_uses: int | None = None,
+    drift_uses: int | None = None,
 ) -> pl.DataFrame:
     """One :data:`COMPARISON_SCHEMA` row comparing ``other`` with ``base``.
 
-    ``trace`` is reused when given (else computed). ``fixture_uses`` / ``drift_uses``
-    are the replay engine's counts of calls answered from fixtures and by lenient drift.
+    ``trace`` is reused when given (else computed). ``fixture_uses`` / ``drift_uses``:
+    the replay engine's counts of calls answered from fixtures and by lenient drift;
+    ``None`` reads them from ``other``'s replay metadata (:func:`answer_source_counts`).
+    Raises ``ValueError`` for a negative count.
     """
+    counts = answer_source_counts(other)
+    if fixture_uses is None:
+        fixture_uses = counts.get("fixture", 0)
+    if drift_uses is None:
+        drift_uses = counts.get("drift", 0)
     if fixture_uses < 0 or drift_uses < 0:
         raise ValueError("fixture_uses and drift_uses must be >= 0")
     a = run_metrics_row(base, base_label, prices=prices, predicate=predicate)

@@ -160,3 +160,14 @@ def test_step_of():
     assert step_of(rec, None) == 2
     tools_only = recording(tool(0, "a"), tool(1, "b"))
     assert [step_of(tools_only, 0), step_of(tools_only, 1)] == [0, 1]
+
+
+def test_fixture_and_drift_uses_from_replay_metadata():
+    replay = known_run()
+    replay.metadata["replay"] = {"answer_sources": {"1": "fixture", "3": "fixture", "4": "drift", "2": "intervention"}}
+    row = comparison_metrics(known_run(), replay).row(0, named=True)
+    assert (row["fixture_uses"], row["drift_uses"]) == (2, 1)
+    row = comparison_metrics(known_run(), replay, fixture_uses=0, drift_uses=5).row(0, named=True)
+    assert (row["fixture_uses"], row["drift_uses"]) == (0, 5)
+    with pytest.raises(ValueError):
+        comparison_metrics(known_run(), replay, fixture_uses=-1)
