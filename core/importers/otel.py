@@ -70,7 +70,8 @@ from ..recording import (
     Usage,
 )
 from .base import ImportedRun, Importer
-from .vcr import VcrImporter, Warnings, _Pending, _Result, finalize_recording, parse_args, simplify_parts
+from ._llm_api import Warnings, _Result, parse_args, simplify_parts
+from .vcr import VcrImporter, _Pending, finalize_recording
 
 __all__ = ["OtelImporter", "export_otlp", "recording_to_otlp", "EXPORT_SCHEMA"]
 

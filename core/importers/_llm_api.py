@@ -1,0 +1,686 @@
+"""Shapes of the LLM HTTP APIs the importers read: OpenAI chat completions, Anthropic
+messages and Gemini ``generateContent`` — request bodies to chat messages (with the tool
+results they carry), response bodies to one assistant message, and server-sent-event
+streams reassembled into the response they stand for.
+
+Used by :mod:`core.importers.vcr` (HTTP cassettes) and :mod:`core.importers.otel`.
+Conventions (documented in ``docs/importers.md``):
+
+* thinking / reasoning is a content part ``{"type": "thinking", "thinking": ...,
+  "signature": ...}``, never mixed into the answer text;
+* tool-call arguments that are not a JSON object are kept raw with
+  ``ToolCall.raw_arguments = True`` (:func:`parse_args`);
+* a Gemini ``functionCall`` without id gets ``id = ""`` (no id is invented);
+* every value has passed through :mod:`core.jsonvalues` (NaN, invalid Unicode).
+
+Sources: the public API references of OpenAI (Chat Completions, streaming chunks),
+Anthropic (Messages, streaming events ``message_start`` … ``message_stop``) and Google
+(Gemini ``GenerateContentResponse``); the WHATWG HTML event-stream format for SSE.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import FormatError
+from ..jsonvalues import display_text, is_tagged, load_json_lenient
+from ..recording import ChatMessage, ErrorInfo, ToolCall, Usage
+from .base import ImportWarning
+
+__all__ = [
+    "Warnings", "parse_args", "as_content", "simplify_parts", "error_from_result", "parse_sse",
+    "provider_of", "parse_request", "parse_response", "reassemble_stream",
+]
+
+_ERROR_TEXT = re.compile(r"^\s*(?:(?:Error|ERROR|Exception)\b[^\n]*?:|Traceback \(most recent call last\))")
+
+
+class Warnings(list):
+    """A list of :class:`ImportWarning` with a ``add(place, message)`` shortcut."""
+
+    def add(self, place: str, message: str) -> None:
+        self.append(ImportWarning(place, message))
+
+    def extend_values(self, items: Any) -> None:
+        for w in items:
+            self.append(ImportWarning(w.place, w.message))
+
+
+def parse_args(raw: Any, place: str, warnings: Warnings) -> tuple[Any, bool]:
+    """Tool-call arguments as an object when possible: ``(arguments, raw_flag)``.
+
+    A dict is returned as is. A string is parsed as JSON (NaN and invalid Unicode
+    tolerated); a JSON object is returned parsed. Anything else — an empty string,
+    truncated JSON, a JSON string literal or array, a non-string non-object — is kept
+    raw (the original string) with ``raw_flag = True`` and a warning.
+    """
+    if isinstance(raw, dict):
+        return raw, False
+    if isinstance(raw, str):
+        if not raw.strip():
+            warnings.add(place, "tool-call arguments are an empty string; kept raw (raw_arguments)")
+            return raw, True
+        try:
+            value, vw = load_json_lenient(raw.encode("utf-8", "surrogatepass"), place=place)
+        except FormatError as exc:
+            warnings.add(place, f"tool-call arguments are not valid JSON ({exc.reason}); kept raw (raw_arguments)")
+            return raw, True
+        if isinstance(value, dict) and not is_tagged(value):
+            warnings.extend_values(vw)
+            return value, False
+        kind = "a JSON string literal" if isinstance(value, str) else f"a JSON {type(value).__name__}"
+        warnings.add(place, f"tool-call arguments are {kind}, not an object; kept raw (raw_arguments)")
+        return raw, True
+    warnings.add(place, f"tool-call arguments are a {type(raw).__name__}, not an object; kept raw (raw_arguments)")
+    return raw, True
+
+
+def as_content(value: Any) -> str | list[Any] | None:
+    """A message ``content`` from a source value: strings, lists and None as they are;
+    a tagged invalid-Unicode text as one text part carrying the tag under ``encoded``;
+    any other value as one ``json`` part."""
+    if value is None or isinstance(value, (str, list)):
+        return value
+    if is_tagged(value):
+        return [{"type": "text", "text": display_text(value), "encoded": value}]
+    return [{"type": "json", "json": value}]
+
+
+def simplify_parts(parts: list[dict[str, Any]]) -> str | list[Any] | None:
+    """Content from parts: ``None`` when empty, the text when it is one plain text part,
+    else the list."""
+    if not parts:
+        return None
+    if len(parts) == 1 and parts[0].get("type") == "text" and set(parts[0]) == {"type", "text"} and isinstance(parts[0]["text"], str):
+        return parts[0]["text"]
+    return parts
+
+
+def error_from_result(content: Any, is_error: bool | None, place: str, warnings: Warnings) -> ErrorInfo | None:
+    """The error of a tool result: explicit (``is_error``) or inferred from a result text
+    that starts like an error message ("Error ...:", "Exception ...:", a traceback) —
+    inferred errors are reported as warnings."""
+    text = display_text(content) if not isinstance(content, list) else "\n".join(
+        display_text(p.get("text")) if isinstance(p, dict) and "text" in p else "" for p in content
+    )
+    if is_error:
+        return ErrorInfo(type="tool_error", message=text)
+    if is_error is None and _ERROR_TEXT.match(text or ""):
+        warnings.add(place, "tool result text reads as an error; recorded as error type 'tool_error' (inferred)")
+        return ErrorInfo(type="tool_error", message=text)
+    return None
+
+
+def parse_sse(text: str) -> list[tuple[str, str]]:
+    """Parse a server-sent-events stream into ``[(event, data), ...]``.
+
+    Follows the WHATWG HTML "event stream interpretation": ``field: value`` lines, a
+    blank line dispatches the event, several ``data`` lines are joined with ``\\n``,
+    lines starting with ``:`` are comments, the event name defaults to ``message``.
+    """
+    events: list[tuple[str, str]] = []
+    name = ""
+    data: list[str] = []
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if not line:
+            if data:
+                events.append((name or "message", "\n".join(data)))
+            name, data = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        fld, _, val = line.partition(":")
+        if val.startswith(" "):
+            val = val[1:]
+        if fld == "event":
+            name = val
+        elif fld == "data":
+            data.append(val)
+    if data:
+        events.append((name or "message", "\n".join(data)))
+    return events
+
+
+@dataclass
+class _Result:
+    """A tool result found in a request."""
+
+    id: str | None
+    name: str | None
+    content: Any
+    is_error: bool | None
+    place: str
+    call: tuple[str | None, str, Any] | None = None  # (id, name, arguments) of the call in this request
+
+
+@dataclass
+class _Req:
+    model: str | None
+    messages: list[ChatMessage]
+    tools: list[Any]
+    stop: list[str]
+    options: dict[str, Any]
+    results: list[_Result]
+
+
+@dataclass
+class _Resp:
+    message: ChatMessage | None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    response_id: str | None = None
+    response_model: str | None = None
+    error: ErrorInfo | None = None
+
+
+def provider_of(uri: str, body: Any) -> str | None:
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        parts = None
+    path = parts.path if parts else uri
+    host = (parts.netloc if parts else "").lower()
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if ":generateContent" in path or ":streamGenerateContent" in path:
+        return "gemini"
+    if path.endswith("/messages") and ("anthropic" in host or "/v1/messages" in path):
+        return "anthropic"
+    if isinstance(body, dict):
+        if "contents" in body:
+            return "gemini"
+        if "messages" in body and "anthropic" in host:
+            return "anthropic"
+    return None
+
+
+def _usage(inp: Any, out: Any) -> Usage | None:
+    if isinstance(inp, int) or isinstance(out, int):
+        return Usage(input_tokens=inp if isinstance(inp, int) else 0, output_tokens=out if isinstance(out, int) else 0)
+    return None
+
+
+def _str_list(v: Any) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list):
+        return [x for x in v if isinstance(x, str)]
+    return []
+
+
+class _Resolver:
+    """Finds, for a tool result in a request, the call it answers in the same request:
+    by id, else by position after the last assistant message's tool calls."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, tuple[str | None, str, Any]] = {}
+        self.last_calls: list[tuple[str | None, str, Any]] = []
+        self.answered = 0
+
+    def calls(self, calls: list[tuple[str | None, str, Any]]) -> None:
+        for c in calls:
+            if c[0]:
+                self.by_id[c[0]] = c
+        self.last_calls = calls
+        self.answered = 0
+
+    def resolve(self, rid: str | None, name: str | None) -> tuple[str | None, str, Any] | None:
+        found = self.by_id.get(rid) if rid else None
+        if found is None and self.answered < len(self.last_calls):
+            cand = self.last_calls[self.answered]
+            if name is None or cand[1] == name:
+                found = cand
+        self.answered += 1
+        return found
+
+
+# -- OpenAI chat completions ----------------------------------------------------------
+
+
+def _openai_tool_calls(raw: Any, place: str, warnings: Warnings) -> list[ToolCall]:
+    out = []
+    for j, tc in enumerate(raw or []):
+        if not isinstance(tc, dict):
+            warnings.add(f"{place}.tool_calls[{j}]", "tool call is not an object; skipped")
+            continue
+        fn = tc.get("function") or {}
+        args, is_raw = parse_args(fn.get("arguments", ""), f"{place}.tool_calls[{j}].function.arguments", warnings)
+        out.append(ToolCall(id=tc.get("id") or "", name=fn.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
+    return out
+
+
+def _thinking_part(text: Any, signature: Any = None) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": "thinking", "thinking": text}
+    if signature:
+        part["signature"] = signature
+    return part
+
+
+def _openai_request(body: dict[str, Any], place: str, warnings: Warnings) -> _Req:
+    msgs: list[ChatMessage] = []
+    results: list[_Result] = []
+    res = _Resolver()
+    for i, m in enumerate(body.get("messages") or []):
+        mp = f"{place}.messages[{i}]"
+        if not isinstance(m, dict):
+            warnings.add(mp, "message is not an object; skipped")
+            continue
+        role = m.get("role") or "user"
+        calls = _openai_tool_calls(m.get("tool_calls"), mp, warnings) if m.get("tool_calls") else None
+        content = as_content(m.get("content"))
+        if m.get("reasoning_content"):
+            parts = [_thinking_part(m["reasoning_content"])]
+            if content:
+                parts += [{"type": "text", "text": content}] if isinstance(content, str) else content
+            content = parts
+        msgs.append(ChatMessage(
+            role=role, content=content, tool_calls=calls or None,
+            tool_call_id=m.get("tool_call_id"), name=m.get("name"),
+        ))
+        if calls:
+            res.calls([(c.id or None, c.name, c.arguments) for c in calls])
+        if role in ("tool", "function"):
+            rid = m.get("tool_call_id") or None
+            call = res.resolve(rid, m.get("name"))
+            results.append(_Result(rid, m.get("name") or (call[1] if call else None), m.get("content"), None, mp, call))
+    tools = list(body.get("tools") or []) + list(body.get("functions") or [])
+    options = {k: v for k, v in body.items() if k not in ("messages", "model", "tools", "functions", "stop")}
+    return _Req(body.get("model"), msgs, tools, _str_list(body.get("stop")), options, results)
+
+
+def _openai_response(body: Any, place: str, warnings: Warnings) -> _Resp:
+    if not isinstance(body, dict):
+        return _Resp(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
+    if isinstance(body.get("error"), dict):
+        e = body["error"]
+        return _Resp(None, error=ErrorInfo(type=str(e.get("type") or e.get("code") or "api_error"), message=display_text(e.get("message", ""))))
+    choices = body.get("choices") or []
+    if not choices:
+        return _Resp(None, error=ErrorInfo(type="bad_response", message="response has no choices"), response_id=body.get("id"))
+    if len(choices) > 1:
+        warnings.add(f"{place}.choices", f"{len(choices)} choices; only the first is imported")
+    ch = choices[0]
+    m = ch.get("message") or {}
+    calls = _openai_tool_calls(m.get("tool_calls"), f"{place}.choices[0].message", warnings)
+    content = as_content(m.get("content"))
+    thinking = m.get("reasoning_content") or (m.get("reasoning") if isinstance(m.get("reasoning"), str) else None)
+    if thinking:
+        parts = [_thinking_part(thinking)]
+        if content:
+            parts += [{"type": "text", "text": content}] if isinstance(content, str) else content
+        content = parts
+    if m.get("refusal"):
+        warnings.add(f"{place}.choices[0].message.refusal", f"model refused: {display_text(m['refusal'])[:200]}")
+    msg = ChatMessage(role=m.get("role") or "assistant", content=content, tool_calls=calls or None)
+    u = body.get("usage") or {}
+    usage = _usage(u.get("prompt_tokens", u.get("input_tokens")), u.get("completion_tokens", u.get("output_tokens")))
+    return _Resp(msg, ch.get("finish_reason"), usage, body.get("id"), body.get("model"))
+
+
+def _openai_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
+    """Reassemble OpenAI chat-completion chunks into one chat.completion object."""
+    out: dict[str, Any] = {"object": "chat.completion", "choices": []}
+    choices: dict[int, dict[str, Any]] = {}
+    for n, (_name, data) in enumerate(events):
+        if data.strip() == "[DONE]":
+            continue
+        try:
+            chunk, vw = load_json_lenient(data.encode("utf-8", "surrogatepass"), place=f"{place}.events[{n}]")
+        except FormatError as exc:
+            warnings.add(f"{place}.events[{n}]", f"stream event is not JSON ({exc.reason}); skipped")
+            continue
+        warnings.extend_values(vw)
+        if not isinstance(chunk, dict):
+            continue
+        if "error" in chunk:
+            out["error"] = chunk["error"]
+        for k in ("id", "model", "created", "system_fingerprint"):
+            if chunk.get(k) is not None:
+                out[k] = chunk[k]
+        if chunk.get("usage"):
+            out["usage"] = chunk["usage"]
+        for c in chunk.get("choices") or []:
+            idx = c.get("index", 0)
+            st = choices.setdefault(idx, {"index": idx, "message": {"role": "assistant"}, "_text": [], "_think": [], "_calls": {}})
+            d = c.get("delta") or {}
+            if d.get("role"):
+                st["message"]["role"] = d["role"]
+            if isinstance(d.get("content"), str):
+                st["_text"].append(d["content"])
+            for key in ("reasoning_content", "reasoning"):
+                if isinstance(d.get(key), str):
+                    st["_think"].append(d[key])
+            for tc in d.get("tool_calls") or []:
+                ti = tc.get("index", len(st["_calls"]))
+                cur = st["_calls"].setdefault(ti, {"id": "", "type": "function", "function": {"name": "", "arguments": []}})
+                if tc.get("id"):
+                    cur["id"] = tc["id"]
+                fn = tc.get("function") or {}
+                if fn.get("name"):
+                    cur["function"]["name"] += fn["name"]
+                if isinstance(fn.get("arguments"), str):
+                    cur["function"]["arguments"].append(fn["arguments"])
+            if c.get("finish_reason"):
+                st["finish_reason"] = c["finish_reason"]
+    for idx in sorted(choices):
+        st = choices[idx]
+        msg = st["message"]
+        msg["content"] = "".join(st["_text"]) if st["_text"] else None
+        if st["_think"]:
+            msg["reasoning_content"] = "".join(st["_think"])
+        if st["_calls"]:
+            msg["tool_calls"] = []
+            for ti in sorted(st["_calls"]):
+                cur = st["_calls"][ti]
+                cur["function"]["arguments"] = "".join(cur["function"]["arguments"])
+                msg["tool_calls"].append(cur)
+        out["choices"].append({"index": idx, "message": msg, "finish_reason": st.get("finish_reason")})
+    return out
+
+
+# -- Anthropic messages ------------------------------------------------------------------
+
+
+def _anthropic_blocks(content: Any, place: str, warnings: Warnings) -> tuple[list[Any], list[ToolCall]]:
+    """Assistant content blocks → (parts, tool calls)."""
+    if isinstance(content, str) or is_tagged(content):
+        return [{"type": "text", "text": content}], []
+    parts: list[Any] = []
+    calls: list[ToolCall] = []
+    for j, b in enumerate(content or []):
+        if not isinstance(b, dict):
+            parts.append(b)
+            continue
+        t = b.get("type")
+        if t == "text":
+            parts.append({"type": "text", "text": b.get("text", "")})
+        elif t == "thinking":
+            parts.append(_thinking_part(b.get("thinking", ""), b.get("signature")))
+        elif t == "tool_use":
+            args, is_raw = parse_args(b.get("input", {}), f"{place}[{j}].input", warnings)
+            calls.append(ToolCall(id=b.get("id") or "", name=b.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
+        else:
+            parts.append(b)
+    return parts, calls
+
+
+def _anthropic_request(body: dict[str, Any], place: str, warnings: Warnings) -> _Req:
+    msgs: list[ChatMessage] = []
+    results: list[_Result] = []
+    res = _Resolver()
+    system = body.get("system")
+    if system:
+        msgs.append(ChatMessage(role="system", content=as_content(system)))
+    for i, m in enumerate(body.get("messages") or []):
+        mp = f"{place}.messages[{i}]"
+        if not isinstance(m, dict):
+            warnings.add(mp, "message is not an object; skipped")
+            continue
+        role = m.get("role") or "user"
+        content = m.get("content")
+        if role == "assistant":
+            parts, calls = _anthropic_blocks(content, f"{mp}.content", warnings)
+            msgs.append(ChatMessage(role="assistant", content=simplify_parts(parts), tool_calls=calls or None))
+            res.calls([(c.id or None, c.name, c.arguments) for c in calls])
+            continue
+        if not isinstance(content, list):
+            msgs.append(ChatMessage(role=role, content=as_content(content)))
+            continue
+        pending_parts: list[Any] = []
+        for j, b in enumerate(content):
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                if pending_parts:
+                    msgs.append(ChatMessage(role=role, content=simplify_parts(pending_parts)))
+                    pending_parts = []
+                rid = b.get("tool_use_id") or None
+                rc = b.get("content")
+                msgs.append(ChatMessage(role="tool", tool_call_id=rid, content=as_content(rc)))
+                call = res.resolve(rid, None)
+                is_err = b.get("is_error")
+                results.append(_Result(rid, call[1] if call else None, rc, bool(is_err) if is_err is not None else None, f"{mp}.content[{j}]", call))
+            else:
+                pending_parts.append(b)
+        if pending_parts:
+            msgs.append(ChatMessage(role=role, content=simplify_parts(pending_parts)))
+    options = {k: v for k, v in body.items() if k not in ("messages", "model", "tools", "system", "stop_sequences")}
+    return _Req(body.get("model"), msgs, list(body.get("tools") or []), _str_list(body.get("stop_sequences")), options, results)
+
+
+def _anthropic_response(body: Any, place: str, warnings: Warnings) -> _Resp:
+    if not isinstance(body, dict):
+        return _Resp(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
+    if body.get("type") == "error" or isinstance(body.get("error"), dict):
+        e = body.get("error") or {}
+        return _Resp(None, error=ErrorInfo(type=str(e.get("type") or "api_error"), message=display_text(e.get("message", ""))))
+    parts, calls = _anthropic_blocks(body.get("content"), f"{place}.content", warnings)
+    msg = ChatMessage(role=body.get("role") or "assistant", content=simplify_parts(parts), tool_calls=calls or None)
+    u = body.get("usage") or {}
+    return _Resp(msg, body.get("stop_reason"), _usage(u.get("input_tokens"), u.get("output_tokens")), body.get("id"), body.get("model"))
+
+
+def _anthropic_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
+    """Reassemble an Anthropic messages stream into one Message object."""
+    msg: dict[str, Any] = {"type": "message", "role": "assistant", "content": []}
+    blocks: dict[int, dict[str, Any]] = {}
+    json_parts: dict[int, list[str]] = {}
+    unknown: set[str] = set()
+    for n, (name, data) in enumerate(events):
+        try:
+            ev, vw = load_json_lenient(data.encode("utf-8", "surrogatepass"), place=f"{place}.events[{n}]")
+        except FormatError as exc:
+            warnings.add(f"{place}.events[{n}]", f"stream event {name!r} is not JSON ({exc.reason}); skipped")
+            continue
+        warnings.extend_values(vw)
+        if not isinstance(ev, dict):
+            continue
+        t = ev.get("type", name)
+        if t == "message_start":
+            start = ev.get("message") or {}
+            msg.update({k: v for k, v in start.items() if k != "content"})
+        elif t == "content_block_start":
+            idx = ev.get("index", len(blocks))
+            blk = dict(ev.get("content_block") or {})
+            if blk.get("type") == "tool_use":
+                json_parts[idx] = []
+            blocks[idx] = blk
+        elif t == "content_block_delta":
+            idx = ev.get("index", 0)
+            blk = blocks.setdefault(idx, {"type": "text", "text": ""})
+            d = ev.get("delta") or {}
+            dt = d.get("type")
+            if dt == "text_delta":
+                blk["text"] = blk.get("text", "") + d.get("text", "")
+            elif dt == "thinking_delta":
+                blk["thinking"] = blk.get("thinking", "") + d.get("thinking", "")
+            elif dt == "signature_delta":
+                blk["signature"] = blk.get("signature", "") + d.get("signature", "")
+            elif dt == "input_json_delta":
+                json_parts.setdefault(idx, []).append(d.get("partial_json", ""))
+            elif dt == "citations_delta":
+                blk.setdefault("citations", []).append(d.get("citation"))
+            else:
+                unknown.add(f"delta {dt}")
+        elif t == "content_block_stop":
+            pass
+        elif t == "message_delta":
+            d = ev.get("delta") or {}
+            for k in ("stop_reason", "stop_sequence"):
+                if k in d:
+                    msg[k] = d[k]
+            if ev.get("usage"):
+                msg["usage"] = {**(msg.get("usage") or {}), **ev["usage"]}
+        elif t in ("message_stop", "ping"):
+            pass
+        elif t == "error":
+            msg["type"] = "error"
+            msg["error"] = ev.get("error") or {}
+        else:
+            unknown.add(f"event {t}")
+    for idx in sorted(blocks):
+        blk = blocks[idx]
+        if blk.get("type") == "tool_use" and idx in json_parts:
+            joined = "".join(json_parts[idx])
+            if joined or not blk.get("input"):
+                blk["input"] = joined  # parsed (or kept raw) by parse_args
+        msg["content"].append(blk)
+    if unknown:
+        warnings.add(place, f"stream had parts that were not mapped: {', '.join(sorted(unknown))}")
+    return msg
+
+
+# -- Gemini generateContent --------------------------------------------------------------
+
+
+def _gemini_parts(parts: Any, place: str, warnings: Warnings) -> tuple[list[Any], list[ToolCall], list[tuple[int, dict[str, Any]]]]:
+    """Gemini parts → (content parts, tool calls, [(index, functionResponse)])."""
+    out: list[Any] = []
+    calls: list[ToolCall] = []
+    responses: list[tuple[int, dict[str, Any]]] = []
+    for j, p in enumerate(parts or []):
+        if not isinstance(p, dict):
+            out.append(p)
+            continue
+        fc = p.get("functionCall") or p.get("function_call")
+        fr = p.get("functionResponse") or p.get("function_response")
+        if fc is not None:
+            args, is_raw = parse_args(fc.get("args", {}), f"{place}[{j}].functionCall.args", warnings)
+            calls.append(ToolCall(id=fc.get("id") or "", name=fc.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
+        elif fr is not None:
+            responses.append((j, fr))
+        elif "text" in p:
+            if p.get("thought"):
+                out.append(_thinking_part(p["text"], p.get("thoughtSignature")))
+            else:
+                out.append({"type": "text", "text": p["text"]})
+        else:
+            out.append(p)
+    return out, calls, responses
+
+
+def gemini_model(uri: str) -> str | None:
+    m = re.search(r"models/([^/:?]+)", uri)
+    return m.group(1) if m else None
+
+
+def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnings) -> _Req:
+    msgs: list[ChatMessage] = []
+    results: list[_Result] = []
+    res = _Resolver()
+    si = body.get("systemInstruction") or body.get("system_instruction")
+    if si:
+        parts, _, _ = _gemini_parts(si.get("parts") if isinstance(si, dict) else [{"text": si}], f"{place}.systemInstruction", warnings)
+        msgs.append(ChatMessage(role="system", content=simplify_parts(parts)))
+    for i, c in enumerate(body.get("contents") or []):
+        cp = f"{place}.contents[{i}]"
+        if not isinstance(c, dict):
+            warnings.add(cp, "content is not an object; skipped")
+            continue
+        role = {"model": "assistant", "user": "user", "function": "user"}.get(c.get("role") or "user", c.get("role"))
+        parts, calls, responses = _gemini_parts(c.get("parts"), f"{cp}.parts", warnings)
+        if calls:
+            res.calls([(tc.id or None, tc.name, tc.arguments) for tc in calls])
+        if parts or calls or not responses:
+            msgs.append(ChatMessage(role=role, content=simplify_parts(parts), tool_calls=calls or None))
+        for j, fr in responses:
+            rid = fr.get("id") or None
+            name = fr.get("name")
+            msgs.append(ChatMessage(role="tool", tool_call_id=rid, name=name, content=as_content(fr.get("response"))))
+            call = res.resolve(rid, name)
+            results.append(_Result(rid, name, fr.get("response"), None, f"{cp}.parts[{j}].functionResponse", call))
+    tools = body.get("tools") or []
+    if isinstance(tools, dict):
+        tools = [tools]
+    gc = dict(body.get("generationConfig") or body.get("generation_config") or {})
+    stop = _str_list(gc.pop("stopSequences", None) or gc.pop("stop_sequences", None))
+    options = {k: v for k, v in body.items() if k not in ("contents", "systemInstruction", "system_instruction", "tools", "generationConfig", "generation_config", "model")}
+    if gc:
+        options["generationConfig"] = gc
+    if ":streamGenerateContent" in uri:
+        options["stream"] = True
+    return _Req(gemini_model(uri) or body.get("model"), msgs, list(tools), stop, options, results)
+
+
+def _gemini_response(body: Any, place: str, warnings: Warnings) -> _Resp:
+    if not isinstance(body, dict):
+        return _Resp(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
+    if isinstance(body.get("error"), dict):
+        e = body["error"]
+        return _Resp(None, error=ErrorInfo(type=str(e.get("status") or e.get("code") or "api_error"), message=display_text(e.get("message", ""))))
+    cands = body.get("candidates") or []
+    if not cands:
+        fb = body.get("promptFeedback")
+        return _Resp(None, error=ErrorInfo(type="no_candidates", message=display_text(fb) if fb else "response has no candidates"))
+    if len(cands) > 1:
+        warnings.add(f"{place}.candidates", f"{len(cands)} candidates; only the first is imported")
+    c = cands[0]
+    parts, calls, _ = _gemini_parts((c.get("content") or {}).get("parts"), f"{place}.candidates[0].content.parts", warnings)
+    msg = ChatMessage(role="assistant", content=simplify_parts(parts), tool_calls=calls or None)
+    u = body.get("usageMetadata") or {}
+    out_tokens = u.get("candidatesTokenCount")
+    if isinstance(u.get("thoughtsTokenCount"), int):
+        out_tokens = (out_tokens or 0) + u["thoughtsTokenCount"]
+    return _Resp(msg, c.get("finishReason"), _usage(u.get("promptTokenCount"), out_tokens), body.get("responseId"), body.get("modelVersion"))
+
+
+def _gemini_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
+    """Reassemble Gemini streamGenerateContent (SSE) chunks into one response."""
+    out: dict[str, Any] = {}
+    parts: list[dict[str, Any]] = []
+    finish = None
+    for n, (_name, data) in enumerate(events):
+        try:
+            chunk, vw = load_json_lenient(data.encode("utf-8", "surrogatepass"), place=f"{place}.events[{n}]")
+        except FormatError as exc:
+            warnings.add(f"{place}.events[{n}]", f"stream event is not JSON ({exc.reason}); skipped")
+            continue
+        warnings.extend_values(vw)
+        if not isinstance(chunk, dict):
+            continue
+        if "error" in chunk:
+            out["error"] = chunk["error"]
+        for k in ("usageMetadata", "modelVersion", "responseId", "promptFeedback"):
+            if k in chunk:
+                out[k] = chunk[k]
+        for c in (chunk.get("candidates") or [])[:1]:
+            for p in (c.get("content") or {}).get("parts") or []:
+                if (
+                    isinstance(p, dict) and "text" in p and parts and "text" in parts[-1]
+                    and bool(parts[-1].get("thought")) == bool(p.get("thought"))
+                    and isinstance(p["text"], str) and isinstance(parts[-1]["text"], str)
+                ):
+                    parts[-1] = {**parts[-1], "text": parts[-1]["text"] + p["text"]}
+                    if p.get("thoughtSignature"):
+                        parts[-1]["thoughtSignature"] = p["thoughtSignature"]
+                else:
+                    parts.append(dict(p) if isinstance(p, dict) else p)
+            if c.get("finishReason"):
+                finish = c["finishReason"]
+    if "error" not in out or parts:
+        out["candidates"] = [{"content": {"role": "model", "parts": parts}, "finishReason": finish}]
+    return out
+
+
+def parse_request(provider: str, body: dict[str, Any], uri: str, place: str, warnings: Warnings) -> _Req:
+    """A request body of ``provider`` (``openai`` | ``anthropic`` | ``gemini``)."""
+    if provider == "openai":
+        return _openai_request(body, place, warnings)
+    if provider == "anthropic":
+        return _anthropic_request(body, place, warnings)
+    return _gemini_request(body, uri, place, warnings)
+
+
+def parse_response(provider: str, body: Any, place: str, warnings: Warnings) -> _Resp:
+    """A (non-streamed, or reassembled) response body of ``provider``."""
+    conv = {"openai": _openai_response, "anthropic": _anthropic_response, "gemini": _gemini_response}[provider]
+    return conv(body, place, warnings)
+
+
+def reassemble_stream(provider: str, events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
+    """The response body a server-sent-event stream of ``provider`` stands for."""
+    conv = {"openai": _openai_stream, "anthropic": _anthropic_stream, "gemini": _gemini_stream}[provider]
+    return conv(events, place, warnings)
