@@ -146,8 +146,6 @@ class SweAgentImporter(JsonImporter, Importer):
                 meta[k] = info[k]
         if doc.get("environment") is not None:
             meta["environment"] = doc["environment"]
-        if info.get("exit_status") in ("submitted", "submitted (exit_cost)"):
-            meta["outcome"] = "submitted"
         return b.build(meta, incomplete=incomplete)
 
     def _message(self, b: RunBuilder, m: Any, place: str) -> ChatMessage:
