@@ -577,7 +577,7 @@ class ReplayEngine:
         request = self._transform(request, pos)
         self.last_request = request
         base_here = self.base_calls[pos] if pos < len(self.base_calls) else None
-        if base_here is not None and request is base_here.request and base_here.model == model:
+        if type(base_here) is ModelRecord and request is base_here.request and base_here.model == model:
             key = self._base_key(pos, base_here)
         else:
             try:
@@ -970,9 +970,10 @@ class ReplayEngine:
             except InspectorError as exc:
                 status, stop_reason = "failed", "error"
                 error = ReplayErrorInfo(type=type(exc).__name__, message=str(exc))
-            except Exception as exc:  # the executor's own code failed
+            except Exception as exc:  # the executor's own code (or an unexpected bug) failed
                 status, stop_reason = "failed", "error"
-                error = ReplayErrorInfo(type=type(exc).__name__, message=f"executor raised: {exc}")
+                who = "the executor raised" if self.executor is not None else "the engine raised"
+                error = ReplayErrorInfo(type=type(exc).__name__, message=f"{who}: {exc}")
         events = self._events_recording(output, stop_reason)
         comparability = self._comparability(status, stop_reason, error, requirement)
         divergence = first_divergence(self.base_calls, [r for r in self._events if r.kind in ("tool", "model")],
