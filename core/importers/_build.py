@@ -24,6 +24,7 @@ unanswered first), with a warning.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from ..canonical import model_key, normalize_stop, tool_key
+from ..canonical import canonical_hash, normalize_stop, tool_key
 from ..errors import CanonicalizationError, FormatError
 from ..recording import (
     ChatMessage,
@@ -47,11 +48,19 @@ from ..recording import (
     ToolResult,
     Usage,
 )
-from ..redaction import SecretRedactor, redact
+from ..redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
 from ._source import SourceFile
 from .base import ImportedRun, ImportWarning
 
 MAX_STORED_WARNINGS = 200
+# every text SECRET_VALUE_PATTERNS can match contains one of these (a fast pre-check);
+# if core.redaction's patterns change, the pre-check turns itself off (matches everything)
+_KNOWN_PATTERNS = {
+    r"sk-ant-[A-Za-z0-9_\-]{8,}", r"sk-(?:proj-)?[A-Za-z0-9_\-]{16,}", r"AKIA[0-9A-Z]{16}",
+    r"gh[pousr]_[A-Za-z0-9]{20,}", r"hf_[A-Za-z0-9]{20,}", r"(?i)(?<=bearer )[A-Za-z0-9._\-]{16,}",
+}
+_TRIGGER = (re.compile(r"sk-|AKIA|gh[pousr]_|hf_|(?i:bearer )")
+            if {p.pattern for p in SECRET_VALUE_PATTERNS} == _KNOWN_PATTERNS else re.compile(""))
 PRODUCER = "chassis-inspector import"
 
 
@@ -215,6 +224,8 @@ class RunBuilder:
         """Redact ``value`` (field names + secret-looking values); note where."""
         if not self.redact_enabled:
             return value
+        if type(value) is str and not _TRIGGER.search(value) and not self.redactor.secrets:
+            return value  # no pattern can match: skip the six-pattern scan
         new, changed = redact(value, self.redactor)
         if changed:
             self._redacted_places.append(place)
@@ -308,7 +319,8 @@ class RunBuilder:
             "options": options,
         }
         try:
-            key: str | None = model_key(model, identity)
+            # the identity model_key() hashes, built from the messages' cached JSON
+            key: str | None = canonical_hash({"kind": "model", "model": model, **identity})
         except CanonicalizationError as exc:
             key = None
             self.warn(place, f"model call cannot be canonicalized ({exc.reason} at {exc.path or '/'}); "
