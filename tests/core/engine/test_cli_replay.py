@@ -1,0 +1,202 @@
+"""The branch / replay / requirements / fixture commands, end to end."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from core.recording import Recording
+from core.sample_agent import get_order
+from inspector.cli import main
+
+SAMPLES = Path(__file__).resolve().parents[3] / "sample_recordings"
+
+
+@pytest.fixture()
+def cwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SAMPLES / "sample-agent-fault-corrupted-result.json", tmp_path / "base.json")
+    return tmp_path
+
+
+def cli(capsys, *args):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(path: Path, obj) -> Path:
+    path.write_bytes(orjson.dumps(obj))
+    return path
+
+
+def test_empty_branch_replay_completes_with_documented_fields(cwd, capsys):
+    write(cwd / "none.json", [])
+    code, out, err = cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json",
+                         "-o", "b.json")
+    assert code == 0, err
+    assert Path("b.json").exists()
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--json")
+    assert code == 0, err
+    rec = orjson.loads(out)
+    for field in ("status", "comparability", "first_divergence", "pause", "error", "attempts", "policy",
+                  "branch_id", "base_digest", "id"):
+        assert field in rec
+    assert rec["status"] == "completed"
+    assert rec["comparability"]["level"] == "full" and rec["comparability"]["reasons"] == []
+    assert rec["first_divergence"] is None and rec["pause"] is None and rec["error"] is None
+    # the events are a recording every other command can open
+    events = Path(rec["events_file"])
+    code, out, err = cli(capsys, "info", events, "--json")
+    assert code == 0, err
+    info = orjson.loads(out)
+    assert info["metadata"]["replayed"] is True
+    assert info["metadata"]["replay"]["branch"]["id"] == rec["branch_id"]
+    code, _, err = cli(capsys, "validate", events)
+    assert code == 0, err
+
+
+def test_pause_attach_resume_complete(cwd, capsys):
+    base = Recording.load("base.json")
+    seq = base.metadata["fault"]["seq"]
+    write(cwd / "fix.json", {"kind": "tool_result", "seq": seq, "result": {"content": get_order("A1001")}})
+    write(cwd / "policy.json", {"model": "live"})
+    code, out, err = cli(capsys, "branch", "new", "base.json", "--at", seq, "--intervention", "fix.json",
+                         "--policy", "policy.json", "--label", "honest order", "--json")
+    assert code == 0, err
+    branch_id = orjson.loads(out)["id"]
+    # a branch id in the workspace works as --branch too
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", branch_id, "--executor", "recorded", "--json")
+    assert code == 3, err
+    rec = orjson.loads(out)
+    assert rec["status"] == "paused"
+    assert rec["first_divergence"] == {"base_seq": seq, "replay_seq": seq, "dimension": "tool_result"}
+    [req_id] = rec["pause"]["requirement_ids"]
+    code, out, err = cli(capsys, "requirements", "--open", "--json")
+    reqs = orjson.loads(out)
+    assert [r["id"] for r in reqs] == [req_id]
+    assert reqs[0]["kind"] == "tool" and reqs[0]["name"] == "check_refund_policy"
+    code, out, err = cli(capsys, "requirements", "--open")
+    assert req_id in out and "check_refund_policy" in out
+    outputs = {
+        "check_refund_policy": {"content": {"order_id": "A1001", "sku": "BL-200", "eligible": True,
+                                            "max_refund": 89.99, "rule": "damaged delivered items are refunded in full"}},
+        "issue_refund": {"content": {"refund_id": "R-1", "order_id": "A1001", "sku": "BL-200", "amount": 89.99,
+                                     "status": "issued"}},
+        "send_message": {"content": {"delivered": True, "customer_id": "C-1001"}},
+    }
+    status = "paused"
+    rounds = 0
+    while status == "paused":
+        code, out, _ = cli(capsys, "requirements", "--open", "--json")
+        [req] = orjson.loads(out)
+        write(cwd / "out.json", outputs[req["name"]])
+        code, out, err = cli(capsys, "fixture", "attach", req["id"], "out.json")
+        assert code == 0, err
+        assert "replay resume" in out
+        code, out, err = cli(capsys, "replay", "resume", rec["id"], "--json")
+        status = orjson.loads(out)["status"]
+        assert code == {"paused": 3, "completed": 0}[status], err
+        rounds += 1
+        assert rounds < 5
+    final = orjson.loads(out)
+    assert final["status"] == "completed" and len(final["attempts"]) == rounds + 1
+    events = Recording.load(final["events_file"])
+    assert events.metadata["outcome"] == "success"
+    code, out, _ = cli(capsys, "requirements", "--open")
+    assert "no open requirements" in out
+    code, out, _ = cli(capsys, "replay", "show", rec["id"])
+    assert "completed" in out and "comparability" in out
+    code, out, _ = cli(capsys, "replay", "list")
+    assert rec["id"] in out
+
+
+def test_live_policy_without_executor_fails_with_exit_2(cwd, capsys):
+    write(cwd / "none.json", [])
+    write(cwd / "policy.json", {"tool": "live"})
+    cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json", "--policy", "policy.json",
+        "-o", "b.json")
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--json")
+    assert code == 2
+    rec = orjson.loads(out)
+    assert rec["status"] == "failed" and rec["error"]["type"] == "NoExecutor"
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json")
+    assert code == 2 and "NoExecutor" in out
+
+
+def test_dry_run(cwd, capsys):
+    base = Recording.load("base.json")
+    seq = base.metadata["fault"]["seq"]
+    write(cwd / "fix.json", {"kind": "tool_result", "seq": seq, "result": {"content": {}}})
+    cli(capsys, "branch", "new", "base.json", "--at", seq, "--intervention", "fix.json", "-o", "b.json")
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--dry-run", "--json")
+    assert code == 0, err
+    pred = orjson.loads(out)
+    answers = {p["base_seq"]: p["answer"] for p in pred["predictions"]}
+    assert answers[seq] == "intervention" and answers[seq + 1] == "requirement"
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--dry-run")
+    assert "intervention" in out and "summary:" in out
+    code, out, _ = cli(capsys, "replay", "list", "--json")
+    assert orjson.loads(out) == []  # a dry run runs nothing
+
+
+def test_fixture_add_and_list(cwd, capsys):
+    write(cwd / "out.json", {"content": {"eligible": True}})
+    code, out, err = cli(capsys, "fixture", "add", "--tool", "check_refund_policy", "--args-json",
+                         '{"order_id": "A1001"}', "--output", "out.json", "--json")
+    assert code == 0, err
+    fx = orjson.loads(out)
+    assert fx["args_hash"].startswith("sha256:") and fx["scope"] == "project"
+    code, out, err = cli(capsys, "fixture", "add", "--tool", "lookup", "--any", "--output", "out.json",
+                         "--scope", "branch:br-1")
+    assert code == 0 and "any arguments" in out
+    code, out, _ = cli(capsys, "fixture", "list")
+    assert "check_refund_policy" in out and "branch:br-1" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["replay", "nope.json", "--branch", "b.json"], "nope.json"),
+        (["replay", "base.json", "--branch", "missing.json"], "missing.json: no such branch file"),
+        (["replay", "base.json", "--branch", "br-unknown"], "no branch 'br-unknown'"),
+        (["replay", "resume", "rp-unknown"], "no replay 'rp-unknown'"),
+        (["branch", "new", "base.json", "--at", "999"], "checkpoint 999 is not the seq"),
+        (["branch", "new", "base.json", "--at", "0", "--intervention", "bad.json"],
+         "bad.json: intervention 0 at /: unknown intervention kind 'oops'"),
+        (["branch", "new", "base.json", "--at", "6", "--intervention", "late.json"],
+         "late.json: intervention 0 (tool_result at seq 4) against base.json: seq 4 is before the checkpoint 6"),
+        (["branch", "new", "base.json", "--at", "0", "--parent", "br-x"], "no branch 'br-x'"),
+        (["fixture", "attach", "req-nope", "out.json"], "no requirement 'req-nope'"),
+        (["fixture", "add", "--tool", "t", "--output", "out.json"], "give exactly one of --args-json ARGS or --any"),
+        (["fixture", "add", "--tool", "t", "--any", "--args-json", "{}", "--output", "out.json"],
+         "give exactly one of"),
+        (["fixture", "add", "--tool", "t", "--args-json", "{", "--output", "out.json"], "malformed JSON"),
+        (["fixture", "add", "--tool", "t", "--any", "--output", "badout.json"], "badout.json: a tool fixture output"),
+        (["fixture", "add", "--tool", "t", "--any", "--output", "out.json", "--scope", "galaxy"],
+         "scope 'galaxy' must be"),
+        (["replay", "base.json", "--branch", "b.json", "--executor", "nomodule_xyz:f"], "cannot import"),
+        (["replay", "base.json", "--branch", "b.json", "--fixtures", "badfx.json"], "badfx.json: fixture 0"),
+        (["requirements", "--approve", "req-nope"], "no requirement 'req-nope'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(cwd, capsys, args, expected):
+    write(cwd / "bad.json", {"kind": "oops"})
+    write(cwd / "late.json", {"kind": "tool_result", "seq": 4, "result": {}})
+    write(cwd / "out.json", {"content": 1})
+    write(cwd / "badout.json", {"stuff": 1})
+    write(cwd / "badfx.json", [{"tool": "x", "output": {"content": 1}}])
+    write(cwd / "none.json", [])
+    cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json", "-o", "b.json")
+    code, out, err = cli(capsys, *args)
+    assert code == 2
+    assert expected in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_replay_help_lists_resume(capsys):
+    code, out, _ = cli(capsys, "replay", "--help")
+    assert code == 0 and "resume" in out
