@@ -260,7 +260,10 @@ def fixture_from_spec(obj: Any, *, source: str, index: int, default_scope: str) 
                 raise FixtureError(f"{where}: 'args_hash' must be 'sha256:<hex>'")
         elif obj["any"] is not True:
             raise FixtureError(f"{where}: 'any' must be true")
-    scope = parse_scope(obj.get("scope", default_scope))
+    try:
+        scope = parse_scope(obj.get("scope", default_scope))
+    except FixtureError as exc:
+        raise FixtureError(f"{where}: {exc}") from None
     kw: dict[str, Any] = {}
     if isinstance(obj.get("id"), str):
         kw["id"] = obj["id"]
