@@ -48,6 +48,7 @@ from ..recording import (
     ToolResult,
     Usage,
 )
+from ..jsonvalues import is_tagged
 from ..redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
 from ._source import SourceFile
 from .base import ImportedRun, ImportWarning
@@ -101,11 +102,14 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
 
     A JSON object (or a string holding one) → ``(dict, False)``. Anything else — a JSON
     string literal, truncated JSON, an empty string, an array — is kept exactly as
-    found, with ``True`` (the ``raw_arguments`` marker). ``None`` → ``({}, False)``.
+    found, with ``True`` (the ``raw_arguments`` marker); so is an arguments string that
+    held invalid Unicode (a :mod:`core.jsonvalues` tag). ``None`` → ``({}, False)``.
     """
     if raw is None:
         return {}, False
     if isinstance(raw, dict):
+        if is_tagged(raw):  # an arguments string that held invalid Unicode (core.jsonvalues tag)
+            return raw, True
         return raw, False
     if isinstance(raw, str):
         try:
@@ -458,6 +462,8 @@ def _dur(v: Any) -> float | None:
 
 
 def _describe_raw(raw: Any) -> str:
+    if isinstance(raw, dict):
+        return "a string holding invalid Unicode"
     if isinstance(raw, str):
         if raw == "":
             return "an empty string"

@@ -312,3 +312,66 @@ def test_select_run_by_id_and_index() -> None:
     assert select_run(runs, runs[0].run_id, source="x") is runs[0]
     with pytest.raises(SourceImportError, match="no run '5'"):
         select_run(runs, "5", source="x")
+
+
+# -- Inspect: several samples, unparsable arguments ---------------------------------------
+
+
+def test_inspect_several_samples_give_several_runs(tmp_path: Path) -> None:
+    import zipfile
+
+    doc = json.loads((REAL / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.json").read_text())
+    second = json.loads(json.dumps(doc["samples"][0]))
+    second["epoch"] = 2
+    second["scores"]["includes"]["value"] = "I"
+    doc["samples"].append(second)
+    runs = import_file(write(tmp_path, "two.json", doc))
+    assert [r.run_id for r in runs] == ["1_epoch_1", "1_epoch_2"]
+    assert [r.recording.metadata["outcome"] for r in runs] == ["success", "failure"]
+    assert [r.recording.metadata["source"]["index"] for r in runs] == [0, 1]
+
+    src = zipfile.ZipFile(EVAL)
+    out = tmp_path / "two.eval"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name in src.namelist():
+            z.writestr(name, src.read(name))
+            if name.startswith("samples/"):
+                s = json.loads(src.read(name))
+                s["epoch"] = 2
+                z.writestr("samples/0_epoch_2.json", json.dumps(s))
+    runs = import_file(out)
+    assert [r.run_id for r in runs] == ["0_epoch_1", "0_epoch_2"]
+    assert all(r.recording.counts_by_kind()["tool"] == 5 for r in runs)
+
+
+def test_inspect_unparsable_tool_arguments_are_kept_raw(tmp_path: Path) -> None:
+    doc = json.loads((REAL / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.json").read_text())
+    ev = next(e for e in doc["samples"][0]["events"] if e["event"] == "model" and e["output"]["choices"][0]["message"].get("tool_calls"))
+    tc = ev["output"]["choices"][0]["message"]["tool_calls"][0]
+    tc["arguments"] = '{"element_id": 15'
+    tc["parse_error"] = "Expecting ',' delimiter"
+    (run,) = import_file(write(tmp_path, "bad-args.json", doc))
+    model = next(r for r in run.recording.records if isinstance(r, ModelRecord) and r.response.message.tool_calls)
+    (call_,) = model.response.message.tool_calls
+    assert call_.raw_arguments is True and call_.arguments == '{"element_id": 15'
+    assert any("could not parse these arguments" in str(w) for w in run.warnings)
+
+
+def test_invalid_unicode_in_tool_output_loads_and_round_trips(tmp_path: Path) -> None:
+    doc = [tau_run([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "cat", '{"path": "x"}')]},
+        {"role": "tool", "tool_call_id": "c1", "name": "cat", "content": "__LONE__"},
+    ])]
+    text = json.dumps(doc).replace("__LONE__", "abc\\ud800def")
+    p = tmp_path / "u-airline.json"
+    p.write_bytes(text.encode().replace(b'\\"x\\"', b'\\"\xff\\"'))  # a non-UTF-8 byte inside the arguments string
+    (run,) = import_file(p, "tau_bench")
+    (t,) = tools(run.recording)
+    assert t.result.content["$invalid_unicode"] == "abc\ufffddef"
+    assert t.arguments["$invalid_unicode"] == '{"path": "\ufffd"}'  # the arguments string itself, kept raw
+    assert any("kept raw" in w.message for w in run.warnings)
+    assert sum("nvalid" in w.message or "Unicode" in w.message for w in run.warnings) >= 1
+    out = tmp_path / "out.json"
+    run.recording.save(out)
+    assert tools(load_recording(out, verify_keys=True))[0].result.content == t.result.content
