@@ -373,30 +373,34 @@ def load_json_lenient(
     """
     try:
         value = orjson.loads(data)
-        escaped = False
-    except orjson.JSONDecodeError:
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            raw = bytes(data)
-            try:
-                text = raw.decode("utf-8")
-                escaped = False
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", "surrogateescape")
-                escaped = True
-        else:
-            text = data
-            escaped = False
+    except ValueError:  # orjson.JSONDecodeError, and str input holding surrogates
+        pass
+    else:
+        # orjson accepts only strict JSON: no NaN/Infinity (nor overflowing numbers), no
+        # lone surrogates, valid UTF-8 — nothing to tag, so no walk is needed
+        return value, []
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
         try:
-            value = json.loads(text, parse_constant=_nonfinite_constant)
-        except json.JSONDecodeError as exc:
-            tail = text.rstrip()
-            if not tail:
-                raise FormatError("empty document", file=source) from None
-            if exc.pos >= len(tail) or exc.msg.startswith("Unterminated string"):
-                reason = f"truncated JSON: the document ends early ({exc.msg})"
-            else:
-                reason = f"malformed JSON: {exc.msg}"
-            raise FormatError(reason, file=source, path=place or None, line=exc.lineno, column=exc.colno) from None
-        except RecursionError:
-            raise FormatError("JSON nested too deeply", file=source, path=place or None) from None
+            text = raw.decode("utf-8")
+            escaped = False
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", "surrogateescape")
+            escaped = True
+    else:
+        text = data
+        escaped = False
+    try:
+        value = json.loads(text, parse_constant=_nonfinite_constant)
+    except json.JSONDecodeError as exc:
+        tail = text.rstrip()
+        if not tail:
+            raise FormatError("empty document", file=source) from None
+        if exc.pos >= len(tail) or exc.msg.startswith("Unterminated string"):
+            reason = f"truncated JSON: the document ends early ({exc.msg})"
+        else:
+            reason = f"malformed JSON: {exc.msg}"
+        raise FormatError(reason, file=source, path=place or None, line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise FormatError("JSON nested too deeply", file=source, path=place or None) from None
     return encode_value(value, place=place, escaped_bytes=escaped)

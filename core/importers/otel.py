@@ -71,7 +71,7 @@ from ..recording import (
 )
 from .base import ImportedRun, Importer
 from ._llm_api import Warnings, _Result, parse_args, simplify_parts
-from .vcr import VcrImporter, _Pending, finalize_recording
+from .vcr import Emitted, VcrImporter, _Pending, finalize_recording
 
 __all__ = ["OtelImporter", "export_otlp", "recording_to_otlp", "EXPORT_SCHEMA"]
 
@@ -855,7 +855,7 @@ class OtelImporter(Importer):
         """Tool records from consecutive model calls (no execute_tool spans in the trace)."""
         out: list[Any] = []
         pending: list[_Pending] = []
-        emitted: list[ToolRecord] = []
+        emitted = Emitted()
         pairer = VcrImporter()
         for r in records:
             if isinstance(r, ModelRecord):
@@ -874,7 +874,7 @@ class OtelImporter(Importer):
                         tr = pairer._pair(res, pending, emitted, warnings)
                         if tr is not None:
                             out.append(tr)
-                            emitted.append(tr)
+                            emitted.add(tr)
                 out.append(r)
                 if r.response and r.response.message.tool_calls:
                     for tc in r.response.message.tool_calls:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import orjson
 import yaml
 
 from ..errors import CanonicalizationError, FormatError
@@ -382,6 +383,38 @@ def _decode_body(msg: dict[str, Any], headers: dict[str, list[str]], place: str,
 # --------------------------------------------------------------------------- the importer
 
 
+class Emitted:
+    """The tool records imported so far, indexed for the chat-history checks: by
+    ``tool_call_id`` and by (tool, canonical arguments)."""
+
+    def __init__(self) -> None:
+        self.records: list[ToolRecord] = []
+        self.ids: set[str] = set()
+        self.calls: set[tuple[str, bytes]] = set()
+
+    @staticmethod
+    def _sig(tool: str, arguments: Any) -> tuple[str, bytes]:
+        try:
+            return tool, orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+        except TypeError:
+            return tool, repr(arguments).encode()
+
+    def add(self, rec: ToolRecord) -> None:
+        self.records.append(rec)
+        if rec.tool_call_id:
+            self.ids.add(rec.tool_call_id)
+        self.calls.add(self._sig(rec.tool, rec.arguments))
+
+    def has_id(self, call_id: str) -> bool:
+        return call_id in self.ids
+
+    def has_call(self, tool: str, arguments: Any) -> bool:
+        return self._sig(tool, arguments) in self.calls
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
 @dataclass
 class _Pending:
     id: str | None
@@ -433,7 +466,7 @@ class VcrImporter(Importer):
         http: list[dict[str, Any]] = []
         providers: list[str] = []
         pending: list[_Pending] = []
-        emitted: list[ToolRecord] = []
+        emitted = Emitted()
         redacted_headers = 0
         created: str | None = None
         for i, inter in enumerate(interactions):
@@ -478,7 +511,7 @@ class VcrImporter(Importer):
                 tr = self._pair(r, pending, emitted, warnings)
                 if tr is not None:
                     records.append(tr)
-                    emitted.append(tr)
+                    emitted.add(tr)
 
             # response
             resp, stream, stream_events = self._response(provider, resp_msg, resp_h, status, f"{place}.response", warnings)
@@ -534,18 +567,18 @@ class VcrImporter(Importer):
             resp.error = ErrorInfo(type=f"http_{status}:{resp.error.type}", message=resp.error.message)
         return resp, stream, len(body.events)
 
-    def _pair(self, r: _Result, pending: list[_Pending], emitted: list[ToolRecord], warnings: Warnings) -> ToolRecord | None:
+    def _pair(self, r: _Result, pending: list[_Pending], emitted: Emitted, warnings: Warnings) -> ToolRecord | None:
         taken: _Pending | None = None
         how = "id"
         if r.id:
             taken = next((p for p in pending if p.id == r.id), None)
-            if taken is None and any(e.tool_call_id == r.id for e in emitted):
+            if taken is None and emitted.has_id(r.id):
                 return None  # chat history: already imported
         if taken is None and r.call is not None:
             _cid, cname, cargs = r.call
             taken = next((p for p in pending if p.name == cname and p.arguments == cargs), None)
             how = "tool name and arguments"
-            if taken is None and any(e.tool == cname and e.arguments == cargs for e in emitted):
+            if taken is None and emitted.has_call(cname, cargs):
                 return None  # history, possibly under a rewritten id
         if taken is None and r.name:
             taken = next((p for p in pending if p.name == r.name), None)
