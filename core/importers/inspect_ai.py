@@ -31,6 +31,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,7 @@ class InspectAIImporter(JsonImporter, Importer):
         def read(name: str) -> bytes:
             try:
                 return zf.read(name)
-            except (zipfile.BadZipFile, zlib_error(), OSError) as e:
+            except (zipfile.BadZipFile, zlib.error, OSError) as e:
                 raise FormatError(f"entry {name!r} is damaged: {e}", file=src.name) from None
 
         return self._from_entries(src, {n: b"" for n in names}, read, names)
@@ -384,12 +385,6 @@ class InspectAIImporter(JsonImporter, Importer):
                            content=m.get("content"), error=error, place=p, identity_known=False)
             converted.append(cm)
         b.unanswered(place)
-
-
-def zlib_error() -> type[Exception]:
-    import zlib
-
-    return zlib.error
 
 
 def _str(v: Any) -> str | None:

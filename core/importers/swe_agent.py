@@ -99,7 +99,6 @@ class SweAgentImporter(JsonImporter, Importer):
         for m in history:
             if isinstance(m, dict) and m.get("role") == "system" and isinstance(m.get("content"), str):
                 commands.update(_COMMANDS.findall(m["content"]))
-        converted: list[ChatMessage] = []
         conv_cache: dict[int, ChatMessage] = {}
 
         def conv(j: int, m: Any) -> ChatMessage:

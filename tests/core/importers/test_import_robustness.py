@@ -91,7 +91,7 @@ def test_json_cut_mid_string_recovers_complete_runs(tmp_path: Path) -> None:
     # the recovered runs are exactly the complete runs before the damage
     complete_before = json.loads(data[: data.rfind(b'"task_id"', 0, cut)].rstrip().rstrip(b"{").rstrip().rstrip(b",") + b"]")
     assert len(rec) == len(complete_before)
-    for a, b in zip(rec, full[: len(rec)]):
+    for a, b in zip(rec, full[: len(rec)], strict=True):
         assert a.run_id == b.run_id
         assert [r.to_json_obj() for r in a.recording.records] == [r.to_json_obj() for r in b.recording.records]
 
