@@ -16,7 +16,8 @@ annotated ``mistake_step`` points straight at a record:
 * every other agent step (orchestrator thoughts and instructions, experts) → model
   record: model = ``agent/<name>`` (the case does not say which LLM), request = every
   earlier step as a message (``human`` → ``user``, other roles kept when they are chat
-  roles, else ``assistant``; ``name`` = the agent), response = the step.
+  roles, else ``assistant``; ``name`` = the agent), response = the step as an
+  ``assistant`` message (the agent wrote it, whatever role the log gives it).
 
 The annotation is kept as ground truth in ``metadata.annotation``: ``mistake_agent``,
 ``mistake_step`` (an int; the source sometimes writes it as a string such as ``"0"`` —
@@ -105,7 +106,8 @@ class WhoAndWhenImporter(JsonImporter, Importer):
                 b.tool(tool=agent, arguments={"instruction": instr}, tool_call_id=None, content=text,
                        error=error, place=p)
             else:
-                b.model(model=f"agent/{agent}", messages=list(transcript), response=msg, place=p)
+                response = msg if msg.role == "assistant" else msg.model_copy(update={"role": "assistant"})
+                b.model(model=f"agent/{agent}", messages=list(transcript), response=response, place=p)
             transcript.append(msg)
             prev_text = text
         meta = self._metadata(b, doc)
