@@ -3,7 +3,9 @@
 :func:`align` returns the matched index pairs of a longest common subsequence of two
 sequences of hashable keys, computed with Myers' O((N+M)·D) greedy algorithm
 (E. W. Myers, "An O(ND) Difference Algorithm and Its Variations", Algorithmica 1986)
-after trimming the common prefix and suffix. When the edit distance of the middle part
+after trimming the common prefix and suffix and dropping the keys that occur on one side
+only (they can never match, so the LCS is unchanged; this is what keeps a run that
+departs from its base for good cheap to align). When the edit distance of the middle part
 exceeds ``max_edits`` the exact search stops and the middle is split on *patience
 anchors* — keys that occur exactly once on each side, kept in increasing order on both
 sides (the longest increasing subsequence, as in Bram Cohen's patience diff and git's
@@ -61,13 +63,33 @@ def _align_range(
         s += 1
     m_a1, m_b1 = a1 - s, b1 - s
     if a0 < m_a1 and b0 < m_b1:
-        mid = _myers(a, a0, m_a1, b, b0, m_b1, max_edits)
-        if mid is not None:
-            out.extend(mid)
-        else:
-            _patience(a, a0, m_a1, b, b0, m_b1, max_edits, out)
+        # keys present on one side only can never match: drop them first (an exact
+        # reduction — the LCS is unchanged — that keeps D small when a run departs)
+        in_b = set(b[b0:m_b1])
+        in_a = set(a[a0:m_a1])
+        ia = [i for i in range(a0, m_a1) if a[i] in in_b]
+        ib = [j for j in range(b0, m_b1) if b[j] in in_a]
+        if ia and ib:
+            if len(ia) == m_a1 - a0 and len(ib) == m_b1 - b0:
+                _align_middle(a, a0, m_a1, b, b0, m_b1, max_edits, out)
+            else:
+                tmp: list[tuple[int, int]] = []
+                ra, rb = [a[i] for i in ia], [b[j] for j in ib]
+                _align_range(ra, 0, len(ra), rb, 0, len(rb), max_edits, tmp)
+                out.extend((ia[x], ib[y]) for x, y in tmp)
     for t in range(s):
         out.append((m_a1 + t, m_b1 + t))
+
+
+def _align_middle(
+    a: list[int], a0: int, a1: int, b: list[int], b0: int, b1: int, max_edits: int,
+    out: list[tuple[int, int]],
+) -> None:
+    mid = _myers(a, a0, a1, b, b0, b1, max_edits)
+    if mid is not None:
+        out.extend(mid)
+    else:
+        _patience(a, a0, a1, b, b0, b1, max_edits, out)
 
 
 def _myers(

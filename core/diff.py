@@ -126,25 +126,30 @@ def result_fingerprint(record: Any) -> str:
     return ""
 
 
-def _answer_json(record: Any) -> str:
-    if isinstance(record, ToolRecord):
-        return record.result.model_dump_json()
-    if isinstance(record, ModelRecord):
-        resp = record.response
-        return "\x00".join((
-            resp.model_dump_json(exclude={"usage"}) if resp is not None else "-",
-            record.error.model_dump_json() if record.error is not None else "-",
-        ))
-    return ""
+def _js(obj: Any) -> bytes:
+    """pydantic's own JSON of a model (field order fixed by the model; dict order as held)."""
+    return obj.__pydantic_serializer__.to_json(obj)
 
 
 def _same_result(ra: Any, rb: Any) -> bool:
-    """Equal answers? Identical serialized bytes prove it at once (fast path); otherwise
-    the key-order-independent :func:`result_fingerprint` decides."""
-    if isinstance(ra, ToolRecord) and isinstance(rb, ToolRecord) and ra.result is rb.result:
-        return True
-    if _answer_json(ra) == _answer_json(rb):
-        return True
+    """Equal answers? Identical objects or identical serialized bytes prove it at once
+    (fast path); otherwise the key-order-independent :func:`result_fingerprint` decides."""
+    if isinstance(ra, ToolRecord) and isinstance(rb, ToolRecord):
+        x, y = ra.result, rb.result
+        if x is y or _js(x) == _js(y):
+            return True
+    elif isinstance(ra, ModelRecord) and isinstance(rb, ModelRecord):
+        pa, pb = ra.response, rb.response
+        ea, eb = ra.error, rb.error
+        same_resp = (pa is pb) or (
+            pa is not None and pb is not None and pa.finish_reason == pb.finish_reason
+            and (pa.message is pb.message or _js(pa.message) == _js(pb.message))
+        )
+        same_err = (ea is eb) or (ea is not None and eb is not None and _js(ea) == _js(eb))
+        if same_resp and same_err:
+            return True
+    else:
+        return True  # other kinds are matched by their whole content
     return result_fingerprint(ra) == result_fingerprint(rb)
 
 
