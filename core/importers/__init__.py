@@ -65,7 +65,7 @@ IMPORTERS: list[Importer] = [
 #: The name :func:`detect` returns for a Chassis recording (no conversion needed).
 NATIVE = "chassis"
 
-_NATIVE_HEAD = re.compile(rb'"format"\s*:\s*"chassis\.replay"|"chassis_version"\s*:')
+_NATIVE_HEAD = re.compile(rb'"format"\s*:\s*"chassis\.replay"|"chassis_version"\s*:|"format_version"\s*:')
 
 
 def get_importer(name: str) -> Importer:
@@ -84,9 +84,10 @@ def get_importer(name: str) -> Importer:
 def detect(path: str | Path) -> str:
     """Name of the format of ``path``: :data:`NATIVE` or an importer's name.
 
-    A native recording is recognised first (``"format": "chassis.replay"`` or the
-    0.8.1 legacy header near the start); then each importer's ``sniff`` in registry
-    order.
+    A native recording is recognised first (``"format": "chassis.replay"``, a
+    ``"format_version"`` or the 0.8.1 legacy header in the first 4 KiB — loading then
+    reports precisely what is wrong with it); then each importer's ``sniff`` in
+    registry order.
 
     Raises:
         FormatError: the file does not exist or is empty.

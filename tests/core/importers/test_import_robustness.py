@@ -375,3 +375,13 @@ def test_invalid_unicode_in_tool_output_loads_and_round_trips(tmp_path: Path) ->
     out = tmp_path / "out.json"
     run.recording.save(out)
     assert tools(load_recording(out, verify_keys=True))[0].result.content == t.result.content
+
+
+def test_a_damaged_native_recording_is_reported_by_the_loader(tmp_path: Path) -> None:
+    p = write(tmp_path, "future.json", {"format": "chassis.replay", "format_version": 9, "records": []})
+    assert detect(p) == NATIVE
+    with pytest.raises(FormatError, match="newer than this inspector supports"):
+        open_any(p)
+    q = write(tmp_path, "odd.json", {"format_version": 1, "format": "other", "records": []})
+    with pytest.raises(FormatError, match="expected 'chassis.replay'"):
+        open_any(q)
