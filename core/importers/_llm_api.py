@@ -31,7 +31,7 @@ from ..recording import ChatMessage, ErrorInfo, ToolCall, Usage
 from .base import ImportWarning
 
 __all__ = [
-    "Warnings", "parse_args", "as_content", "simplify_parts", "error_from_result", "parse_sse",
+    "Warnings", "parse_args", "text_part", "as_content", "simplify_parts", "error_from_result", "parse_sse",
     "provider_of", "parse_request", "parse_response", "reassemble_stream",
 ]
 
@@ -64,7 +64,7 @@ def parse_args(raw: Any, place: str, warnings: Warnings) -> tuple[Any, bool]:
             warnings.add(place, "tool-call arguments are an empty string; kept raw (raw_arguments)")
             return raw, True
         try:
-            value, vw = load_json_lenient(raw.encode("utf-8", "surrogatepass"), place=place)
+            value, vw = load_json_lenient(raw, place=place)
         except FormatError as exc:
             warnings.add(place, f"tool-call arguments are not valid JSON ({exc.reason}); kept raw (raw_arguments)")
             return raw, True
@@ -78,6 +78,14 @@ def parse_args(raw: Any, place: str, warnings: Warnings) -> tuple[Any, bool]:
     return raw, True
 
 
+def text_part(value: Any) -> dict[str, Any]:
+    """A text content part; text with invalid Unicode (a tag) is shown as its display
+    text and kept exactly under ``encoded``."""
+    if is_tagged(value):
+        return {"type": "text", "text": display_text(value), "encoded": value}
+    return {"type": "text", "text": value}
+
+
 def as_content(value: Any) -> str | list[Any] | None:
     """A message ``content`` from a source value: strings, lists and None as they are;
     a tagged invalid-Unicode text as one text part carrying the tag under ``encoded``;
@@ -85,7 +93,7 @@ def as_content(value: Any) -> str | list[Any] | None:
     if value is None or isinstance(value, (str, list)):
         return value
     if is_tagged(value):
-        return [{"type": "text", "text": display_text(value), "encoded": value}]
+        return [text_part(value)]
     return [{"type": "json", "json": value}]
 
 
@@ -330,7 +338,7 @@ def _openai_stream(events: list[tuple[str, str]], place: str, warnings: Warnings
         if data.strip() == "[DONE]":
             continue
         try:
-            chunk, vw = load_json_lenient(data.encode("utf-8", "surrogatepass"), place=f"{place}.events[{n}]")
+            chunk, vw = load_json_lenient(data, place=f"{place}.events[{n}]")
         except FormatError as exc:
             warnings.add(f"{place}.events[{n}]", f"stream event is not JSON ({exc.reason}); skipped")
             continue
@@ -389,7 +397,7 @@ def _openai_stream(events: list[tuple[str, str]], place: str, warnings: Warnings
 def _anthropic_blocks(content: Any, place: str, warnings: Warnings) -> tuple[list[Any], list[ToolCall]]:
     """Assistant content blocks → (parts, tool calls)."""
     if isinstance(content, str) or is_tagged(content):
-        return [{"type": "text", "text": content}], []
+        return [text_part(content)], []
     parts: list[Any] = []
     calls: list[ToolCall] = []
     for j, b in enumerate(content or []):
@@ -398,7 +406,7 @@ def _anthropic_blocks(content: Any, place: str, warnings: Warnings) -> tuple[lis
             continue
         t = b.get("type")
         if t == "text":
-            parts.append({"type": "text", "text": b.get("text", "")})
+            parts.append(text_part(b.get("text", "")))
         elif t == "thinking":
             parts.append(_thinking_part(b.get("thinking", ""), b.get("signature")))
         elif t == "tool_use":
@@ -471,7 +479,7 @@ def _anthropic_stream(events: list[tuple[str, str]], place: str, warnings: Warni
     unknown: set[str] = set()
     for n, (name, data) in enumerate(events):
         try:
-            ev, vw = load_json_lenient(data.encode("utf-8", "surrogatepass"), place=f"{place}.events[{n}]")
+            ev, vw = load_json_lenient(data, place=f"{place}.events[{n}]")
         except FormatError as exc:
             warnings.add(f"{place}.events[{n}]", f"stream event {name!r} is not JSON ({exc.reason}); skipped")
             continue
@@ -556,7 +564,7 @@ def _gemini_parts(parts: Any, place: str, warnings: Warnings) -> tuple[list[Any]
             if p.get("thought"):
                 out.append(_thinking_part(p["text"], p.get("thoughtSignature")))
             else:
-                out.append({"type": "text", "text": p["text"]})
+                out.append(text_part(p["text"]))
         else:
             out.append(p)
     return out, calls, responses
@@ -634,7 +642,7 @@ def _gemini_stream(events: list[tuple[str, str]], place: str, warnings: Warnings
     finish = None
     for n, (_name, data) in enumerate(events):
         try:
-            chunk, vw = load_json_lenient(data.encode("utf-8", "surrogatepass"), place=f"{place}.events[{n}]")
+            chunk, vw = load_json_lenient(data, place=f"{place}.events[{n}]")
         except FormatError as exc:
             warnings.add(f"{place}.events[{n}]", f"stream event is not JSON ({exc.reason}); skipped")
             continue

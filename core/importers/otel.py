@@ -54,7 +54,7 @@ from pydantic import TypeAdapter
 from .. import __version__
 from ..canonical import canonical_json
 from ..errors import FormatError
-from ..jsonvalues import display_text, encode_value, is_tagged, load_json_lenient
+from ..jsonvalues import decode_value, display_text, encode_value, is_tagged, load_json_lenient
 from ..recording import (
     ChatMessage,
     Record,
@@ -70,7 +70,7 @@ from ..recording import (
     Usage,
 )
 from .base import ImportedRun, Importer
-from ._llm_api import Warnings, _Result, parse_args, simplify_parts
+from ._llm_api import Warnings, _Result, parse_args, simplify_parts, text_part
 from .vcr import Emitted, VcrImporter, _Pending, finalize_recording
 
 __all__ = ["OtelImporter", "export_otlp", "recording_to_otlp", "EXPORT_SCHEMA"]
@@ -415,12 +415,26 @@ def export_otlp(rec: Recording, *, indent: bool = True) -> bytes:
 
 
 def _parse_jsonish(v: Any, place: str, warnings: Warnings) -> Any:
-    """An attribute that the conventions allow as a JSON string or a structured value."""
+    """An attribute that the conventions allow as a JSON string or a structured value.
+
+    A JSON text that held a lone surrogate *unescaped* was tagged when the OTLP document
+    was read; it is decoded and parsed here (the tag moves to the string inside).
+    """
+    if is_tagged(v) and "$invalid_unicode" in v:
+        text = decode_value(v)
+        if text.strip()[:1] in ("[", "{", '"'):
+            try:
+                value, vw = load_json_lenient(text, place=place)
+            except FormatError:
+                return v
+            warnings.extend_values(vw)
+            return value
+        return v
     if isinstance(v, str):
         s = v.strip()
         if s[:1] in ("[", "{", '"') or s in ("null", "true", "false") or re.fullmatch(r"-?\d+(\.\d+)?([eE][-+]?\d+)?|NaN|-?Infinity", s or "x"):
             try:
-                value, vw = load_json_lenient(v.encode("utf-8", "surrogatepass"), place=place)
+                value, vw = load_json_lenient(v, place=place)
             except FormatError:
                 return v
             warnings.extend_values(vw)
@@ -438,7 +452,9 @@ def _part_in(p: Any) -> Any:
     if t == "text":
         if extras.pop("bare", False):
             return p.get("content")
-        return {"type": "text", "text": p.get("content", ""), **extras}
+        if "encoded" in extras:  # our own export: exact
+            return {"type": "text", "text": p.get("content", ""), **extras}
+        return {**text_part(p.get("content", "")), **extras}
     if t in ("reasoning", "thinking"):
         return {"type": "thinking", "thinking": p.get("content", p.get("thinking", "")), **extras}
     if t == "chassis.value":
@@ -827,7 +843,7 @@ class OtelImporter(Importer):
             if isinstance(raw, str):
                 # a JSON text (semconv); its value may itself be a string of arguments
                 try:
-                    value, vw = load_json_lenient(raw.encode("utf-8", "surrogatepass"), place=aplace)
+                    value, vw = load_json_lenient(raw, place=aplace)
                 except FormatError:
                     args, _raw = parse_args(raw, aplace, warnings)
                 else:

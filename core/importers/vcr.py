@@ -370,7 +370,7 @@ def _decode_body(msg: dict[str, Any], headers: dict[str, list[str]], place: str,
     if "event-stream" in ctype or stripped.startswith(("event:", "data:")):
         return _Body("sse", events=parse_sse(body))
     try:
-        value, vw = load_json_lenient(body.encode("utf-8", "surrogatepass"), source=bplace, place=bplace)
+        value, vw = load_json_lenient(body, source=bplace, place=bplace)
     except FormatError as exc:
         enc, vw = encode_value(body, place=bplace)
         warnings.extend_values(vw)

@@ -288,3 +288,79 @@ def test_cli_export_missing_file(tmp_path, capsys):
     assert main(["export", str(tmp_path / "nope.json"), "-o", str(tmp_path / "o.json")]) == 2
     err = capsys.readouterr().err
     assert "nope.json" in err and "Traceback" not in err
+
+
+def _doc(spans):
+    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]}
+
+
+def _span(attrs, name="chat m", start=1_000_000_000, end=2_000_000_000, **extra):
+    from core.importers.otel import _any
+
+    return {"traceId": "c" * 32, "spanId": "d" * 16, "name": name, "kind": 3, "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(end), "attributes": [{"key": k, "value": _any(v)} for k, v in attrs.items()], **extra}
+
+
+def test_structured_message_attributes(tmp_path):
+    """gen_ai.input/output.messages as structured AnyValues (kvlist/array), not JSON text."""
+    p = tmp_path / "structured.json"
+    p.write_text(json.dumps(_doc([_span({
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+        "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "hello"}]}],
+        "gen_ai.output.messages": [{"role": "assistant", "finish_reason": "stop", "parts": [
+            {"type": "tool_call", "id": "c1", "name": "f", "arguments": {"x": 1}}]}],
+    })])))
+    [run] = IMP.load(p)
+    m = run.recording.records[0]
+    assert m.request.messages[0].content == "hello"
+    assert [(c.id, c.name, c.arguments) for c in m.response.message.tool_calls] == [("c1", "f", {"x": 1})]
+    assert m.response.finish_reason == "stop" and m.duration_seconds == 1.0
+
+
+def test_indexed_prompt_and_completion_attributes(tmp_path):
+    p = tmp_path / "indexed.json"
+    p.write_text(json.dumps(_doc([_span({
+        "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
+        "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "be terse",
+        "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "sum 2 and 3",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.finish_reason": "tool_calls",
+        "gen_ai.completion.0.tool_calls.0.id": "call_1", "gen_ai.completion.0.tool_calls.0.name": "add",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"a": 2, "b": 3}',
+        "gen_ai.usage.prompt_tokens": 12, "gen_ai.usage.completion_tokens": 7,
+    })])))
+    [run] = IMP.load(p)
+    m = run.recording.records[0]
+    assert [(x.role, x.content) for x in m.request.messages] == [("system", "be terse"), ("user", "sum 2 and 3")]
+    assert m.response.message.tool_calls[0].arguments == {"a": 2, "b": 3}
+    assert m.response.finish_reason == "tool_calls" and m.response.usage == Usage(input_tokens=12, output_tokens=7)
+
+
+def test_invalid_unicode_in_otlp_attributes(tmp_path):
+    """A lone surrogate escaped inside the attribute's JSON text, and one written
+    unescaped in the OTLP document itself: both load, tagged, with a warning."""
+    inner = '[{"role": "user", "parts": [{"type": "text", "content": "a\\ud800b"}]}]'  # escape inside the JSON text
+    result = '"out \\udfff"'
+    doc = _doc([
+        _span({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.input.messages": inner,
+               "gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]'}),
+        _span({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "cat", "gen_ai.tool.call.arguments": "{}",
+               "gen_ai.tool.call.result": result}, name="execute_tool cat", start=3_000_000_000, end=3_000_000_000),
+    ])
+    # json.dumps escapes again: the document holds "\\ud800" (two levels); a third span whose JSON text carries the surrogate unescaped (one level only)
+    raw_inner = '[{"role": "user", "parts": [{"type": "text", "content": "x\ud83dy"}]}]'
+    third = _span({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.input.messages": raw_inner},
+                  start=4_000_000_000, end=4_000_000_001)
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append(third)
+    text = json.dumps(doc)
+    p = tmp_path / "surrogates.json"
+    p.write_text(text)
+    [run] = IMP.load(p)
+    m1, t, m3 = run.recording.records
+    part = m1.request.messages[0].content
+    assert part == [{"type": "text", "text": "a\ufffdb", "encoded": {"$invalid_unicode": "a\ufffdb", "surrogates": [[1, 0xD800]]}}]
+    assert m1.request.messages[0].text == "a\ufffdb"
+    assert t.result.content == {"$invalid_unicode": "out \ufffd", "surrogates": [[4, 0xDFFF]]}
+    assert m3.request.messages[0].text == "x\ufffdy"
+    assert any("invalid unicode" in w.message for w in run.warnings)
+    back = Recording.loads(run.recording.dumps())
+    assert back.records[1].result.content == t.result.content
