@@ -346,7 +346,8 @@ def test_invalid_unicode_in_otlp_attributes(tmp_path):
         _span({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "cat", "gen_ai.tool.call.arguments": "{}",
                "gen_ai.tool.call.result": result}, name="execute_tool cat", start=3_000_000_000, end=3_000_000_000),
     ])
-    # json.dumps escapes again: the document holds "\\ud800" (two levels); a third span whose JSON text carries the surrogate unescaped (one level only)
+    # json.dumps escapes again, so the document holds "\\ud800" (two levels); the third
+    # span's JSON text carries the surrogate itself, escaped once by the document only
     raw_inner = '[{"role": "user", "parts": [{"type": "text", "content": "x\ud83dy"}]}]'
     third = _span({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.input.messages": raw_inner},
                   start=4_000_000_000, end=4_000_000_001)
