@@ -729,6 +729,8 @@ class OtelImporter(Importer):
                     rec.duration_seconds = float(a["chassis.duration_seconds"])
                 elif "chassis.seq" in a:
                     rec.duration_seconds = None
+            if own_export and isinstance(rec, (ToolRecord, ModelRecord)) and "chassis.key" not in a:
+                keyless.add(len(records))  # it had no key when exported: keep it so
             records.append(rec)
         for label, n in skipped.items():
             warnings.add(f"trace {tid}", f"{n} span(s) of operation {label!r} not mapped (no model or tool call)")

@@ -365,3 +365,15 @@ def test_invalid_unicode_in_otlp_attributes(tmp_path):
     assert any("invalid unicode" in w.message for w in run.warnings)
     back = Recording.loads(run.recording.dumps())
     assert back.records[1].result.content == t.result.content
+
+
+SAMPLES = sorted((Path(__file__).resolve().parents[3] / "sample_recordings").glob("*.json"))
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
+def test_every_sample_recording_survives_export_and_import(sample, tmp_path):
+    """Export of *any* recording (every format family's sample) imports back exactly."""
+    rec = Recording.load(sample)
+    back = _roundtrip(rec, tmp_path)
+    assert [r.to_json_obj() for r in back.records] == [r.to_json_obj() for r in rec.records]
+    assert back.session == rec.session
