@@ -294,3 +294,14 @@ def test_who_and_when_string_mistake_step() -> None:
     models = [r for r in rec.records if isinstance(r, ModelRecord)]
     assert len(models[-1].request.messages) == 8  # the multi-agent history before step 8
     assert {m.name for m in models[-1].request.messages} >= {"YouTubeDownload_Expert", "Computer_terminal"}
+
+
+def test_each_real_file_is_recognised_by_exactly_one_importer() -> None:
+    from core.importers import IMPORTERS
+    from core.importers._source import read_head
+
+    files = [p for p in sorted(REAL.rglob("*")) if p.is_file() and p.suffix in (".json", ".eval", ".traj", ".yaml")]
+    assert len(files) >= 16
+    for p in files:
+        takers = [i.name for i in IMPORTERS if i.sniff(p, read_head(p)) is None]
+        assert len(takers) == 1, (p.name, takers)
