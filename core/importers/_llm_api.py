@@ -33,6 +33,7 @@ from .base import ImportWarning
 __all__ = [
     "Warnings", "parse_args", "text_part", "as_content", "simplify_parts", "error_from_result", "parse_sse",
     "provider_of", "parse_request", "parse_response", "reassemble_stream",
+    "CarriedResult", "ParsedRequest", "ParsedResponse", "gemini_model",
 ]
 
 _ERROR_TEXT = re.compile(r"^\s*(?:(?:Error|ERROR|Exception)\b[^\n]*?:|Traceback \(most recent call last\))")
@@ -153,8 +154,11 @@ def parse_sse(text: str) -> list[tuple[str, str]]:
 
 
 @dataclass
-class _Result:
-    """A tool result found in a request."""
+class CarriedResult:
+    """A tool result carried by a request: its id and tool name as written (either may be
+    missing), content, explicit error flag (Anthropic ``is_error``; ``None`` = not said),
+    place in the source, and the call it answers *as that same request shows it*
+    (``(id, name, arguments)``, found by id or by position), if any."""
 
     id: str | None
     name: str | None
@@ -165,17 +169,24 @@ class _Result:
 
 
 @dataclass
-class _Req:
+class ParsedRequest:
+    """A request body as a model request: model name (``None`` when the body has none),
+    messages, tool schemas, stop sequences, every other field as options, and the tool
+    results the messages carry (in message order)."""
+
     model: str | None
     messages: list[ChatMessage]
     tools: list[Any]
     stop: list[str]
     options: dict[str, Any]
-    results: list[_Result]
+    results: list[CarriedResult]
 
 
 @dataclass
-class _Resp:
+class ParsedResponse:
+    """A response body: the assistant message (``None`` when the call failed), finish
+    reason, usage, the provider's response id and model, and the error, if any."""
+
     message: ChatMessage | None
     finish_reason: str | None = None
     usage: Usage | None = None
@@ -269,9 +280,9 @@ def _thinking_part(text: Any, signature: Any = None) -> dict[str, Any]:
     return part
 
 
-def _openai_request(body: dict[str, Any], place: str, warnings: Warnings) -> _Req:
+def _openai_request(body: dict[str, Any], place: str, warnings: Warnings) -> ParsedRequest:
     msgs: list[ChatMessage] = []
-    results: list[_Result] = []
+    results: list[CarriedResult] = []
     res = _Resolver()
     for i, m in enumerate(body.get("messages") or []):
         mp = f"{place}.messages[{i}]"
@@ -295,21 +306,21 @@ def _openai_request(body: dict[str, Any], place: str, warnings: Warnings) -> _Re
         if role in ("tool", "function"):
             rid = m.get("tool_call_id") or None
             call = res.resolve(rid, m.get("name"))
-            results.append(_Result(rid, m.get("name") or (call[1] if call else None), m.get("content"), None, mp, call))
+            results.append(CarriedResult(rid, m.get("name") or (call[1] if call else None), m.get("content"), None, mp, call))
     tools = list(body.get("tools") or []) + list(body.get("functions") or [])
     options = {k: v for k, v in body.items() if k not in ("messages", "model", "tools", "functions", "stop")}
-    return _Req(body.get("model"), msgs, tools, _str_list(body.get("stop")), options, results)
+    return ParsedRequest(body.get("model"), msgs, tools, _str_list(body.get("stop")), options, results)
 
 
-def _openai_response(body: Any, place: str, warnings: Warnings) -> _Resp:
+def _openai_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
     if not isinstance(body, dict):
-        return _Resp(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
+        return ParsedResponse(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
     if isinstance(body.get("error"), dict):
         e = body["error"]
-        return _Resp(None, error=ErrorInfo(type=str(e.get("type") or e.get("code") or "api_error"), message=display_text(e.get("message", ""))))
+        return ParsedResponse(None, error=ErrorInfo(type=str(e.get("type") or e.get("code") or "api_error"), message=display_text(e.get("message", ""))))
     choices = body.get("choices") or []
     if not choices:
-        return _Resp(None, error=ErrorInfo(type="bad_response", message="response has no choices"), response_id=body.get("id"))
+        return ParsedResponse(None, error=ErrorInfo(type="bad_response", message="response has no choices"), response_id=body.get("id"))
     if len(choices) > 1:
         warnings.add(f"{place}.choices", f"{len(choices)} choices; only the first is imported")
     ch = choices[0]
@@ -327,7 +338,7 @@ def _openai_response(body: Any, place: str, warnings: Warnings) -> _Resp:
     msg = ChatMessage(role=m.get("role") or "assistant", content=content, tool_calls=calls or None)
     u = body.get("usage") or {}
     usage = _usage(u.get("prompt_tokens", u.get("input_tokens")), u.get("completion_tokens", u.get("output_tokens")))
-    return _Resp(msg, ch.get("finish_reason"), usage, body.get("id"), body.get("model"))
+    return ParsedResponse(msg, ch.get("finish_reason"), usage, body.get("id"), body.get("model"))
 
 
 def _openai_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
@@ -417,9 +428,9 @@ def _anthropic_blocks(content: Any, place: str, warnings: Warnings) -> tuple[lis
     return parts, calls
 
 
-def _anthropic_request(body: dict[str, Any], place: str, warnings: Warnings) -> _Req:
+def _anthropic_request(body: dict[str, Any], place: str, warnings: Warnings) -> ParsedRequest:
     msgs: list[ChatMessage] = []
-    results: list[_Result] = []
+    results: list[CarriedResult] = []
     res = _Resolver()
     system = body.get("system")
     if system:
@@ -450,25 +461,25 @@ def _anthropic_request(body: dict[str, Any], place: str, warnings: Warnings) -> 
                 msgs.append(ChatMessage(role="tool", tool_call_id=rid, content=as_content(rc)))
                 call = res.resolve(rid, None)
                 is_err = b.get("is_error")
-                results.append(_Result(rid, call[1] if call else None, rc, bool(is_err) if is_err is not None else None, f"{mp}.content[{j}]", call))
+                results.append(CarriedResult(rid, call[1] if call else None, rc, bool(is_err) if is_err is not None else None, f"{mp}.content[{j}]", call))
             else:
                 pending_parts.append(b)
         if pending_parts:
             msgs.append(ChatMessage(role=role, content=simplify_parts(pending_parts)))
     options = {k: v for k, v in body.items() if k not in ("messages", "model", "tools", "system", "stop_sequences")}
-    return _Req(body.get("model"), msgs, list(body.get("tools") or []), _str_list(body.get("stop_sequences")), options, results)
+    return ParsedRequest(body.get("model"), msgs, list(body.get("tools") or []), _str_list(body.get("stop_sequences")), options, results)
 
 
-def _anthropic_response(body: Any, place: str, warnings: Warnings) -> _Resp:
+def _anthropic_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
     if not isinstance(body, dict):
-        return _Resp(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
+        return ParsedResponse(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
     if body.get("type") == "error" or isinstance(body.get("error"), dict):
         e = body.get("error") or {}
-        return _Resp(None, error=ErrorInfo(type=str(e.get("type") or "api_error"), message=display_text(e.get("message", ""))))
+        return ParsedResponse(None, error=ErrorInfo(type=str(e.get("type") or "api_error"), message=display_text(e.get("message", ""))))
     parts, calls = _anthropic_blocks(body.get("content"), f"{place}.content", warnings)
     msg = ChatMessage(role=body.get("role") or "assistant", content=simplify_parts(parts), tool_calls=calls or None)
     u = body.get("usage") or {}
-    return _Resp(msg, body.get("stop_reason"), _usage(u.get("input_tokens"), u.get("output_tokens")), body.get("id"), body.get("model"))
+    return ParsedResponse(msg, body.get("stop_reason"), _usage(u.get("input_tokens"), u.get("output_tokens")), body.get("id"), body.get("model"))
 
 
 def _anthropic_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
@@ -575,9 +586,9 @@ def gemini_model(uri: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnings) -> _Req:
+def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnings) -> ParsedRequest:
     msgs: list[ChatMessage] = []
-    results: list[_Result] = []
+    results: list[CarriedResult] = []
     res = _Resolver()
     si = body.get("systemInstruction") or body.get("system_instruction")
     if si:
@@ -599,7 +610,7 @@ def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnin
             name = fr.get("name")
             msgs.append(ChatMessage(role="tool", tool_call_id=rid, name=name, content=as_content(fr.get("response"))))
             call = res.resolve(rid, name)
-            results.append(_Result(rid, name, fr.get("response"), None, f"{cp}.parts[{j}].functionResponse", call))
+            results.append(CarriedResult(rid, name, fr.get("response"), None, f"{cp}.parts[{j}].functionResponse", call))
     tools = body.get("tools") or []
     if isinstance(tools, dict):
         tools = [tools]
@@ -610,19 +621,19 @@ def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnin
         options["generationConfig"] = gc
     if ":streamGenerateContent" in uri:
         options["stream"] = True
-    return _Req(gemini_model(uri) or body.get("model"), msgs, list(tools), stop, options, results)
+    return ParsedRequest(gemini_model(uri) or body.get("model"), msgs, list(tools), stop, options, results)
 
 
-def _gemini_response(body: Any, place: str, warnings: Warnings) -> _Resp:
+def _gemini_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
     if not isinstance(body, dict):
-        return _Resp(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
+        return ParsedResponse(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
     if isinstance(body.get("error"), dict):
         e = body["error"]
-        return _Resp(None, error=ErrorInfo(type=str(e.get("status") or e.get("code") or "api_error"), message=display_text(e.get("message", ""))))
+        return ParsedResponse(None, error=ErrorInfo(type=str(e.get("status") or e.get("code") or "api_error"), message=display_text(e.get("message", ""))))
     cands = body.get("candidates") or []
     if not cands:
         fb = body.get("promptFeedback")
-        return _Resp(None, error=ErrorInfo(type="no_candidates", message=display_text(fb) if fb else "response has no candidates"))
+        return ParsedResponse(None, error=ErrorInfo(type="no_candidates", message=display_text(fb) if fb else "response has no candidates"))
     if len(cands) > 1:
         warnings.add(f"{place}.candidates", f"{len(cands)} candidates; only the first is imported")
     c = cands[0]
@@ -632,7 +643,7 @@ def _gemini_response(body: Any, place: str, warnings: Warnings) -> _Resp:
     out_tokens = u.get("candidatesTokenCount")
     if isinstance(u.get("thoughtsTokenCount"), int):
         out_tokens = (out_tokens or 0) + u["thoughtsTokenCount"]
-    return _Resp(msg, c.get("finishReason"), _usage(u.get("promptTokenCount"), out_tokens), body.get("responseId"), body.get("modelVersion"))
+    return ParsedResponse(msg, c.get("finishReason"), _usage(u.get("promptTokenCount"), out_tokens), body.get("responseId"), body.get("modelVersion"))
 
 
 def _gemini_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
@@ -673,7 +684,7 @@ def _gemini_stream(events: list[tuple[str, str]], place: str, warnings: Warnings
     return out
 
 
-def parse_request(provider: str, body: dict[str, Any], uri: str, place: str, warnings: Warnings) -> _Req:
+def parse_request(provider: str, body: dict[str, Any], uri: str, place: str, warnings: Warnings) -> ParsedRequest:
     """A request body of ``provider`` (``openai`` | ``anthropic`` | ``gemini``)."""
     if provider == "openai":
         return _openai_request(body, place, warnings)
@@ -682,7 +693,7 @@ def parse_request(provider: str, body: dict[str, Any], uri: str, place: str, war
     return _gemini_request(body, uri, place, warnings)
 
 
-def parse_response(provider: str, body: Any, place: str, warnings: Warnings) -> _Resp:
+def parse_response(provider: str, body: Any, place: str, warnings: Warnings) -> ParsedResponse:
     """A (non-streamed, or reassembled) response body of ``provider``."""
     conv = {"openai": _openai_response, "anthropic": _anthropic_response, "gemini": _gemini_response}[provider]
     return conv(body, place, warnings)

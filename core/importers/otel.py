@@ -70,8 +70,8 @@ from ..recording import (
     Usage,
 )
 from .base import ImportedRun, Importer
-from ._llm_api import Warnings, _Result, parse_args, simplify_parts, text_part
-from .vcr import Emitted, VcrImporter, _Pending, finalize_recording
+from ._llm_api import Warnings, CarriedResult, parse_args, simplify_parts, text_part
+from .vcr import ToolPairer, finalize_recording
 
 __all__ = ["OtelImporter", "export_otlp", "recording_to_otlp", "EXPORT_SCHEMA"]
 
@@ -872,9 +872,7 @@ class OtelImporter(Importer):
     def _recover_tools(self, records: list[Any], warnings: Warnings) -> list[Any]:
         """Tool records from consecutive model calls (no execute_tool spans in the trace)."""
         out: list[Any] = []
-        pending: list[_Pending] = []
-        emitted = Emitted()
-        pairer = VcrImporter()
+        pairer = ToolPairer(warnings)
         for r in records:
             if isinstance(r, ModelRecord):
                 by_id: dict[str, tuple[str | None, str, Any]] = {}
@@ -888,19 +886,18 @@ class OtelImporter(Importer):
                     if m.role == "tool":
                         call = by_id.get(m.tool_call_id or "") or (last[answered] if answered < len(last) else None)
                         answered += 1
-                        res = _Result(m.tool_call_id, m.name or (call[1] if call else None), m.content, None, f"model call messages[{n}]", call)
-                        tr = pairer._pair(res, pending, emitted, warnings)
+                        res = CarriedResult(m.tool_call_id, m.name or (call[1] if call else None), m.content, None, f"model call messages[{n}]", call)
+                        tr = pairer.answer(res)
                         if tr is not None:
                             out.append(tr)
-                            emitted.add(tr)
                 out.append(r)
                 if r.response and r.response.message.tool_calls:
                     for tc in r.response.message.tool_calls:
-                        pending.append(_Pending(tc.id or None, tc.name, tc.arguments, len(out) - 1))
+                        pairer.open(tc.id, tc.name, tc.arguments, len(out) - 1)
             else:
                 out.append(r)
-        if emitted:
-            warnings.add("/", f"{len(emitted)} tool record(s) recovered from the messages of consecutive model calls (the trace has no execute_tool spans)")
+        if pairer.made:
+            warnings.add("/", f"{len(pairer.made)} tool record(s) recovered from the messages of consecutive model calls (the trace has no execute_tool spans)")
         return out
 
 

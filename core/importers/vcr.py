@@ -66,9 +66,9 @@ from ..recording import (
 from ..redaction import REDACTED, SecretRedactor, is_sensitive_header, is_sensitive_name
 from ._llm_api import (
     Warnings,
-    _Req,
-    _Resp,
-    _Result,
+    ParsedRequest,
+    ParsedResponse,
+    CarriedResult,
     error_from_result,
     gemini_model,
     parse_request,
@@ -79,7 +79,7 @@ from ._llm_api import (
 )
 from .base import ImportedRun, Importer
 
-__all__ = ["VcrImporter", "finalize_recording", "parse_sse"]
+__all__ = ["VcrImporter", "ToolPairer", "finalize_recording", "parse_sse"]
 
 PRODUCER = "chassis-inspector import"
 
@@ -383,14 +383,34 @@ def _decode_body(msg: dict[str, Any], headers: dict[str, list[str]], place: str,
 # --------------------------------------------------------------------------- the importer
 
 
-class Emitted:
-    """The tool records imported so far, indexed for the chat-history checks: by
-    ``tool_call_id`` and by (tool, canonical arguments)."""
+@dataclass
+class OpenCall:
+    """A tool call asked for by a model response and not answered yet."""
 
-    def __init__(self) -> None:
-        self.records: list[ToolRecord] = []
-        self.ids: set[str] = set()
-        self.calls: set[tuple[str, bytes]] = set()
+    id: str | None
+    name: str
+    arguments: Any
+    model_seq: int
+
+
+class ToolPairer:
+    """Recovers tool records from consecutive model calls: tool calls of a response are
+    *opened* (:meth:`open`); each tool result found in a later request is *answered*
+    (:meth:`answer`), giving the tool record — or ``None`` when the result is chat history
+    already imported.
+
+    A result is paired with an open call by id; when the id is empty or was rewritten,
+    by tool name and arguments (of the call the same request shows), then by tool name,
+    then (no id, no name) by position — each fallback adds a warning. History is
+    recognised by id, or by tool name and arguments, among the records already made.
+    """
+
+    def __init__(self, warnings: Warnings) -> None:
+        self.warnings = warnings
+        self.open_calls: list[OpenCall] = []
+        self.made: list[ToolRecord] = []
+        self._ids: set[str] = set()
+        self._calls: set[tuple[str, bytes]] = set()
 
     @staticmethod
     def _sig(tool: str, arguments: Any) -> tuple[str, bytes]:
@@ -399,28 +419,59 @@ class Emitted:
         except TypeError:
             return tool, repr(arguments).encode()
 
-    def add(self, rec: ToolRecord) -> None:
-        self.records.append(rec)
+    def open(self, call_id: str | None, name: str, arguments: Any, model_seq: int) -> None:
+        """Register a tool call of the response of the model record at ``model_seq``."""
+        self.open_calls.append(OpenCall(call_id or None, name, arguments, model_seq))
+
+    def _made(self, rec: ToolRecord) -> ToolRecord:
+        self.made.append(rec)
         if rec.tool_call_id:
-            self.ids.add(rec.tool_call_id)
-        self.calls.add(self._sig(rec.tool, rec.arguments))
+            self._ids.add(rec.tool_call_id)
+        self._calls.add(self._sig(rec.tool, rec.arguments))
+        return rec
 
-    def has_id(self, call_id: str) -> bool:
-        return call_id in self.ids
+    def answer(self, r: CarriedResult) -> ToolRecord | None:
+        """The tool record for result ``r``, or ``None`` if it repeats chat history."""
+        pending = self.open_calls
+        taken: OpenCall | None = None
+        how = "id"
+        if r.id:
+            taken = next((p for p in pending if p.id == r.id), None)
+            if taken is None and r.id in self._ids:
+                return None  # chat history: already imported
+        if taken is None and r.call is not None:
+            _cid, cname, cargs = r.call
+            taken = next((p for p in pending if p.name == cname and p.arguments == cargs), None)
+            how = "tool name and arguments"
+            if taken is None and self._sig(cname, cargs) in self._calls:
+                return None  # history, possibly under a rewritten id
+        if taken is None and r.name:
+            taken = next((p for p in pending if p.name == r.name), None)
+            how = "tool name"
+        if taken is None and not r.id and not r.name and pending:
+            taken = pending[0]
+            how = "position"
+        error = error_from_result(r.content, r.is_error, r.place, self.warnings)
+        if taken is None:
+            name = (r.call[1] if r.call else None) or r.name or "unknown"
+            args = r.call[2] if r.call else {}
+            self.warnings.add(r.place, f"tool result for {name!r} (id {r.id or 'none'}) answers no call seen in an earlier response; imported on its own")
+            return self._made(ToolRecord(seq=0, tool=name, arguments=args, tool_call_id=r.id,
+                                         result=ToolResult(content=r.content, error=error)))
+        pending.remove(taken)
+        if how != "id":
+            if r.id and taken.id and r.id != taken.id:
+                self.warnings.add(r.place, f"tool call id rewritten ({taken.id!r} in the response, {r.id!r} here); paired by {how}")
+            elif not (r.id and taken.id):
+                self.warnings.add(r.place, f"tool call {taken.name!r} has no id on {'both sides' if not r.id and not taken.id else 'one side'}; paired by {how}")
+        return self._made(ToolRecord(
+            seq=0, tool=taken.name, arguments=taken.arguments, tool_call_id=taken.id or r.id,
+            result=ToolResult(content=r.content, error=error),
+        ))
 
-    def has_call(self, tool: str, arguments: Any) -> bool:
-        return self._sig(tool, arguments) in self.calls
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-
-@dataclass
-class _Pending:
-    id: str | None
-    name: str
-    arguments: Any
-    model_seq: int
+    def unanswered(self) -> list[OpenCall]:
+        """The calls never answered (each warned by the caller)."""
+        return list(self.open_calls)
 
 
 class VcrImporter(Importer):
@@ -465,8 +516,7 @@ class VcrImporter(Importer):
         records: list[Any] = []
         http: list[dict[str, Any]] = []
         providers: list[str] = []
-        pending: list[_Pending] = []
-        emitted = Emitted()
+        pairer = ToolPairer(warnings)
         redacted_headers = 0
         created: str | None = None
         for i, inter in enumerate(interactions):
@@ -502,16 +552,15 @@ class VcrImporter(Importer):
             # request
             if req_body.kind != "json" or not isinstance(req_body.value, dict):
                 warnings.add(f"{place}.request.body", f"request body is {req_body.kind}, not a JSON object; request kept raw in options")
-                req = _Req(gemini_model(uri) if provider == "gemini" else None, [], [], [], {"raw_body": req_body.value}, [])
+                req = ParsedRequest(gemini_model(uri) if provider == "gemini" else None, [], [], [], {"raw_body": req_body.value}, [])
             else:
                 req = parse_request(provider, req_body.value, uri, f"{place}.request.body", warnings)
 
             # tool results carried by this request
             for r in req.results:
-                tr = self._pair(r, pending, emitted, warnings)
+                tr = pairer.answer(r)
                 if tr is not None:
                     records.append(tr)
-                    emitted.add(tr)
 
             # response
             resp, stream, stream_events = self._response(provider, resp_msg, resp_h, status, f"{place}.response", warnings)
@@ -537,8 +586,8 @@ class VcrImporter(Importer):
             records.append(mr)
             if resp.message and resp.message.tool_calls:
                 for tc in resp.message.tool_calls:
-                    pending.append(_Pending(tc.id or None, tc.name, tc.arguments, mr.seq))
-        for p in pending:
+                    pairer.open(tc.id, tc.name, tc.arguments, mr.seq)
+        for p in pairer.unanswered():
             warnings.add(
                 f"record {p.model_seq}",
                 f"tool call {p.name!r} (id {p.id or 'none'}) has no result in any later request of the cassette; no tool record",
@@ -547,7 +596,7 @@ class VcrImporter(Importer):
         meta = {"providers": providers, "http": http, "redaction": {"headers_and_query_params": redacted_headers}}
         return records, meta, created
 
-    def _response(self, provider: str, msg: dict[str, Any], headers: dict[str, list[str]], status: Any, place: str, warnings: Warnings) -> tuple[_Resp, bool, int]:
+    def _response(self, provider: str, msg: dict[str, Any], headers: dict[str, list[str]], status: Any, place: str, warnings: Warnings) -> tuple[ParsedResponse, bool, int]:
         body = _decode_body(msg, headers, place, warnings) if msg else _Body("empty")
         stream = body.kind == "sse"
         value = body.value
@@ -555,51 +604,14 @@ class VcrImporter(Importer):
             value = reassemble_stream(provider, body.events, f"{place}.body", warnings)
         elif body.kind == "empty":
             warnings.add(place, "response has no body")
-            return _Resp(None, error=ErrorInfo(type="empty_response", message=f"HTTP {status}: no response body")), False, 0
+            return ParsedResponse(None, error=ErrorInfo(type="empty_response", message=f"HTTP {status}: no response body")), False, 0
         elif body.kind == "undecodable":
-            return _Resp(None, error=ErrorInfo(type="undecodable_body", message=f"HTTP {status}: response body could not be decoded: {display_text(value)[:200]}")), False, 0
+            return ParsedResponse(None, error=ErrorInfo(type="undecodable_body", message=f"HTTP {status}: response body could not be decoded: {display_text(value)[:200]}")), False, 0
         elif body.kind == "text":
-            return _Resp(None, error=ErrorInfo(type=f"http_{status}" if isinstance(status, int) and status >= 400 else "bad_response", message=display_text(value)[:2000])), False, 0
+            return ParsedResponse(None, error=ErrorInfo(type=f"http_{status}" if isinstance(status, int) and status >= 400 else "bad_response", message=display_text(value)[:2000])), False, 0
         resp = parse_response(provider, value, f"{place}.body", warnings)
         if isinstance(status, int) and status >= 400 and resp.error is None:
             resp.error = ErrorInfo(type=f"http_{status}", message=display_text(value)[:2000])
         elif isinstance(status, int) and status >= 400 and resp.error is not None and not resp.error.type.startswith("http_"):
             resp.error = ErrorInfo(type=f"http_{status}:{resp.error.type}", message=resp.error.message)
         return resp, stream, len(body.events)
-
-    def _pair(self, r: _Result, pending: list[_Pending], emitted: Emitted, warnings: Warnings) -> ToolRecord | None:
-        taken: _Pending | None = None
-        how = "id"
-        if r.id:
-            taken = next((p for p in pending if p.id == r.id), None)
-            if taken is None and emitted.has_id(r.id):
-                return None  # chat history: already imported
-        if taken is None and r.call is not None:
-            _cid, cname, cargs = r.call
-            taken = next((p for p in pending if p.name == cname and p.arguments == cargs), None)
-            how = "tool name and arguments"
-            if taken is None and emitted.has_call(cname, cargs):
-                return None  # history, possibly under a rewritten id
-        if taken is None and r.name:
-            taken = next((p for p in pending if p.name == r.name), None)
-            how = "tool name"
-        if taken is None and not r.id and not r.name and pending:
-            taken = pending[0]
-            how = "position"
-        if taken is None:
-            name = (r.call[1] if r.call else None) or r.name or "unknown"
-            args = r.call[2] if r.call else {}
-            warnings.add(r.place, f"tool result for {name!r} (id {r.id or 'none'}) answers no call seen in an earlier response; imported on its own")
-            return ToolRecord(seq=0, tool=name, arguments=args, tool_call_id=r.id,
-                              result=ToolResult(content=r.content, error=error_from_result(r.content, r.is_error, r.place, warnings)))
-        pending.remove(taken)
-        if how != "id":
-            if r.id and taken.id and r.id != taken.id:
-                warnings.add(r.place, f"tool call id rewritten ({taken.id!r} in the response, {r.id!r} here); paired by {how}")
-            elif not (r.id and taken.id):
-                warnings.add(r.place, f"tool call {taken.name!r} has no id on {'both sides' if not r.id and not taken.id else 'one side'}; paired by {how}")
-        return ToolRecord(
-            seq=0, tool=taken.name, arguments=taken.arguments,
-            tool_call_id=taken.id or r.id,
-            result=ToolResult(content=r.content, error=error_from_result(r.content, r.is_error, r.place, warnings)),
-        )
