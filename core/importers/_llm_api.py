@@ -196,6 +196,8 @@ class ParsedResponse:
 
 
 def provider_of(uri: str, body: Any) -> str | None:
+    """``"openai"``, ``"anthropic"`` or ``"gemini"`` for a model-call URI (body shape as
+    a fallback: Gemini ``contents``, ``messages`` to an Anthropic host), else ``None``."""
     try:
         parts = urlsplit(uri)
     except ValueError:
@@ -582,6 +584,7 @@ def _gemini_parts(parts: Any, place: str, warnings: Warnings) -> tuple[list[Any]
 
 
 def gemini_model(uri: str) -> str | None:
+    """The model name in a Gemini URI (``…/models/NAME:generateContent``), or ``None``."""
     m = re.search(r"models/([^/:?]+)", uri)
     return m.group(1) if m else None
 
