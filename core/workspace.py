@@ -27,6 +27,7 @@ the previous state or the new one.
 
 from __future__ import annotations
 
+import gc
 import os
 import sqlite3
 import zlib
@@ -105,6 +106,19 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector while serializing many records: it would rescan the
+    growing heap again and again (no cycles are created here)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _json(obj: Any) -> str:
@@ -336,10 +350,12 @@ class Workspace:
         n_events = 0
         digest = None
         if outcome is not None:
-            doc = recording_to_dict(outcome.events)
-            digest = doc["digest"]
-            record.events_digest = digest
-            events_blob = zlib.compress(orjson.dumps(doc), 1)
+            with _gc_paused():
+                doc = recording_to_dict(outcome.events)
+                digest = doc["digest"]
+                record.events_digest = digest
+                events_blob = zlib.compress(orjson.dumps(doc), 1)
+                del doc
             n_events = len(outcome.events.records)
         with self._tx() as c:
             c.execute("UPDATE replays SET status=?, updated_at=?, record=? WHERE id=?",
