@@ -627,6 +627,7 @@ class OtelImporter(Importer):
         for d, doc in enumerate(docs):
             if not isinstance(doc, dict):
                 raise FormatError("not an OTLP JSON trace export: a document is not an object", file=source, path=f"/{d}")
+            prefix = f"[{d}]." if len(docs) > 1 else ""  # document (JSON Lines: line d+1)
             rss = doc.get("resourceSpans", doc.get("resource_spans"))
             if not isinstance(rss, list):
                 raise FormatError("not an OTLP JSON trace export: no 'resourceSpans' list", file=source, path="/resourceSpans")
@@ -635,7 +636,7 @@ class OtelImporter(Importer):
                 for j, ss in enumerate((rs or {}).get("scopeSpans", (rs or {}).get("scope_spans")) or []):
                     for k, sp in enumerate((ss or {}).get("spans") or []):
                         if isinstance(sp, dict):
-                            spans.append((sp, res_attrs, f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"))
+                            spans.append((sp, res_attrs, f"{prefix}resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"))
         if not spans:
             raise FormatError("OTLP JSON export holds no spans", file=source, path="/resourceSpans")
         traces: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {}
@@ -815,7 +816,7 @@ class OtelImporter(Importer):
         else:
             options = {k[len("gen_ai.request."):]: v for k, v in a.items()
                        if k.startswith("gen_ai.request.") and k not in ("gen_ai.request.model", "gen_ai.request.stop_sequences")}
-            options, vw = encode_value(options, place=f"{place}.gen_ai.request")
+            options, vw = encode_value(options, place=f"{place}.gen_ai.request.*")
             warnings.extend_values(vw)
         model = a.get("gen_ai.request.model") or a.get("gen_ai.response.model")
         if not isinstance(model, str) or not model:
