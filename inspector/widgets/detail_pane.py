@@ -28,11 +28,12 @@ class DetailPane(Vertical):
     DEFAULT_CSS = """
     DetailPane { background: $surface; }
     DetailPane > #detail-identity { height: auto; padding: 0 1; background: $panel; }
-    DetailPane > #detail-error { height: auto; padding: 0 1; background: $error 25%; color: $text-error; display: none; }
+    DetailPane > #detail-error { height: auto; padding: 0 1; background: $panel; color: #ff5f5f; text-style: bold; display: none; }
     DetailPane > #detail-error.shown { display: block; }
     DetailPane TabbedContent { height: 1fr; }
     DetailPane TabPane { padding: 0; }
     DetailPane JsonTree, DetailPane TranscriptView { height: 1fr; }
+    DetailPane JsonTree { scrollbar-size-horizontal: 1; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -115,7 +116,7 @@ class DetailPane(Vertical):
         t.append(f"  {ident['kind']}", style="bold")
         t.append(f"  {index.names[position]}")
         status = index.statuses[position]
-        t.append(f"  [{status}]", style="bold red" if status == "error" else "dim")
+        t.append(f"  [{status}]", style="bold #ff5f5f" if status == "error" else "dim")
         dur = index.durations[position]
         if dur is not None:
             t.append(f"  {format_duration(dur)}", style="dim")

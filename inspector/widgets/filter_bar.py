@@ -82,6 +82,8 @@ class FilterBar(Horizontal):
     class SearchCancelled(Message):
         """The user left the search box with escape."""
 
+    _match_info = ""
+
     def compose(self) -> ComposeResult:
         for kind in RECORD_KINDS:
             yield Chip(f"{KIND_KEYS[kind]} {kind}", id=f"chip-{kind}", classes="on")
@@ -99,7 +101,9 @@ class FilterBar(Horizontal):
 
     def set_match_info(self, text: str) -> None:
         """Show e.g. ``match 3/17`` next to the search box."""
-        self.query_one("#match-info", Static).update(text)
+        if text != self._match_info:
+            self._match_info = text
+            self.query_one("#match-info", Static).update(text)
 
     @on(Chip.Clicked)
     def _chip_clicked(self, event: Chip.Clicked) -> None:

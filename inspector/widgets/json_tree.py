@@ -100,6 +100,14 @@ class JsonTree(Tree[JsonNode]):
             if child.data and isinstance(child.data.value, (dict, list)) and len(child.data.value) <= 12:
                 self._populate(child)
                 child.expand()
+                # an error is what the user came for: open it wherever it is
+                for grandchild in child.children:
+                    if grandchild.data and grandchild.data.path[-1:] == ["error"] and grandchild.data.value:
+                        self._populate(grandchild)
+                        grandchild.expand()
+            elif child.data and child.data.path == ["error"] and child.data.value:
+                self._populate(child)
+                child.expand()
         self.scroll_home(animate=False)
 
     def _add_child(self, parent: TreeNode[JsonNode], key: str | int | None, value: Any, path: list[str | int]) -> None:

@@ -12,11 +12,11 @@ from core.timeline import VIEW_KINDS as RECORD_KINDS
 from core.timeline import TimelineSummary, format_duration, one_line
 
 KIND_STYLES = {
-    "model": "bold blue",
-    "tool": "bold green",
-    "interrupt": "bold yellow",
-    "snapshot": "magenta",
-    "lifecycle": "cyan",
+    "model": "bold #5f87ff",
+    "tool": "bold #5faf5f",
+    "interrupt": "bold #d7af00",
+    "snapshot": "#c060c0",
+    "lifecycle": "#4fb0b0",
 }
 
 
@@ -43,7 +43,7 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
             t.append("  ")
             t.append(f"{kind} {n:,}", style=KIND_STYLES[kind])
     t.append("  ")
-    t.append(f"errors {summary.errors:,}", style="bold red" if summary.errors else "dim")
+    t.append(f"errors {summary.errors:,}", style="bold #ff5f5f" if summary.errors else "dim")
     t.append(f"  tokens in {summary.tokens_in:,} / out {summary.tokens_out:,}")
     if summary.span_seconds is not None:
         t.append(f"  wall {format_duration(summary.span_seconds) or '0ms'}")

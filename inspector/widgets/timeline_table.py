@@ -130,20 +130,22 @@ class TimelineTable(ScrollView, can_focus=True):
     TimelineTable > .timeline--header { text-style: bold; background: $panel; color: $foreground; }
     TimelineTable > .timeline--cursor { background: $block-cursor-background; color: $block-cursor-foreground; text-style: bold; }
     TimelineTable > .timeline--cursor-blurred { background: $block-cursor-blurred-background; }
-    TimelineTable > .timeline--match { background: $warning 40%; color: $foreground; text-style: bold underline; }
+    TimelineTable > .timeline--match { background: #e0c000; color: #000000; text-style: bold; }
     TimelineTable > .timeline--dim { color: $text-muted; }
-    TimelineTable > .timeline--separator { color: $text-secondary; text-style: italic; }
-    TimelineTable > .timeline--kind-model { color: $text-primary; text-style: bold; }
-    TimelineTable > .timeline--kind-tool { color: $text-success; text-style: bold; }
-    TimelineTable > .timeline--kind-interrupt { color: $text-warning; text-style: bold; }
-    TimelineTable > .timeline--kind-snapshot { color: $text-accent; }
-    TimelineTable > .timeline--kind-lifecycle { color: $text-secondary; }
+    TimelineTable > .timeline--separator { color: #4fb0b0; text-style: italic; }
+    /* hues chosen so that Rich's downgrade keeps them: bright blue, bright green, yellow,
+       bright magenta, cyan, bright red in 16 colours (see docs/app.md) */
+    TimelineTable > .timeline--kind-model { color: #5f87ff; text-style: bold; }
+    TimelineTable > .timeline--kind-tool { color: #5faf5f; text-style: bold; }
+    TimelineTable > .timeline--kind-interrupt { color: #d7af00; text-style: bold; }
+    TimelineTable > .timeline--kind-snapshot { color: #c060c0; }
+    TimelineTable > .timeline--kind-lifecycle { color: #4fb0b0; }
     TimelineTable > .timeline--status-ok { color: $text-muted; }
-    TimelineTable > .timeline--status-error { color: $text-error; text-style: bold; }
-    TimelineTable > .timeline--status-interrupted { color: $text-warning; }
-    TimelineTable > .timeline--status-redacted { color: $text-accent; }
-    TimelineTable > .timeline--status-replayed { color: $text-primary; }
-    TimelineTable > .timeline--status-live-fallback { color: $text-warning; text-style: bold; }
+    TimelineTable > .timeline--status-error { color: #ff5f5f; text-style: bold; }
+    TimelineTable > .timeline--status-interrupted { color: #d7af00; }
+    TimelineTable > .timeline--status-redacted { color: #c060c0; }
+    TimelineTable > .timeline--status-replayed { color: #5f87ff; }
+    TimelineTable > .timeline--status-live-fallback { color: #d7af00; text-style: bold; }
     """
 
     cursor: reactive[int] = reactive(0, always_update=True, init=False)
@@ -179,6 +181,7 @@ class TimelineTable(ScrollView, can_focus=True):
         self.matches: frozenset[int] = frozenset()
         self.term = ""
         self._line_cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._style_cache: dict[tuple[str, bool], Style] = {}
         self._max_seq = index.seqs[-1] if len(index) else 0
         self._update_virtual_size()
 
@@ -278,6 +281,17 @@ class TimelineTable(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._line_cache.clear()
+        self._style_cache.clear()
+
+    def _style(self, name: str, partial: bool = True) -> Style:
+        """A component style (``name`` = "" for the widget's own), memoised until the
+        styles change: computing rich styles is costly and every line needs a dozen."""
+        key = (name, partial)
+        style = self._style_cache.get(key)
+        if style is None:
+            style = self.rich_style if not name else self.get_component_rich_style(name, partial=partial)
+            self._style_cache[key] = style
+        return style
 
     # ------------------------------------------------------------------ actions
 
@@ -322,7 +336,7 @@ class TimelineTable(ScrollView, can_focus=True):
             return self._header_strip(cols, width)
         row = round(self.scroll_y) + y - 1
         if row >= len(self.view):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style(""))
         position = self.view[row]
         is_cursor = row == self.cursor
         key = (position, width, is_cursor, self.has_focus, position in self.matches, self.term)
@@ -333,7 +347,7 @@ class TimelineTable(ScrollView, can_focus=True):
         return strip
 
     def _header_strip(self, cols: Columns, width: int) -> Strip:
-        style = self.get_component_rich_style("timeline--header")
+        style = self._style("timeline--header", partial=False)
         parts = [
             _cell("", cols.mark),
             _cell("seq", cols.seq, right=True),
@@ -369,16 +383,14 @@ class TimelineTable(ScrollView, can_focus=True):
 
     def _row_strip(self, position: int, cols: Columns, width: int, is_cursor: bool, is_match: bool) -> Strip:
         idx = self.index
-        base = self.rich_style
+        base = self._style("")
         if is_cursor:
-            base = base + self.get_component_rich_style(
-                "timeline--cursor" if self.has_focus else "timeline--cursor-blurred"
-            )
-        dim = self.get_component_rich_style("timeline--dim", partial=True)
-        match_style = self.get_component_rich_style("timeline--match", partial=True)
+            base = base + self._style("timeline--cursor" if self.has_focus else "timeline--cursor-blurred", partial=False)
+        dim = self._style("timeline--dim")
+        match_style = self._style("timeline--match")
         kind = idx.kinds[position]
         status = idx.statuses[position]
-        kind_style = self.get_component_rich_style(f"timeline--kind-{kind}", partial=True)
+        kind_style = self._style(f"timeline--kind-{kind}")
         segs: list[Segment] = []
         mark = "●" if is_match else " "
         segs.append(Segment(_cell(mark, cols.mark), base + (match_style if is_match else Style())))
@@ -388,7 +400,7 @@ class TimelineTable(ScrollView, can_focus=True):
             segs.append(Segment(_cell(format_offset(idx.offsets[position]), cols.offset, right=True) + " ", base + dim))
         if kind in ("snapshot", "lifecycle"):
             # a separator line that explains the run's composition
-            sep_style = self.get_component_rich_style("timeline--separator", partial=True)
+            sep_style = self._style("timeline--separator")
             used = sum(s.cell_length for s in segs)
             label = f"── {'⚙' if kind == 'snapshot' else '◆'} {kind} {idx.names[position]}: "
             rest = max(0, width - used)
@@ -403,7 +415,7 @@ class TimelineTable(ScrollView, can_focus=True):
         summary = _cell(idx.summary_of(position), cols.summary)
         segs.extend(self._highlight(summary, base, match_style))
         segs.append(Segment(" ", base))
-        status_style = self.get_component_rich_style(f"timeline--status-{status}", partial=True)
+        status_style = self._style(f"timeline--status-{status}")
         segs.append(Segment(_cell(STATUS_MARKS.get(status, status), cols.status), base + status_style))
         if cols.duration:
             segs.append(Segment(" " + _cell(format_duration(idx.durations[position]), cols.duration, right=True), base + dim))

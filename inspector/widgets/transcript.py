@@ -64,12 +64,12 @@ class MessageBlock(Static):
         margin: 0 0 1 0;
         height: auto;
     }
-    MessageBlock.role-system { border: round $foreground 40%; }
-    MessageBlock.role-user { border: round $primary; }
-    MessageBlock.role-assistant { border: round $success; }
-    MessageBlock.role-tool { border: round $warning; }
-    MessageBlock.role-other { border: round $secondary; }
-    MessageBlock.current { border: double $accent; }
+    MessageBlock.role-system { border: round #a0a0a0; }
+    MessageBlock.role-user { border: round #5f87ff; }
+    MessageBlock.role-assistant { border: round #5faf5f; }
+    MessageBlock.role-tool { border: round #d7af00; }
+    MessageBlock.role-other { border: round #c060c0; }
+    MessageBlock.current { border: double #4fb0b0; }
     """
 
     def __init__(self, entry: TranscriptEntry, expanded: bool) -> None:
