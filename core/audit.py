@@ -7,7 +7,8 @@
    requested no tool).
 2. **Links.** For every model call, each message of its request is traced to the call
    that produced it: a ``tool`` message by its ``tool_call_id`` (or, without one, by
-   equal content) to the tool record that answered it; an ``assistant`` message to the
+   equal content — or, for a ``user`` message of a text-mode agent, by containing the
+   tool's output) to the tool record that answered it; an ``assistant`` message to the
    earlier model call whose response it is (transcript inclusion: same text and same
    tool-call ids). A tool record is also linked to the model call whose response
    *issued* it (its ``tool_call_id`` among that response's ``tool_calls``).
@@ -196,6 +197,23 @@ def _tool_content_text(r: ToolRecord) -> str:
     return _text(c)
 
 
+_MIN_CONTAINED = 8
+
+
+def _match_content(
+    text: str, by_text: dict[str, list[int]], texts: list[tuple[int, str]], *, allow_exact: bool
+) -> int | None:
+    """The latest earlier tool record whose result *is* ``text`` (exact), else whose
+    result (8+ characters) is contained in ``text`` — text-mode agents wrap observations
+    in a ``user`` message with decorations around the tool's output."""
+    if allow_exact and by_text.get(text):
+        return by_text[text][-1]
+    for seq, t in reversed(texts):
+        if t in text:
+            return seq
+    return None
+
+
 def _walk_redacted(value: Any, path: list[Any], out: list[str]) -> None:
     if isinstance(value, str):
         if REDACTED in value:
@@ -250,6 +268,8 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
     issuer: dict[str, int] = {}  # tool_call_id -> model seq that requested it
     response_fp: dict[tuple[str, tuple[str, ...]], list[int]] = {}
     tool_by_text: dict[str, list[int]] = {}
+    tool_texts: list[tuple[int, str]] = []  # tool results seen so far (long enough to search for)
+    content_cache: dict[tuple[str, str], int | None] = {}
     edges: set[tuple[int, int, str]] = set()
     deps: dict[int, set[int]] = {}
     included_at: dict[int, int] = {}
@@ -263,24 +283,27 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                 if src is not None and src < r.seq:
                     edges.add((src, r.seq, "issued"))
                     deps.setdefault(r.seq, set()).add(src)
-            tool_by_text.setdefault(_tool_content_text(r), []).append(r.seq)
+            text = _tool_content_text(r)
+            tool_by_text.setdefault(text, []).append(r.seq)
+            if len(text) >= _MIN_CONTAINED:
+                tool_texts.append((r.seq, text))
             continue
         # a model call: trace its request messages to earlier calls
         mine = deps.setdefault(r.seq, set())
         for m in r.request.messages:
             src_seq: int | None = None
             via = ""
-            if m.role == "tool":
-                t = None
-                if m.tool_call_id:
-                    t = by_call_id.get((r.run_id, m.tool_call_id)) or by_call_id_any.get(m.tool_call_id)
-                    via = "tool_call_id"
+            if m.role == "tool" and m.tool_call_id:
+                t = by_call_id.get((r.run_id, m.tool_call_id)) or by_call_id_any.get(m.tool_call_id)
                 if t is not None and t.seq < r.seq:
-                    src_seq = t.seq
-                elif not m.tool_call_id:
-                    cands = [s for s in tool_by_text.get(m.text, ()) if s < r.seq]
-                    if cands:
-                        src_seq, via = cands[-1], "content"
+                    src_seq, via = t.seq, "tool_call_id"
+            elif m.role in ("tool", "user") and not m.tool_call_id:
+                ck = (m.role, m.text)
+                if ck not in content_cache:
+                    content_cache[ck] = _match_content(m.text, tool_by_text, tool_texts, allow_exact=True)
+                src_seq = content_cache[ck]
+                if src_seq is not None:
+                    via = "content"
             elif m.role == "assistant":
                 cands = [s for s in response_fp.get(_message_fp(m), ()) if s < r.seq]
                 if cands:

@@ -140,3 +140,17 @@ def test_knockout_extension_point():
     assert by_seq(rep)[1].knockout.to_json() == {
         "seq": 1, "outcome": "failure", "final_output_changed": True, "detail": "replay-1"
     }
+
+
+def test_text_mode_observation_is_linked_by_containment():
+    """Text-mode agents (SWE-agent style) wrap a tool's output in a user message."""
+    rec = recording(
+        model(0, [USER], "run the tests"),
+        tool(1, "bash", {"cmd": "pytest"}, "3 passed in 0.1s"),
+        tool(2, "bash", {"cmd": "ls"}, "README.md setup.py"),
+        model(3, [USER, msg("assistant", "run the tests"),
+                  msg("user", "3 passed in 0.1s\n(Open file: n/a)\n(Current directory: /repo)")], "all good"),
+    )
+    calls = by_seq(audit(rec))
+    assert calls[1].status == "contributed" and calls[1].via == ["content"]
+    assert calls[2].status == "unused"
