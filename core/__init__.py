@@ -33,10 +33,22 @@ from .recording import (
 )
 from .redaction import REDACTED, SecretRedactor
 from .session import Harness, ReplayChatModel, ReplayFallback, ReplayMode, ReplaySession
+from .branch import Branch, Policy
+from .engine import ReplayEngine, ReplayRecord
+from .fixtures import Fixture, FixtureGateway, Requirement
+from .workspace import Workspace
 
 __version__ = "0.9.0"
 
 __all__ = [
+    "Branch",
+    "Fixture",
+    "FixtureGateway",
+    "Policy",
+    "ReplayEngine",
+    "ReplayRecord",
+    "Requirement",
+    "Workspace",
     "FORMAT_VERSION",
     "REDACTED",
     "BranchError",
