@@ -3,12 +3,14 @@
 :func:`payload_diff` returns the :class:`Change` list between two JSON values (tool
 arguments and results, snapshot compositions, final outputs). How it works:
 
-1. **Subtree hashes.** Every container of both values gets a 128-bit BLAKE2b digest,
-   computed bottom-up in one pass (a container's digest covers its type, its keys —
-   sorted — and its children's digests or leaf values). The digest is type-exact the way
-   deepdiff is: ``1``, ``1.0`` and ``true`` differ; ``NaN`` equals ``NaN`` (and the
-   tagged form ``{"$nonfinite": "NaN"}`` that importers write, :mod:`core.jsonvalues`, is
-   plain JSON, so it compares equal too).
+1. **Subtree hashes.** Every container met gets a 128-bit BLAKE2b digest of its
+   canonical serialization (orjson, sorted keys — C speed), memoised; where orjson cannot
+   be exact (its output holds ``null``, which NaN and ±Infinity also become, or it
+   refuses the value) an exact bottom-up digest is used instead (type tag, sorted keys,
+   children's digests). Digests are type-exact the way deepdiff is: ``1``, ``1.0`` and
+   ``true`` differ; ``NaN`` equals ``NaN`` (and the tagged form ``{"$nonfinite": "NaN"}``
+   that importers write, :mod:`core.jsonvalues`, is plain JSON, so it compares equal
+   too). Values must be JSON (dict, list, str, int, float, bool, None).
 2. **deepdiff walks, the hashes guide.** ``DeepDiff`` runs with a custom operator that,
    at every pair of containers, stops at once when the two digests are equal — so
    identical subtrees are never walked. In the default mode the operator also handles
@@ -42,6 +44,7 @@ from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
 
+import orjson
 from deepdiff import DeepDiff
 from deepdiff.helper import notpresent
 from deepdiff.model import DictRelationship, SubscriptableIterableRelationship
@@ -121,15 +124,44 @@ def _leaf_bytes(v: Any) -> bytes:
 
 
 class _Digests:
-    """Memo of container digests by ``id()`` (the values outlive the diff)."""
+    """Subtree tokens, memoised by ``id()`` (the values outlive the diff).
+
+    Fast path: a container's token is the BLAKE2b digest of its ``orjson`` serialization
+    with sorted keys (C speed; exact for JSON values: ``1``/``1.0``/``true`` differ). orjson
+    writes NaN and ±Infinity as ``null``, so a serialization that contains ``null`` — or
+    that orjson refuses (lone surrogates, huge integers, non-string keys) — falls back to
+    the exact bottom-up digest (:meth:`exact`). The two kinds of token never compare
+    equal to each other, which only costs a descent, never a missed difference.
+    """
 
     def __init__(self) -> None:
         self.memo: dict[int, bytes] = {}
+        self.exact_memo: dict[int, bytes] = {}
 
     def of(self, v: Any) -> bytes:
         t = type(v)
+        if t is dict or t is list:
+            i = id(v)
+            d = self.memo.get(i)
+            if d is None:
+                try:
+                    data: bytes | None = orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+                except TypeError:  # orjson.JSONEncodeError is a TypeError
+                    data = None
+                if data is not None and b"null" not in data:
+                    d = b"j" + blake2b(data, digest_size=16).digest()
+                else:
+                    d = b"x" + self.exact(v)
+                self.memo[i] = d
+            return d
+        return b"x" + self.exact(v)
+
+    def exact(self, v: Any) -> bytes:
+        """Bottom-up digest: type tag, sorted keys (length-prefixed), children's digests
+        or leaf values (NaN equals NaN; ``1``, ``1.0``, ``true`` differ)."""
+        t = type(v)
         if t is dict:
-            d = self.memo.get(id(v))
+            d = self.exact_memo.get(id(v))
             if d is None:
                 parts = [b"{"]
                 for k in sorted(v):
@@ -138,19 +170,19 @@ class _Digests:
                     parts.append(kb)
                     c = v[k]
                     tc = type(c)
-                    parts.append(self.of(c) if (tc is dict or tc is list) else _leaf_bytes(c))
+                    parts.append(self.exact(c) if (tc is dict or tc is list) else _leaf_bytes(c))
                 d = blake2b(b"".join(parts), digest_size=16).digest()
-                self.memo[id(v)] = d
+                self.exact_memo[id(v)] = d
             return d
         if t is list:
-            d = self.memo.get(id(v))
+            d = self.exact_memo.get(id(v))
             if d is None:
                 parts = [b"["]
                 for c in v:
                     tc = type(c)
-                    parts.append(self.of(c) if (tc is dict or tc is list) else _leaf_bytes(c))
+                    parts.append(self.exact(c) if (tc is dict or tc is list) else _leaf_bytes(c))
                 d = blake2b(b"".join(parts), digest_size=16).digest()
-                self.memo[id(v)] = d
+                self.exact_memo[id(v)] = d
             return d
         return blake2b(_leaf_bytes(v), digest_size=16).digest()
 
@@ -167,7 +199,7 @@ class _Digests:
 def subtree_digest(value: Any) -> str:
     """Hex digest of ``value`` as :func:`payload_diff` hashes it (equal ⇔ no difference,
     up to a 2⁻¹²⁸ collision chance)."""
-    return _Digests().of(value).hex()
+    return _Digests().exact(value).hex()
 
 
 # --------------------------------------------------------------------------- the guide

@@ -243,3 +243,21 @@ def test_pinned_options_are_the_documented_ones():
     assert PINNED_OPTIONS["threshold_to_diff_deeper"] == 0
     assert PINNED_OPTIONS["ignore_order"] is False
     assert isinstance(pdmod.Change("added", "/x", new=1), Change)
+
+
+def test_nan_and_infinity_are_not_null():
+    """orjson writes NaN/Infinity as null: the fast hash must never call them equal."""
+    nan, inf = float("nan"), float("inf")
+    for old, new in (([nan], [None]), ({"x": inf}, {"x": None}), ([[nan], 1], [[None], 1]),
+                     ({"a": [{"b": -inf}]}, {"a": [{"b": None}]})):
+        assert [c.op for c in payload_diff(old, new)] == ["changed"], (old, new)
+        assert [c.op for c in payload_diff(new, old)] == ["changed"], (new, old)
+    assert payload_diff([[nan]], [[float("nan")]]) == []
+
+
+def test_values_orjson_refuses_still_diff():
+    lone = "\ud800"
+    assert [c.op for c in payload_diff({"s": [lone]}, {"s": ["x"]})] == ["changed"]
+    assert payload_diff({"s": [lone]}, {"s": [lone]}) == []
+    big = 2**70
+    assert [c.path for c in payload_diff([{"n": big}], [{"n": big + 1}])] == ["/0/n"]
