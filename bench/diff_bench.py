@@ -27,16 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import orjson  # noqa: E402
+import orjson
 
-from core.diff import trace_diff  # noqa: E402
-from core.payload_diff import payload_diff, plain_deepdiff  # noqa: E402
-from core.recording import (  # noqa: E402
+from core.diff import trace_diff
+from core.payload_diff import payload_diff, plain_deepdiff
+from core.recording import (
     ChatMessage,
     ModelRecord,
     ModelRequest,
     ModelResponse,
-    Recording,
     ToolCall,
     ToolRecord,
     ToolResult,
@@ -100,7 +99,7 @@ def bench_trace(n: int, repeat: int) -> None:
     departed = base[: n // 2] + [r.model_copy(update={"seq": n // 2 + i}) for i, r in
                                  enumerate(make_run(n - n // 2, seed=1, tag="branch "))]
     for label, other in (("identical", same), ("a handful of edits", edited), ("departs at the middle", departed)):
-        sec, d = _timed(lambda: trace_diff(base, other), repeat)
+        sec, d = _timed(lambda other=other: trace_diff(base, other), repeat)
         fd = d.first_divergence
         print(f"   {label:<24} {sec * 1000:8.1f} ms  {2 * n / sec / 1e6:5.2f} M records/s  "
               f"counts={d.counts}  first={fd.to_json() if fd else None}")
@@ -143,10 +142,10 @@ def bench_payload(mb: float, repeat: int, skip_plain: bool) -> None:
     c["orders"].insert(5, {"order_id": "NEW", "status": "pending"})
     print(f"== payload diff, {size:.1f} MB, {n:,} orders")
     for label, other in (("5 leaf edits", b), ("5 leaf edits + 1 insertion at the front", c)):
-        g_sec, g = _timed(lambda: payload_diff(a, other), repeat)
+        g_sec, g = _timed(lambda other=other: payload_diff(a, other), repeat)
         line = f"   {label:<42} guided {g_sec * 1000:8.1f} ms ({len(g)} changes)"
         if not skip_plain:
-            p_sec, p = _timed(lambda: plain_deepdiff(a, other), 1)
+            p_sec, p = _timed(lambda other=other: plain_deepdiff(a, other), 1)
             same = "same findings" if p == g else f"{len(p)} findings"
             line += f" | plain DeepDiff {p_sec:7.2f} s ({same}) | ratio {p_sec / g_sec:6.1f}x"
         print(line)

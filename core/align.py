@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 
-__all__ = ["align", "opcodes", "DEFAULT_MAX_EDITS"]
+__all__ = ["DEFAULT_MAX_EDITS", "align", "opcodes"]
 
 DEFAULT_MAX_EDITS = 2000
 

@@ -44,13 +44,13 @@ from .recording import ChatMessage, ModelRecord, Recording, ToolRecord
 from .redaction import REDACTED
 
 __all__ = [
-    "audit",
     "AuditReport",
     "CallLineage",
+    "KnockoutResult",
+    "KnockoutRunner",
     "LineageEdge",
     "Redaction",
-    "KnockoutRunner",
-    "KnockoutResult",
+    "audit",
 ]
 
 

@@ -54,21 +54,21 @@ from .payload_diff import Change, payload_diff
 from .recording import ModelRecord, Recording, SnapshotRecord, ToolRecord
 
 __all__ = [
-    "DIMENSIONS",
-    "CALL_KINDS",
     "ALL_KINDS",
+    "CALL_KINDS",
+    "DIMENSIONS",
     "FirstDivergence",
-    "TraceOp",
-    "TraceDiff",
-    "ToolDiff",
-    "StateDiff",
     "OutputDiff",
-    "trace_diff",
-    "tool_diffs",
-    "state_diff",
-    "output_diff",
+    "StateDiff",
+    "ToolDiff",
+    "TraceDiff",
+    "TraceOp",
     "call_identity",
+    "output_diff",
     "result_fingerprint",
+    "state_diff",
+    "tool_diffs",
+    "trace_diff",
 ]
 
 DIMENSIONS = ("request", "response", "tool arguments", "tool result", "missing", "extra")

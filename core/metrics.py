@@ -43,18 +43,18 @@ from .errors import AnalysisError
 from .recording import ModelRecord, Recording, ToolRecord
 
 __all__ = [
-    "RUN_SCHEMA",
     "COMPARISON_SCHEMA",
-    "final_output",
+    "RUN_SCHEMA",
+    "answer_source_counts",
+    "comparison_metrics",
     "final_model_record",
-    "normalize_outcome",
-    "outcome_of",
+    "final_output",
     "load_predicate",
     "load_price_table",
+    "normalize_outcome",
+    "outcome_of",
     "run_metrics",
     "run_metrics_row",
-    "comparison_metrics",
-    "answer_source_counts",
     "step_of",
 ]
 
@@ -249,7 +249,7 @@ def _parse_at(at: str | None) -> datetime | None:
     if not at:
         return None
     try:
-        return datetime.fromisoformat(at.replace("Z", "+00:00"))
+        return datetime.fromisoformat(at)
     except ValueError:
         return None
 

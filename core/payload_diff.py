@@ -39,7 +39,6 @@ a hypothesis test checks on random JSON — the guidance changes the cost, not t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
@@ -51,7 +50,7 @@ from deepdiff.model import DictRelationship, SubscriptableIterableRelationship
 
 from .align import align, opcodes
 
-__all__ = ["Change", "payload_diff", "subtree_digest", "pointer", "PINNED_OPTIONS", "findings_of"]
+__all__ = ["PINNED_OPTIONS", "Change", "findings_of", "payload_diff", "plain_deepdiff", "pointer", "subtree_digest"]
 
 #: deepdiff options every payload diff uses (see module docstring).
 PINNED_OPTIONS: dict[str, Any] = {
@@ -115,7 +114,7 @@ def _leaf_bytes(v: Any) -> bytes:
     if t is int:
         return b"i%d;" % v
     if t is float:
-        if v != v:
+        if math.isnan(v):
             return b"fnan;"
         return b"f" + repr(v).encode() + b";"
     if v is None:
@@ -191,7 +190,7 @@ class _Digests:
         t = type(v)
         if t is dict or t is list:
             return self.of(v)
-        if t is float and v != v:
+        if t is float and math.isnan(v):
             return ("nan",)
         return (t.__name__, v)
 
@@ -229,20 +228,20 @@ class _HashGuide:
         return True
 
     def _dict(self, level: Any, dd: Any, t1: dict, t2: dict) -> None:
-        for k in t2:
+        for k, y in t2.items():
             if k not in t1:
                 dd.custom_report_result("dictionary_item_added", level.branch_deeper(
-                    notpresent, t2[k], child_relationship_class=DictRelationship,
+                    notpresent, y, child_relationship_class=DictRelationship,
                     child_relationship_param=k, child_relationship_param2=k))
-        for k in t1:
+        for k, x in t1.items():
             if k not in t2:
                 dd.custom_report_result("dictionary_item_removed", level.branch_deeper(
-                    t1[k], notpresent, child_relationship_class=DictRelationship,
+                    x, notpresent, child_relationship_class=DictRelationship,
                     child_relationship_param=k, child_relationship_param2=k))
         of = self.d.of
-        for k in t1:
+        for k, x in t1.items():
             if k in t2:
-                x, y = t1[k], t2[k]
+                y = t2[k]
                 tx, ty = type(x), type(y)
                 if tx is ty and (tx is dict or tx is list) and (x is y or of(x) == of(y)):
                     continue
@@ -349,5 +348,3 @@ def plain_deepdiff(old: Any, new: Any) -> list[Change]:
     reference the tests and the benchmark compare against."""
     return findings_of(DeepDiff(old, new, **PINNED_OPTIONS).tree)
 
-
-Differ = Callable[[Any, Any], list[Change]]

@@ -14,7 +14,14 @@ import orjson
 import typer
 
 from core.audit import audit as audit_run
-from core.diff import ALL_KINDS, CALL_KINDS, output_diff, state_diff, tool_diffs, trace_diff
+from core.diff import (
+    ALL_KINDS,
+    CALL_KINDS,
+    output_diff,
+    state_diff,
+    tool_diffs,
+    trace_diff,
+)
 from core.errors import AnalysisError
 from core.metrics import (
     comparison_metrics,

@@ -103,6 +103,6 @@ def test_malformed_recording_in_a_subprocess_has_no_traceback(tmp_path):
     bad = tmp_path / "cut.json"
     bad.write_text('{"format": "chassis.replay", "format_version": 1, "records": [{"seq": 0, "kind": "to')
     for cmd in (["diff", OK, str(bad)], ["metrics", str(bad)], ["audit", str(bad)]):
-        proc = subprocess.run([sys.executable, "-m", "inspector", *cmd], capture_output=True, text=True, cwd=ROOT)
+        proc = subprocess.run([sys.executable, "-m", "inspector", *cmd], capture_output=True, text=True, cwd=ROOT, check=False)
         assert proc.returncode == 2, cmd
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1 and str(bad) in proc.stderr

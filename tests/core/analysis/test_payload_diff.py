@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import core.payload_diff as pdmod
-from core.payload_diff import PINNED_OPTIONS, Change, payload_diff, plain_deepdiff, pointer, subtree_digest
+from core.payload_diff import (
+    PINNED_OPTIONS,
+    Change,
+    payload_diff,
+    plain_deepdiff,
+    pointer,
+    subtree_digest,
+)
 
 ISSUE_OLD = {"a": {"z": [{"a": ["1"], "b": ["2"]}], "y": ["a"], "x": []}, "b": "1", "c": "1", "d": "1"}
 ISSUE_NEW = {"a": {"z": [{"a": ["3"], "b": ["2"]}], "y": ["b"], "x": []}}

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.align import align, opcodes
-from core.diff import ALL_KINDS, FirstDivergence, output_diff, state_diff, tool_diffs, trace_diff
+from core.diff import (
+    ALL_KINDS,
+    FirstDivergence,
+    output_diff,
+    state_diff,
+    tool_diffs,
+    trace_diff,
+)
 
 from .builders import lifecycle, model, msg, recording, snapshot, stream, tool
 
@@ -200,7 +209,7 @@ def test_bounded_search_still_gives_a_valid_alignment(a, b):
     for max_edits in (0, 1, 3):
         pairs = align(a, b, max_edits=max_edits)
         assert all(a[i] == b[j] for i, j in pairs)
-        assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+        assert all(p[0] < q[0] and p[1] < q[1] for p, q in itertools.pairwise(pairs))
         blocks = opcodes(pairs, len(a), len(b))
         assert sum(i2 - i1 for _, i1, i2, _, _ in blocks) == len(a)
         assert sum(j2 - j1 for _, _, _, j1, j2 in blocks) == len(b)
