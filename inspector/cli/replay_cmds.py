@@ -25,11 +25,24 @@ import orjson
 import typer
 from typer.core import TyperGroup
 
-from core.branch import Branch, load_branch, load_interventions, load_policy, new_branch, save_branch
-from core.engine import ReplayRecord, _executor_for, dry_run, resume_replay, start_replay
+from core.branch import (
+    Branch,
+    load_branch,
+    load_interventions,
+    load_policy,
+    new_branch,
+    save_branch,
+)
+from core.canonical import args_hash
+from core.engine import (
+    ReplayRecord,
+    _executor_for,
+    dry_run,
+    resume_replay,
+    start_replay,
+)
 from core.errors import BranchError, FixtureError
 from core.fixtures import Fixture, load_output_file, parse_scope
-from core.canonical import args_hash
 from core.io import atomic_write_bytes
 from core.workspace import Workspace
 

@@ -16,7 +16,7 @@ from textual.containers import Vertical
 from textual.widgets import Static, TabbedContent, TabPane
 
 from core.recording import ModelRecord, ToolRecord
-from core.timeline import TimelineIndex, format_duration, transcript_for
+from core.timeline import TimelineIndex, format_duration, one_line, transcript_for
 
 from .json_tree import JsonTree
 from .transcript import TranscriptView
@@ -71,7 +71,7 @@ class DetailPane(Vertical):
         identity.update(self._identity_text(index, position))
         err = rec.result.error if type(rec) is ToolRecord else getattr(rec, "error", None)
         if err is not None:
-            error.update(Text(f"✗ {err.type}: {err.message}"))
+            error.update(Text(one_line(f"✗ {err.type}: {err.message}", 180)))
             error.add_class("shown")
         else:
             error.remove_class("shown")
@@ -106,7 +106,6 @@ class DetailPane(Vertical):
         entries, note = transcript_for(self.index, self.position)
         view = self.query_one(TranscriptView)
         view.show(entries, note)
-        view.scroll_to_current()
 
     def _identity_text(self, index: TimelineIndex, position: int) -> Text:
         ident = index.identity(position)

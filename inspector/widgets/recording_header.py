@@ -31,8 +31,9 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     if summary.outcome is not None:
         t.append("  outcome ", style="dim")
         t.append(summary.outcome, style="bold")
-    meta = [f"{k}={one_line(v, 40)}" for k, v in recording.metadata.items()
-            if k not in ("outcome",) and not isinstance(v, (dict, list))][:4]
+    meta = [f"{k}={one_line(v, 32)}" for k, v in recording.metadata.items()
+            if k != "outcome" and v not in (None, "") and not isinstance(v, (dict, list))
+            and one_line(v, 1000) != summary.outcome][:3]
     if meta:
         t.append("  " + " ".join(meta), style="dim")
     t.append("\n")
@@ -44,10 +45,14 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
             t.append(f"{kind} {n:,}", style=KIND_STYLES[kind])
     t.append("  ")
     t.append(f"errors {summary.errors:,}", style="bold #ff5f5f" if summary.errors else "dim")
-    t.append(f"  tokens in {summary.tokens_in:,} / out {summary.tokens_out:,}")
-    if summary.span_seconds is not None:
-        t.append(f"  wall {format_duration(summary.span_seconds) or '0ms'}")
-    t.append(f"  in calls {format_duration(summary.busy_seconds) or '0ms'}", style="dim")
+    if summary.tokens_in or summary.tokens_out:
+        t.append(f"  tokens in {summary.tokens_in:,} / out {summary.tokens_out:,}")
+    else:
+        t.append("  tokens not recorded", style="dim")
+    if summary.span_seconds:
+        t.append(f"  wall {format_duration(summary.span_seconds)}")
+    if summary.busy_seconds:
+        t.append(f"  in calls {format_duration(summary.busy_seconds)}", style="dim")
     return t
 
 

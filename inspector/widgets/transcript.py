@@ -16,7 +16,7 @@ from textual.widgets import Static
 from core.recording import STANDARD_ROLES, ChatMessage
 from core.timeline import TranscriptEntry, one_line
 
-FOLD_LINES = 12
+FOLD_LINES = 8
 
 
 def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
@@ -41,7 +41,7 @@ def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
             lines = lines[:FOLD_LINES]
         body.append("\n".join(lines))
         if hidden:
-            body.append(f"\n… {hidden} more lines (x: expand long messages)", style="dim italic")
+            body.append(f"\n… {hidden} more lines (z: expand long messages)", style="dim italic")
     elif not msg.tool_calls:
         body.append("(empty)", style="dim italic")
     for call in msg.tool_calls or ():
@@ -103,28 +103,37 @@ class TranscriptView(VerticalScroll, can_focus=True):
         self._note = ""
 
     def show(self, entries: list[TranscriptEntry], note: str = "") -> None:
-        """Replace the transcript with ``entries`` under an explanatory ``note``."""
+        """Replace the transcript with ``entries`` under an explanatory ``note``; the
+        view scrolls so the block marked current shows at the bottom with as much as
+        fits of what came before it."""
         self._entries = entries
         self._note = note
-        self._rebuild()
+        self._rebuild(scroll_to_current=True)
 
     def watch_expanded(self) -> None:
-        self._rebuild()
+        self._rebuild(scroll_to_current=False)
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, scroll_to_current: bool) -> None:
         with self.app.batch_update():
             self.remove_children()
             widgets: list[Static] = []
             if self._note:
                 widgets.append(Static(Text(self._note), classes="transcript--note"))
             widgets.extend(MessageBlock(e, self.expanded) for e in self._entries)
-            self.mount_all(widgets)
-        self.scroll_home(animate=False)
+            mounted = self.mount_all(widgets)
 
-    def scroll_to_current(self) -> None:
-        """Scroll to the block marked current (if any), else to the end."""
-        for child in self.query(MessageBlock):
-            if child.entry.current:
-                self.call_after_refresh(self.scroll_to_widget, child, animate=False, top=True)
-                return
-        self.call_after_refresh(self.scroll_end, animate=False)
+        async def scroll() -> None:
+            await mounted
+            current = [w for w in widgets if isinstance(w, MessageBlock) and w.entry.current]
+            if scroll_to_current and current:
+                self.call_after_refresh(self._scroll_to_block, current[-1])
+            else:
+                self.scroll_home(animate=False)
+
+        self.call_next(scroll)
+
+    def _scroll_to_block(self, block: "MessageBlock") -> None:
+        region = block.virtual_region_with_margin
+        height = self.scrollable_content_region.height
+        # bottom of the block at the bottom of the view, unless it is taller than the view
+        self.scroll_to(y=max(0, min(region.y, region.bottom - height)), animate=False)
