@@ -2,8 +2,11 @@
 
 Prints, for recordings of 1k, 10k and 100k calls (half model calls, half tool calls,
 bounded request windows, 10% repeated tool keys), the engine's records per second and
-microseconds per call, and the ratio of the per-call cost at each size to the 10k one —
-it must stay flat (matching is one dict lookup plus a cursor per key, never a scan).
+microseconds per call, the ratio of the per-call cost at each size to the 10k one, and,
+within one run, the cost per call of the last tenth of the calls over the first tenth —
+both must stay flat (matching is one dict lookup plus a cursor per key, never a scan).
+"store s" is the time to write the replay's outputs to a workspace (serialize with the
+RFC 8785 digest, compress, one transaction).
 
 For comparison, vcrpy's cassette matching (``Cassette.play_response``, which scans the
 cassette's interactions for each request) on the same numbers of interactions, if
@@ -23,11 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.branch import new_branch  # noqa: E402
-from core.canonical import model_key, tool_key  # noqa: E402
-from core.engine import ReplayEngine, ReplayRecord  # noqa: E402
-from core.workspace import Workspace  # noqa: E402
-from core.recording import (  # noqa: E402
+from core.branch import new_branch
+from core.canonical import model_key, tool_key
+from core.engine import ReplayEngine, ReplayRecord
+from core.recording import (
     ChatMessage,
     ModelRecord,
     ModelRequest,
@@ -38,8 +40,10 @@ from core.recording import (  # noqa: E402
     ToolResult,
     Usage,
 )
+from core.workspace import Workspace
 
 MODEL = "bench-model"
+WITHIN: dict[int, float] = {}
 TOOLS = [{"name": "fetch", "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}}}]
 
 
@@ -82,6 +86,18 @@ def time_engine(base: Recording, repeat: int) -> tuple[float, int, float]:
         best = min(best, time.perf_counter() - t0)
         assert out.status == "completed" and out.comparability.level == "full" and out.first_divergence is None
         assert len(out.events.records) == len(base.records)
+    # within one run: the cost per call of the first and the last tenth of the calls
+    # (a matcher that scanned would make the last tenth slower)
+    marks: list[float] = []
+    tenth = max(len(base.records) // 10, 1)
+
+    def mark(rec: object, source: str) -> None:
+        if rec.seq % tenth == 0:  # type: ignore[attr-defined]
+            marks.append(time.perf_counter())
+
+    ReplayEngine(base, branch, on_event=mark).run()
+    first, last = marks[1] - marks[0], marks[-1] - marks[-2]
+    WITHIN[len(base.records)] = last / first
     with tempfile.TemporaryDirectory() as d, Workspace.open(d) as ws:
         record = ReplayRecord(id="rp-bench", base_digest="sha256:bench", branch_id=branch.id, policy=branch.policy)
         ws.create_replay(record)
@@ -121,7 +137,7 @@ def main() -> None:
 
     print("Replay engine: intervention-free branch (generic chat loop), best of", args.repeat)
     print(f"{'calls':>8} {'records':>8} {'build s':>8} {'replay s':>9} {'records/s':>11} {'us/call':>8} "
-          f"{'vs 10k':>7} {'store s':>8}")
+          f"{'vs 10k':>7} {'last/first tenth':>17} {'store s':>8}")
     per_call: dict[int, float] = {}
     rows = []
     for n in sizes:
@@ -135,7 +151,7 @@ def main() -> None:
     ref = per_call.get(10000) or per_call[sizes[0]]
     for n, nrec, build, secs, store in rows:
         print(f"{n:>8} {nrec:>8} {build:>8.2f} {secs:>9.3f} {nrec / secs:>11,.0f} {per_call[n]:>8.1f} "
-              f"{per_call[n] / ref:>7.2f} {store:>8.2f}")
+              f"{per_call[n] / ref:>7.2f} {WITHIN[nrec]:>17.2f} {store:>8.2f}")
     if len(sizes) > 1:
         lo, hi = sizes[0], sizes[-1]
         print(f"per-call cost ratio {hi // 1000}k / {lo // 1000}k: {per_call[hi] / per_call[lo]:.2f} (flat = 1.0)")

@@ -29,35 +29,49 @@ rejects — the engine refuses rather than replaying something no provider would
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from .canonical import args_hash as compute_args_hash
 from .errors import BranchError, CanonicalizationError
 from .io import atomic_write_bytes
-from .recording import ChatMessage, ModelRecord, ModelResponse, Recording, ToolRecord, ToolResult
+from .recording import (
+    ChatMessage,
+    ModelRecord,
+    ModelResponse,
+    Recording,
+    ToolRecord,
+    ToolResult,
+)
 
 __all__ = [
-    "Branch",
     "BaseRef",
-    "Policy",
+    "Branch",
     "Intervention",
-    "ToolResultIntervention",
-    "ModelResponseIntervention",
     "MessagesIntervention",
+    "ModelResponseIntervention",
     "OptionsIntervention",
+    "Policy",
     "ToolPolicyIntervention",
+    "ToolResultIntervention",
     "load_branch",
     "load_interventions",
     "load_policy",
     "new_branch",
     "save_branch",
-    "validate_branch",
     "signed_reasoning_parts",
+    "validate_branch",
 ]
 
 
@@ -91,7 +105,7 @@ class ToolResultIntervention(_Model):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _target(self) -> "ToolResultIntervention":
+    def _target(self) -> ToolResultIntervention:
         if self.seq is None and self.tool is None:
             raise ValueError("a tool_result intervention needs a target: 'seq' or 'tool'")
         if self.seq is not None and self.tool is not None:
@@ -128,7 +142,7 @@ class ModelResponseIntervention(_Model):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _target(self) -> "ModelResponseIntervention":
+    def _target(self) -> ModelResponseIntervention:
         if (self.seq is None) == (self.step is None):
             raise ValueError("a model_response intervention needs exactly one target: 'seq' or 'step'")
         return self
@@ -152,7 +166,7 @@ class MessagesIntervention(_Model):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _shape(self) -> "MessagesIntervention":
+    def _shape(self) -> MessagesIntervention:
         if self.op in ("replace", "remove") and self.index is None:
             raise ValueError(f"op {self.op!r} needs 'index'")
         if self.op in ("append", "replace") and not self.messages:
@@ -190,7 +204,7 @@ class OptionsIntervention(_Model):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _nonempty(self) -> "OptionsIntervention":
+    def _nonempty(self) -> OptionsIntervention:
         if not self.options:
             raise ValueError("'options' is empty")
         try:
@@ -228,13 +242,7 @@ class ToolPolicyIntervention(_Model):
 
 
 Intervention = Annotated[
-    Union[
-        ToolResultIntervention,
-        ModelResponseIntervention,
-        MessagesIntervention,
-        OptionsIntervention,
-        ToolPolicyIntervention,
-    ],
+    ToolResultIntervention | ModelResponseIntervention | MessagesIntervention | OptionsIntervention | ToolPolicyIntervention,
     Field(discriminator="kind"),
 ]
 _INTERVENTION = TypeAdapter(Intervention)
@@ -308,7 +316,7 @@ class Branch(_Model):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _pydantic_reason(exc: ValidationError) -> tuple[str, str]:
@@ -330,8 +338,7 @@ def _pydantic_reason(exc: ValidationError) -> tuple[str, str]:
         reason = f"unknown field {raw_loc[-1]!r}"
     else:
         reason = err.get("msg", "invalid value")
-        if reason.startswith("Value error, "):
-            reason = reason[len("Value error, "):]
+        reason = reason.removeprefix("Value error, ")
     return path, reason
 
 

@@ -52,8 +52,8 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,7 +73,13 @@ from .branch import (
 )
 from .canonical import args_hash as compute_args_hash
 from .canonical import model_key, tool_key
-from .errors import BranchError, CanonicalizationError, InspectorError, PolicyDenied, ReplayMismatch
+from .errors import (
+    BranchError,
+    CanonicalizationError,
+    InspectorError,
+    PolicyDenied,
+    ReplayMismatch,
+)
 from .fixtures import (
     Fixture,
     FixtureGateway,
@@ -119,7 +125,7 @@ _ATTRIBUTION = ("interrupt", "snapshot", "lifecycle")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # =========================================================================== record models
@@ -315,6 +321,10 @@ class ReplayEngine:
             executor so a resume never repeats a side effect.
         hooks: :class:`ToolHooks`.
         tracer: a :class:`core.session.SpanRecorder` (or compatible); ``None`` = none.
+        on_event: called with ``(record, source)`` after each event is produced (progress
+            for a UI; keep it cheap).
+        cancel: polled after each event; returning ``True`` stops the replay as
+            ``failed`` with error type ``Cancelled``.
 
     Use :meth:`run` once.
     """
@@ -332,77 +342,88 @@ class ReplayEngine:
         live_cache: Iterable[Any] = (),
         hooks: ToolHooks | None = None,
         tracer: Any = None,
+        on_event: Callable[[Any, str], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
     ) -> None:
-        validate_branch(branch, base)
-        self.base = base
-        self.branch = branch
-        self.policy = branch.policy
-        self.replay_id = replay_id
-        self.fixtures = fixtures or FixtureGateway()
-        self.executor = executor
-        self.executor_name = executor_name
-        self.decisions = dict(decisions or {})
-        self.hooks = hooks or ToolHooks()
-        self.tracer = tracer
+        # indexing allocates a container per call: pause the cyclic GC (see run())
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            validate_branch(branch, base)
+            self.base = base
+            self.branch = branch
+            self.policy = branch.policy
+            self.replay_id = replay_id
+            self.fixtures = fixtures or FixtureGateway()
+            self.executor = executor
+            self.executor_name = executor_name
+            self.decisions = dict(decisions or {})
+            self.hooks = hooks or ToolHooks()
+            self.tracer = tracer
+            self.on_event = on_event
+            self.cancel = cancel
 
-        self.base_calls: list[Any] = [r for r in base.records if type(r) is ToolRecord or type(r) is ModelRecord]
-        self.base_models: list[ModelRecord] = [r for r in self.base_calls if type(r) is ModelRecord]
-        self.cp_pos = sum(1 for r in self.base_calls if r.seq < branch.checkpoint)
-        self._cursors: dict[str, deque[int]] = {}
-        for pos, r in enumerate(self.base_calls):
-            self._cursors.setdefault(self._base_key(pos, r), deque()).append(pos)
-        self._consumed = bytearray(len(self.base_calls))
-        self._live_cache: dict[tuple[str, str], deque[Any]] = {}
-        for r in live_cache:
-            if getattr(r, "live_fallback", False) and getattr(r, "key", None):
-                self._live_cache.setdefault((r.kind, r.key), deque()).append(r)
+            self.base_calls: list[Any] = [r for r in base.records if type(r) is ToolRecord or type(r) is ModelRecord]
+            self.base_models: list[ModelRecord] = [r for r in self.base_calls if type(r) is ModelRecord]
+            self.cp_pos = sum(1 for r in self.base_calls if r.seq < branch.checkpoint)
+            self._cursors: dict[str, deque[int]] = {}
+            for pos, r in enumerate(self.base_calls):
+                self._cursors.setdefault(self._base_key(pos, r), deque()).append(pos)
+            self._consumed = bytearray(len(self.base_calls))
+            self._live_cache: dict[tuple[str, str], deque[Any]] = {}
+            for r in live_cache:
+                if getattr(r, "live_fallback", False) and getattr(r, "key", None):
+                    self._live_cache.setdefault((r.kind, r.key), deque()).append(r)
 
-        # interventions
-        ivs = list(enumerate(branch.interventions))
-        self._tool_seq_iv: dict[int, tuple[int, ToolResultIntervention]] = {}
-        self._tool_name_iv: dict[str, list[tuple[int, ToolResultIntervention]]] = {}
-        self._model_step_iv: dict[int, tuple[int, ModelResponseIntervention]] = {}
-        self._messages_iv: list[tuple[int, MessagesIntervention]] = []
-        self._options_iv: list[tuple[int, OptionsIntervention]] = []
-        self._policy_iv: dict[str, tuple[int, ToolPolicyIntervention]] = {}
-        base_pos_of_seq = {r.seq: i for i, r in enumerate(self.base_calls)}
-        model_step_of_seq = {r.seq: i for i, r in enumerate(self.base_models)}
-        for i, iv in ivs:
-            if isinstance(iv, ToolResultIntervention):
-                if iv.seq is not None:
-                    self._tool_seq_iv[base_pos_of_seq[iv.seq]] = (i, iv)
-                else:
-                    self._tool_name_iv.setdefault(iv.tool, []).append((i, iv))
-            elif isinstance(iv, ModelResponseIntervention):
-                step = iv.step if iv.step is not None else model_step_of_seq[iv.seq]
-                self._model_step_iv[step] = (i, iv)
-            elif isinstance(iv, MessagesIntervention):
-                self._messages_iv.append((i, iv))
-            elif isinstance(iv, OptionsIntervention):
-                self._options_iv.append((i, iv))
-            elif isinstance(iv, ToolPolicyIntervention):
-                self._policy_iv[iv.tool] = (i, iv)
-        self._applied: set[int] = set()
-        self._messages_done = False
+            # interventions
+            ivs = list(enumerate(branch.interventions))
+            self._tool_seq_iv: dict[int, tuple[int, ToolResultIntervention]] = {}
+            self._tool_name_iv: dict[str, list[tuple[int, ToolResultIntervention]]] = {}
+            self._model_step_iv: dict[int, tuple[int, ModelResponseIntervention]] = {}
+            self._messages_iv: list[tuple[int, MessagesIntervention]] = []
+            self._options_iv: list[tuple[int, OptionsIntervention]] = []
+            self._policy_iv: dict[str, tuple[int, ToolPolicyIntervention]] = {}
+            base_pos_of_seq = {r.seq: i for i, r in enumerate(self.base_calls)}
+            model_step_of_seq = {r.seq: i for i, r in enumerate(self.base_models)}
+            for i, iv in ivs:
+                if isinstance(iv, ToolResultIntervention):
+                    if iv.seq is not None:
+                        self._tool_seq_iv[base_pos_of_seq[iv.seq]] = (i, iv)
+                    else:
+                        self._tool_name_iv.setdefault(iv.tool, []).append((i, iv))
+                elif isinstance(iv, ModelResponseIntervention):
+                    step = iv.step if iv.step is not None else model_step_of_seq[iv.seq]
+                    self._model_step_iv[step] = (i, iv)
+                elif isinstance(iv, MessagesIntervention):
+                    self._messages_iv.append((i, iv))
+                elif isinstance(iv, OptionsIntervention):
+                    self._options_iv.append((i, iv))
+                elif isinstance(iv, ToolPolicyIntervention):
+                    self._policy_iv[iv.tool] = (i, iv)
+            self._applied: set[int] = set()
+            self._messages_done = False
 
-        # run state
-        self._pos = 0
-        self._step = 0
-        self._tool_calls = 0
-        self._aligned = True
-        self._next_base_attr = 0  # index into base.records of the next attribution candidate
-        self._events: list[Any] = []
-        self._sources: dict[int, str] = {}
-        self._fixture_uses: list[dict[str, Any]] = []
-        self._answers: dict[str, int] = dict.fromkeys(ANSWER_SOURCES, 0)
-        self._reasons_partial: list[str] = []
-        self._drift_steps: list[int] = []
-        self._live_count = 0
-        self._used_call_ids: set[tuple[str | None, str]] = set()
-        self._last_run_id: str | None = None
-        self._last_generation_id: str | None = None
-        self._ran = False
-        self.last_request: ModelRequest | None = None
+            # run state
+            self._pos = 0
+            self._step = 0
+            self._tool_calls = 0
+            self._aligned = True
+            self._next_base_attr = 0  # index into base.records of the next attribution candidate
+            self._events: list[Any] = []
+            self._sources: dict[int, str] = {}
+            self._fixture_uses: list[dict[str, Any]] = []
+            self._answers: dict[str, int] = dict.fromkeys(ANSWER_SOURCES, 0)
+            self._reasons_partial: list[str] = []
+            self._drift_steps: list[int] = []
+            self._live_count = 0
+            self._used_call_ids: set[tuple[str | None, str]] = set()
+            self._last_run_id: str | None = None
+            self._last_generation_id: str | None = None
+            self._ran = False
+            self.last_request: ModelRequest | None = None
+        finally:
+            if was_enabled:
+                gc.enable()
 
     # ------------------------------------------------------------------ keys and cursors
 
@@ -456,6 +477,10 @@ class ReplayEngine:
     def _append(self, rec: Any, source: str) -> None:
         self._events.append(rec)
         self._sources[rec.seq] = source
+        if self.on_event is not None:
+            self.on_event(rec, source)
+        if self.cancel is not None and self.cancel():
+            raise _Halt("failed", error=ReplayErrorInfo(type="Cancelled", message="the replay was cancelled"))
         if rec.run_id is not None:
             self._last_run_id = rec.run_id
         if rec.generation_id is not None:
@@ -496,11 +521,8 @@ class ReplayEngine:
             nearest = nearest_model_call(self.base, name, req_json or {}, step=self._step - 1)
         else:
             req_json = None
-            try:
-                nearest = nearest_tool_call(self.base, name, arguments,
-                                            near_seq=self.base_calls[pos].seq if pos < len(self.base_calls) else None)
-            except Exception:  # arguments that cannot be flattened: no nearest call
-                nearest = None
+            near = self.base_calls[pos].seq if pos < len(self.base_calls) else None
+            nearest = nearest_tool_call(self.base, name, arguments, near_seq=near)
         return Requirement(
             id=rid, replay_id=self.replay_id, step=max(self._step - 1, 0),
             position=pos, kind=kind, name=name, arguments=arguments, args_hash=ahash or key,
@@ -1180,8 +1202,17 @@ def predict(base: Recording, branch: Branch, *, fixtures: FixtureGateway | None 
                 out.append(Prediction(pos, r.seq, "model", name, "intervention", "model_response intervention"))
                 diverged = True
             elif not diverged and not changes_request:
-                out.append(Prediction(pos, r.seq, "model", name,
-                                      "fixture" if pol.model == "fixture" else "recorded", ""))
+                if pol.model == "fixture":
+                    fx = gw.match("model", name, r.key, branch_id=branch.id)
+                    if fx is not None:
+                        out.append(Prediction(pos, r.seq, "model", name, "fixture", f"fixture {fx.id}"))
+                    else:
+                        ans, detail = no_answer("model")
+                        out.append(Prediction(pos, r.seq, "model", name, ans, detail))
+                        if ans in ("requirement", "fail"):
+                            break
+                else:
+                    out.append(Prediction(pos, r.seq, "model", name, "recorded", ""))
             elif diverged and pol.drift != "lenient" and out and out[-1].answer == "unknown":
                 out.append(Prediction(pos, None, "model", name, "unknown", "depends on answers not produced yet"))
             else:
@@ -1270,7 +1301,7 @@ def _record_from_outcome(record: ReplayRecord, outcome: ReplayOutcome) -> Replay
 
 def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch, *, kind: str,
                  executor_spec: str | None, live_cache: Iterable[Any] = (),
-                 hooks: ToolHooks | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
+                 hooks: ToolHooks | None = None, **engine_kw: Any) -> tuple[ReplayRecord, ReplayOutcome]:
     attempt = Attempt(number=len(record.attempts) + 1, kind=kind, started_at=_now())
     record.attempts.append(attempt)
     record.status = "running"
@@ -1290,7 +1321,7 @@ def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch,
     decisions = {r.id: r for r in ws.requirements(replay_id=record.id)}
     engine = ReplayEngine(base, branch, replay_id=record.id, fixtures=ws.fixture_gateway(),
                           executor=executor, executor_name=executor_name, decisions=decisions,
-                          live_cache=live_cache, hooks=hooks)
+                          live_cache=live_cache, hooks=hooks, **engine_kw)
     outcome = engine.run()
     _record_from_outcome(record, outcome)
     attempt.ended_at, attempt.outcome = _now(), outcome.status
@@ -1302,11 +1333,14 @@ def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch,
 def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: str | None = None,
                  fixtures: list[Fixture] | None = None, fixtures_path: str | Path | None = None,
                  base: Recording | None = None,
-                 hooks: ToolHooks | None = None, replay_id: str | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
+                 hooks: ToolHooks | None = None, replay_id: str | None = None,
+                 on_event: Callable[[Any, str], None] | None = None,
+                 cancel: Callable[[], bool] | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
     """Create a replay of ``branch`` in workspace ``ws``, run it, store every output in
     one transaction, and return ``(record, outcome)``.
 
-    ``fixtures`` are stored first as they are; ``fixtures_path`` (``--fixtures FILE``, see
+    ``on_event`` / ``cancel``: see :class:`ReplayEngine` (progress and cancellation for
+    a UI worker). ``fixtures`` are stored first as they are; ``fixtures_path`` (``--fixtures FILE``, see
     :func:`core.fixtures.load_fixture_file`) too, its entries without a ``scope`` scoped
     to this replay. ``executor`` is ``None``, ``recorded`` or ``module:function``.
 
@@ -1329,11 +1363,13 @@ def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: st
     record = ReplayRecord(id=rid, base_digest=base.digest or "", base_path=str(base_path), branch_id=branch.id,
                           policy=branch.policy, status="queued")
     ws.create_replay(record)
-    return _run_attempt(ws, record, base, branch, kind="start", executor_spec=executor, hooks=hooks)
+    return _run_attempt(ws, record, base, branch, kind="start", executor_spec=executor, hooks=hooks,
+                        on_event=on_event, cancel=cancel)
 
 
 def resume_replay(ws: Any, replay_id: str, *, executor: str | None = None,
-                  hooks: ToolHooks | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
+                  hooks: ToolHooks | None = None, on_event: Callable[[Any, str], None] | None = None,
+                  cancel: Callable[[], bool] | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
     """Resume a paused (or failed) replay: re-run its branch from the start with the
     workspace's current fixtures and requirement decisions, reusing earlier live
     answers; a new attempt is appended. ``executor`` defaults to the one the replay
@@ -1357,7 +1393,7 @@ def resume_replay(ws: Any, replay_id: str, *, executor: str | None = None,
     record.pause = None
     return _run_attempt(ws, record, base, branch, kind="resume",
                         executor_spec=executor if executor is not None else record.executor,
-                        live_cache=live, hooks=hooks)
+                        live_cache=live, hooks=hooks, on_event=on_event, cancel=cancel)
 
 
 def dry_run(ws: Any | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:

@@ -15,7 +15,7 @@ tool with an argument diff, so the user can author the missing fixture from it.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,21 +30,21 @@ from .recording import ModelRecord, ModelResponse, Recording, ToolRecord, ToolRe
 __all__ = [
     "Fixture",
     "FixtureGateway",
-    "Requirement",
     "NearestCall",
-    "parse_scope",
-    "load_output_file",
-    "load_fixture_file",
+    "Requirement",
     "json_diff",
-    "nearest_tool_call",
+    "load_fixture_file",
+    "load_output_file",
     "nearest_model_call",
+    "nearest_tool_call",
+    "parse_scope",
 ]
 
 _TOOL_RESULT_KEYS = {"content", "artifact", "error", "redacted"}
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class _Model(BaseModel):
@@ -90,7 +90,7 @@ class Fixture(_Model):
     created_at: str = Field(default_factory=_now)
 
     @model_validator(mode="after")
-    def _check(self) -> "Fixture":
+    def _check(self) -> Fixture:
         parse_scope(self.scope)
         if self.kind == "tool":
             ToolResult.model_validate(self.output)

@@ -33,7 +33,7 @@ import sqlite3
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from .fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_
 from .io import dumps_recording, recording_to_dict
 from .recording import Recording
 
-__all__ = ["Workspace", "SCHEMA_VERSION", "MIGRATIONS", "DEFAULT_DIR", "FILE_NAME"]
+__all__ = ["DEFAULT_DIR", "FILE_NAME", "MIGRATIONS", "SCHEMA_VERSION", "Workspace"]
 
 DEFAULT_DIR = ".chassis-inspector"
 FILE_NAME = "workspace.sqlite"
@@ -105,7 +105,7 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @contextmanager
@@ -141,7 +141,7 @@ class Workspace:
     # ------------------------------------------------------------------ open / close
 
     @classmethod
-    def open(cls, folder: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> "Workspace":
+    def open(cls, folder: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> Workspace:
         """Open (creating if needed) ``folder/workspace.sqlite`` (default folder
         ``./.chassis-inspector``) and bring its schema to :data:`SCHEMA_VERSION`.
 
@@ -179,10 +179,10 @@ class Workspace:
         """Close the connection."""
         self._conn.close()
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Workspace:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextmanager

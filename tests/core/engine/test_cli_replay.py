@@ -123,7 +123,7 @@ def test_live_policy_without_executor_fails_with_exit_2(cwd, capsys):
     assert code == 2
     rec = orjson.loads(out)
     assert rec["status"] == "failed" and rec["error"]["type"] == "NoExecutor"
-    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json")
+    code, out, _ = cli(capsys, "replay", "base.json", "--branch", "b.json")
     assert code == 2 and "NoExecutor" in out
 
 
@@ -191,7 +191,7 @@ def test_bad_input_is_one_line_exit_2(cwd, capsys, args, expected):
     write(cwd / "badfx.json", [{"tool": "x", "output": {"content": 1}}])
     write(cwd / "none.json", [])
     cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json", "-o", "b.json")
-    code, out, err = cli(capsys, *args)
+    code, _, err = cli(capsys, *args)
     assert code == 2
     assert expected in err
     assert err.count("\n") == 1 and "Traceback" not in err

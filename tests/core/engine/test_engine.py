@@ -341,3 +341,20 @@ def test_dry_run_predictions():
     out = ReplayEngine(base, lenient).run()
     assert [out.sources[s] for s in (1, 2, 3, 4, 5, 6, 7)] == [
         "recorded", "recorded", "recorded", "intervention", "drift", "recorded", "drift"]
+
+
+def test_progress_and_cancel():
+    base = chat_recording(3)
+    seen = []
+    out = run(base, at=1, on_event=lambda rec, src: seen.append((rec.seq, src)))
+    assert seen == [(r.seq, "recorded") for r in base.records]
+    assert out.status == "completed"
+    polls = []
+
+    def cancel():
+        polls.append(1)
+        return len(polls) >= 4
+
+    out = run(base, at=1, cancel=cancel)
+    assert out.status == "failed" and out.error.type == "Cancelled"
+    assert len(out.events.records) == 4

@@ -7,11 +7,22 @@ from pathlib import Path
 import pytest
 
 from core.boundary import load_executor
-from core.branch import ModelResponseIntervention, Policy, ToolPolicyIntervention, ToolResultIntervention, new_branch
+from core.branch import (
+    ModelResponseIntervention,
+    Policy,
+    ToolPolicyIntervention,
+    ToolResultIntervention,
+    new_branch,
+)
 from core.engine import ReplayEngine, _executor_for, resume_replay, start_replay
 from core.errors import BranchError
 from core.recording import ModelRecord, Recording, ToolRecord
-from core.sample_agent import EXECUTOR_SPEC, SampleAgentExecutor, live_tool, scripted_model
+from core.sample_agent import (
+    EXECUTOR_SPEC,
+    SampleAgentExecutor,
+    live_tool,
+    scripted_model,
+)
 from core.workspace import Workspace
 
 from .helpers import strip

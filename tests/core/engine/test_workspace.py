@@ -80,7 +80,7 @@ def test_replay_outputs_stored_and_events_openable(tmp_path):
     base.save(bp)
     br = new_branch(base, str(bp), at=1)
     with Workspace.open(tmp_path / "ws") as ws:
-        record, outcome = start_replay(ws, bp, br)
+        record, _ = start_replay(ws, bp, br)
         assert record.status == "completed"
         stored = ws.get_replay(record.id)
         assert stored == record
