@@ -28,8 +28,8 @@ Rules (SPEC "Replay engine", issue 5 point 4, and the second seed):
    ``approve`` hook) → budget (``policy.max_tool_calls``) → a ``tool.execute`` span
    (tagged ``replayed`` and ``source``) → ``after`` hook. A denial raises
    :class:`~core.errors.PolicyDenied` to the agent exactly as live.
-6. The loop ends on a final response (no tool calls), ``max_steps`` model calls, or an
-   error.
+6. The loop ends on a final response (no tool calls), ``max_steps`` model calls (with no
+   ``max_steps``, a safety net of 10 x the base's model calls + 100), or an error.
 
 Outputs (:class:`ReplayOutcome`): the record's status, comparability, first divergence,
 pause/error; the *replay events* — themselves a valid format-v1 recording
@@ -362,6 +362,12 @@ class ReplayEngine:
             self.tracer = tracer
             self.on_event = on_event
             self.cancel = cancel
+            n_models = sum(1 for r in base.records if type(r) is ModelRecord)
+            #: most model calls this run may make: ``policy.max_steps``, or a safety net of
+            #: 10 x the base's model calls + 100 (a model-wide fixture asking for tools
+            #: again and again would otherwise loop forever)
+            self.step_limit = (branch.policy.max_steps if branch.policy.max_steps is not None
+                               else 10 * n_models + 100)
 
             self.base_calls: list[Any] = [r for r in base.records if type(r) is ToolRecord or type(r) is ModelRecord]
             self.base_models: list[ModelRecord] = [r for r in self.base_calls if type(r) is ModelRecord]
@@ -592,7 +598,7 @@ class ReplayEngine:
         if not isinstance(request, ModelRequest):
             request = ModelRequest.model_validate(request)
         pos = self._pos
-        if self.policy.max_steps is not None and self._step >= self.policy.max_steps:
+        if self._step >= self.step_limit:
             raise _Halt("max_steps")
         self._pos += 1
         step = self._step
@@ -1037,7 +1043,9 @@ class ReplayEngine:
                     none.append(f"intervention {i} ({iv.describe()}) was never applied: the replay "
                                 "never made the call it targets")
             if stop_reason == "max_steps":
-                partial.append(f"stopped by max_steps after {self._step} model call(s), before a final response")
+                which = "max_steps" if self.policy.max_steps is not None else (
+                    f"the engine's safety limit ({self.step_limit} model calls; set max_steps to choose)")
+                partial.append(f"stopped by {which} after {self._step} model call(s), before a final response")
         if self._drift_steps:
             steps = sorted(set(self._drift_steps))
             partial.append(f"lenient drift: the base's answer stood in for {len(self._drift_steps)} call(s) "

@@ -358,3 +358,19 @@ def test_progress_and_cancel():
     out = run(base, at=1, cancel=cancel)
     assert out.status == "failed" and out.error.type == "Cancelled"
     assert len(out.events.records) == 4
+
+
+def test_safety_limit_stops_a_fixture_loop():
+    from core.recording import ToolCall
+
+    base = chat_recording(1)
+    again = ModelResponse(message=ChatMessage(role="assistant", content="", tool_calls=[
+        ToolCall(id="call_again", name="lookup", arguments={"q": "item-0"})]))
+    gw = FixtureGateway([Fixture(kind="model", name=MODEL, output=again.to_json_obj()),
+                         Fixture(kind="tool", name="lookup", output={"content": "same again"})])
+    out = run(base, at=2, interventions=[ToolResultIntervention(seq=2, result=ToolResult(content="other"))],
+              fixtures=gw, policy=Policy(drift="strict"))
+    assert out.status == "completed" and out.stop_reason == "max_steps"
+    assert out.steps == 10 * 2 + 100
+    assert any("safety limit" in r for r in out.comparability.reasons)
+    assert Recording.loads(out.events.dumps())  # repeated tool_call_ids were made unique
