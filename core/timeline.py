@@ -36,14 +36,17 @@ from typing import Any
 
 import orjson
 import polars as pl
+from pydantic import TypeAdapter, ValidationError
 
 from .canonical import args_hash
+from .errors import FormatError
 from .recording import (
     ChatMessage,
     RECORD_KINDS,
     InterruptRecord,
     LifecycleRecord,
     ModelRecord,
+    Record,
     Recording,
     SnapshotRecord,
     ToolRecord,
@@ -51,6 +54,8 @@ from .recording import (
 
 #: the kinds in the order the app and the CLI list them
 VIEW_KINDS = ("model", "tool", "interrupt", "snapshot", "lifecycle")
+_RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
+
 STATUSES = ("ok", "error", "interrupted", "redacted", "replayed", "live-fallback")
 SEPARATOR_KINDS = ("snapshot", "lifecycle")
 SUMMARY_CHARS = 160
@@ -272,27 +277,13 @@ class TimelineIndex:
 
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
-        recs = recording.records
-        n = len(recs)
-        self.seqs: list[int] = [0] * n
-        self.kinds: list[str] = [""] * n
-        self.names: list[str] = [""] * n
-        self.statuses: list[str] = [""] * n
-        self.offsets: list[float | None] = [None] * n
-        self.durations: list[float | None] = [None] * n
-        self.tokens: list[int | None] = [None] * n
-        self.error_positions: list[int] = []
-        #: (run_id, tool_call_id) → position of the model call that requested it
-        self.requested_by: dict[tuple[str | None, str], int] = {}
-        #: (run_id, tool_call_id) → position of the tool record that answered it
-        self.answered_by: dict[tuple[str | None, str], int] = {}
-        self._summaries: dict[int, str] = {}
-        self._haystack: pl.Series | None = None
+        self._raw: list[Any] | None = None
+        self._source = "<recording>"
+        self._setup(len(recording.records))
         counts = dict.fromkeys(RECORD_KINDS, 0)
         tokens_in = tokens_out = 0
-        busy = 0.0
         times: list[float] = []
-        for i, r in enumerate(recs):
+        for i, r in enumerate(recording.records):
             t = type(r)
             kind = r.kind
             counts[kind] += 1
@@ -320,22 +311,154 @@ class TimelineIndex:
             self.statuses[i] = status
             if status == "error":
                 self.error_positions.append(i)
-            if self.durations[i] is not None:
-                busy += self.durations[i]
             ts = _parse_at(r.at)
             if ts is not None:
-                self.offsets[i] = ts  # made relative below
+                self.offsets[i] = ts  # made relative in _finish
                 times.append(ts)
+        self._finish(recording.metadata, counts, tokens_in, tokens_out, times)
+
+    @classmethod
+    def from_raw(cls, header: Recording, raw_records: list[Any], *, source: str = "<raw>") -> "TimelineIndex":
+        """Index records straight from parsed JSON (``orjson.loads``), without building
+        the pydantic models first — the fast first paint for big files.
+
+        ``header`` is a :class:`Recording` holding the validated header (metadata,
+        session) and no records. Checked here, in the same pass: each record is an
+        object with a known ``kind`` and an integer ``seq`` that strictly increases.
+        Everything else (field types, digest, keys) is *not* checked: a caller must
+        still verify the file (``core.io.recording_from_dict``) and then call
+        :meth:`adopt`. Until then :meth:`record` validates one record on demand.
+
+        Raises:
+            FormatError: a record that is not an object, has an unknown kind, or a seq
+                that is not an integer or does not increase (names file, record, path).
+        """
+        self = cls.__new__(cls)
+        self.recording = header
+        self._raw = raw_records
+        self._source = source
+        self._setup(len(raw_records))
+        counts = dict.fromkeys(RECORD_KINDS, 0)
+        tokens_in = tokens_out = 0
+        times: list[float] = []
+        prev = -1
+        names, kinds_col, statuses = self.names, self.kinds, self.statuses
+        for i, r in enumerate(raw_records):
+            if type(r) is not dict:
+                raise FormatError("record is not a JSON object", file=source, record=i, path=f"/records/{i}")
+            kind = r.get("kind")
+            if kind not in counts:
+                raise FormatError(f"unknown record kind {kind!r} (expected one of {', '.join(RECORD_KINDS)})",
+                                  file=source, record=i, path=f"/records/{i}/kind")
+            seq = r.get("seq")
+            if type(seq) is not int or seq <= prev:
+                reason = ("seq must be an integer" if type(seq) is not int
+                          else f"seq {seq} does not increase (previous record has seq {prev})")
+                raise FormatError(reason, file=source, record=i, path=f"/records/{i}/seq")
+            prev = seq
+            counts[kind] += 1
+            self.seqs[i] = seq
+            kinds_col[i] = kind
+            status = "ok"
+            run_id = r.get("run_id")
+            if kind == "tool":
+                names[i] = str(r.get("tool", ""))
+                self.durations[i] = r.get("duration_seconds")
+                result = r.get("result") or {}
+                if result.get("error") is not None:
+                    status = "error"
+                elif result.get("redacted"):
+                    status = "redacted"
+                cid = r.get("tool_call_id")
+                if cid:
+                    self.answered_by.setdefault((run_id, cid), i)
+            elif kind == "model":
+                names[i] = str(r.get("model", ""))
+                self.durations[i] = r.get("duration_seconds")
+                if r.get("error") is not None:
+                    status = "error"
+                resp = r.get("response")
+                if resp:
+                    usage = resp.get("usage")
+                    if usage:
+                        ti, to = usage.get("input_tokens", 0) or 0, usage.get("output_tokens", 0) or 0
+                        tokens_in += ti
+                        tokens_out += to
+                        self.tokens[i] = ti + to
+                    for c in (resp.get("message") or {}).get("tool_calls") or ():
+                        if isinstance(c, dict) and c.get("id"):
+                            self.requested_by.setdefault((run_id, c["id"]), i)
+            elif kind == "interrupt":
+                names[i] = "interrupt"
+                status = "interrupted"
+            elif kind == "lifecycle":
+                names[i] = str(r.get("event", ""))
+            else:
+                names[i] = r.get("generation_id") or "snapshot"
+            if status == "ok":
+                if r.get("live_fallback"):
+                    status = "live-fallback"
+                elif r.get("replayed"):
+                    status = "replayed"
+            statuses[i] = status
+            if status == "error":
+                self.error_positions.append(i)
+            ts = _parse_at(r.get("at")) if isinstance(r.get("at"), str) else None
+            if ts is not None:
+                self.offsets[i] = ts
+                times.append(ts)
+        self._finish(header.metadata, counts, tokens_in, tokens_out, times)
+        return self
+
+    @property
+    def verified(self) -> bool:
+        """``True`` once every record is a validated model (built from a Recording, or
+        after :meth:`adopt`)."""
+        return self._raw is None
+
+    def adopt(self, recording: Recording) -> None:
+        """Switch to the fully verified ``recording`` of the same records (after a
+        :meth:`from_raw` index); drops the raw JSON.
+
+        Raises:
+            ValueError: ``recording`` does not have the same seqs as the index.
+        """
+        if [r.seq for r in recording.records] != self.seqs:
+            raise ValueError("the verified recording does not hold the records this index was built from")
+        self.recording = recording
+        self._raw = None
+        self._validated.clear()
+
+    def _setup(self, n: int) -> None:
+        self.seqs: list[int] = [0] * n
+        self.kinds: list[str] = [""] * n
+        self.names: list[str] = [""] * n
+        self.statuses: list[str] = [""] * n
+        self.offsets: list[float | None] = [None] * n
+        self.durations: list[float | None] = [None] * n
+        self.tokens: list[int | None] = [None] * n
+        self.error_positions: list[int] = []
+        #: (run_id, tool_call_id) → position of the model call that requested it
+        self.requested_by: dict[tuple[str | None, str], int] = {}
+        #: (run_id, tool_call_id) → position of the tool record that answered it
+        self.answered_by: dict[tuple[str | None, str], int] = {}
+        self._summaries: dict[int, str] = {}
+        self._haystack: pl.Series | None = None
+        self._validated: dict[int, Any] = {}
+
+    def _finish(self, metadata: dict[str, Any], counts: dict[str, int], tokens_in: int, tokens_out: int,
+                times: list[float]) -> None:
         start = min(times) if times else None
         if start is not None:
             self.offsets = [None if o is None else o - start for o in self.offsets]
+        busy = sum(d for d in self.durations if isinstance(d, (int, float)))
         outcome = None
         for k in OUTCOME_KEYS:
-            if k in recording.metadata and recording.metadata[k] is not None:
-                outcome = one_line(recording.metadata[k], 60)
+            if k in metadata and metadata[k] is not None:
+                outcome = one_line(metadata[k], 60)
                 break
         self.summary = TimelineSummary(
-            records=n,
+            records=len(self.seqs),
             counts=counts,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
@@ -351,14 +474,33 @@ class TimelineIndex:
         return len(self.seqs)
 
     def record(self, position: int) -> Any:
-        """The record at ``position`` (a pydantic record model)."""
-        return self.recording.records[position]
+        """The record at ``position`` (a pydantic record model).
+
+        Raises:
+            FormatError: (raw index only) the record does not validate.
+        """
+        if self._raw is None:
+            return self.recording.records[position]
+        rec = self._validated.get(position)
+        if rec is None:
+            try:
+                rec = _RECORD_ADAPTER.validate_python(self._raw[position])
+            except ValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                loc = "/".join(str(x) for x in err.get("loc", ())[1:])
+                raise FormatError(err.get("msg", "invalid record"), file=self._source, record=position,
+                                  path=f"/records/{position}" + (f"/{loc}" if loc else "")) from None
+            self._validated[position] = rec
+        return rec
 
     def summary_of(self, position: int) -> str:
         """The one-line summary of the record at ``position`` (computed once, cached)."""
         s = self._summaries.get(position)
         if s is None:
-            s = record_summary(self.recording.records[position])
+            try:
+                s = record_summary(self.record(position))
+            except FormatError as exc:
+                s = f"✗ invalid record: {exc.reason}"
             self._summaries[position] = s
         return s
 
@@ -421,7 +563,13 @@ class TimelineIndex:
 
     def _build_haystack(self) -> pl.Series:
         seen: set[int] = set()
-        return pl.Series("text", [_haystack(r, seen) for r in self.recording.records], dtype=pl.String)
+        texts = []
+        for p in range(len(self)):
+            try:
+                texts.append(_haystack(self.record(p), seen))
+            except FormatError:
+                texts.append("")
+        return pl.Series("text", texts, dtype=pl.String)
 
     def search(self, text: str) -> list[int]:
         """Positions (ascending) of records whose names, arguments, contents, results
@@ -467,7 +615,7 @@ class TimelineIndex:
         tool records that answered the tool calls of its response, in the order of the
         calls. Otherwise, or when nothing matches: ``[]``.
         """
-        rec = self.recording.records[position]
+        rec = self.record(position)
         if type(rec) is ToolRecord and rec.tool_call_id:
             p = self.requested_by.get((rec.run_id, rec.tool_call_id))
             return [] if p is None else [p]
@@ -483,10 +631,10 @@ class TimelineIndex:
     def preceding_model_call(self, position: int, limit: int = 10_000) -> int | None:
         """Position of the nearest model record before ``position`` in the same run
         (looking back at most ``limit`` records), or ``None``."""
-        run = self.recording.records[position].run_id
+        run = self.record(position).run_id
         kinds = self.kinds
         for p in range(position - 1, max(-1, position - 1 - limit), -1):
-            if kinds[p] == "model" and self.recording.records[p].run_id == run:
+            if kinds[p] == "model" and self.record(p).run_id == run:
                 return p
         return None
 
@@ -499,7 +647,7 @@ class TimelineIndex:
         ``tool_call_id``, ``at``, ``run_id``, ``generation_id``, ``replayed``,
         ``live_fallback`` — absent values left out.
         """
-        rec = self.recording.records[position]
+        rec = self.record(position)
         out: dict[str, Any] = {"seq": rec.seq, "kind": rec.kind}
         if type(rec) in (ToolRecord, ModelRecord) and rec.key:
             out["key"] = rec.key

@@ -8,11 +8,17 @@ file that fails to load never opens a screen.
 
 from __future__ import annotations
 
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
+from textual.message import Message
+
+from core.errors import InspectorError
+from core.recording import Recording
 
 from .commands import TimelineCommands
 from .loader import LoadedRecording
+from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
 from .screens.timeline import TimelineScreen
 from .widgets.timeline_table import TimelineTable
@@ -29,9 +35,25 @@ class InspectorApp(App[None]):
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit the inspector"),
     ]
 
+    class Verified(Message):
+        """The background verification of a fast-opened file passed."""
+
+        def __init__(self, recording: Recording) -> None:
+            super().__init__()
+            self.recording = recording
+
+    class VerificationFailed(Message):
+        """The background verification of a fast-opened file failed with ``error``."""
+
+        def __init__(self, error: InspectorError) -> None:
+            super().__init__()
+            self.error = error
+
     def __init__(self, loaded: LoadedRecording) -> None:
         super().__init__()
         self.loaded = loaded
+        #: set when the recording turned out invalid; the CLI prints it and exits 2
+        self.load_error: InspectorError | None = None
 
     def on_mount(self) -> None:
         self.push_screen(TimelineScreen(self.loaded))
@@ -39,6 +61,41 @@ class InspectorApp(App[None]):
             self.notify(notice, title="converted on open", timeout=10)
         if len(self.loaded.notices) > 8:
             self.notify(f"… and {len(self.loaded.notices) - 8} more notices", timeout=10)
+        if self.loaded.verify is not None:
+            self._verify()
+
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def _verify(self) -> None:
+        """Run the full verification of a fast-opened file (see inspector.loader)."""
+        verify = self.loaded.verify
+        if verify is None:
+            return
+        try:
+            recording = verify()
+        except InspectorError as exc:
+            self.post_message(self.VerificationFailed(exc))
+        else:
+            self.post_message(self.Verified(recording))
+
+    @on(Verified)
+    def _verified(self, event: Verified) -> None:
+        self.loaded.index.adopt(event.recording)
+        self.loaded.recording = event.recording
+        self.loaded.verify = None
+        if isinstance(self.screen, TimelineScreen):
+            self.screen.refresh_header()
+        self.notify("verified: every record, the digest and the keys", timeout=4)
+
+    @on(VerificationFailed)
+    def _verification_failed(self, event: VerificationFailed) -> None:
+        self.load_error = event.error
+        self.loaded.verify = None
+
+        def close(_: None) -> None:
+            self.exit(return_code=2)
+
+        self.push_screen(ErrorScreen(f"{event.error.title} error — this recording is not valid",
+                                     str(event.error), "enter: quit (exit code 2)"), close)
 
     def help_groups(self) -> list[tuple[str, list[Binding]]]:
         """The key groups the help screen lists (from the bindings themselves)."""

@@ -7,12 +7,20 @@ notice shown in the app.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.recording import Recording
+from core.errors import FormatError
+from core.recording import FORMAT_NAME, FORMAT_VERSION, Recording
 from core.timeline import TimelineIndex
+
+#: native recordings at least this big open from a raw index (first paint after the
+#: JSON parse) and are verified in the background; smaller ones are verified first.
+#: ``CHASSIS_INSPECTOR_FAST_OPEN_MB`` overrides it (0 = always, e.g. for tests).
+FAST_OPEN_BYTES = int(float(os.environ.get("CHASSIS_INSPECTOR_FAST_OPEN_MB", "64")) * 1024 * 1024)
 
 
 @dataclass
@@ -24,6 +32,9 @@ class LoadedRecording:
     recording: Recording
     index: TimelineIndex
     notices: list[str] = field(default_factory=list)
+    #: for a fast-opened file: the full verification still to run (returns the verified
+    #: recording or raises FormatError); ``None`` when the recording is verified
+    verify: Callable[[], Recording] | None = None
 
     @classmethod
     def from_recording(cls, recording: Recording, path: Path | str = "<memory>", notices: list[str] | None = None) -> "LoadedRecording":
@@ -56,14 +67,57 @@ def _split_result(result: Any) -> tuple[Recording, list[str]]:
     raise TypeError(f"load_any returned {type(result).__name__}, not a Recording")
 
 
-def load_for_view(path: Path | str) -> LoadedRecording:
+def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> LoadedRecording:
     """Load (and if needed convert) ``path`` and index it.
 
+    A native format-v1 recording of at least ``fast_open_bytes`` (default
+    :data:`FAST_OPEN_BYTES`) is *fast-opened*: parsed with orjson, its header validated,
+    its records checked for shape (known kind, increasing seq) and indexed raw; the full
+    verification (every field, digest, keys) is returned as ``verify`` for the app to run
+    in a worker. Everything else is loaded and verified completely here.
+
     Raises:
-        core.errors.FormatError: the file cannot be read, parsed or verified.
+        core.errors.FormatError: the file cannot be read, parsed or verified (for a
+            fast-opened file: parsed, or its header and record shapes checked).
         core.errors.InspectorError: other load failures (e.g. no importer accepts it).
     """
     from inspector.cli.common import load_any
 
-    rec, notices = _split_result(load_any(Path(path), with_notices=True))
-    return LoadedRecording(Path(path), rec, TimelineIndex(rec), notices)
+    p = Path(path)
+    threshold = FAST_OPEN_BYTES if fast_open_bytes is None else fast_open_bytes
+    try:
+        big = p.is_file() and p.stat().st_size >= threshold
+    except OSError:
+        big = False
+    if big:
+        fast = _fast_open(p)
+        if fast is not None:
+            return fast
+    rec, notices = _split_result(load_any(p, with_notices=True))
+    return LoadedRecording(p, rec, TimelineIndex(rec), notices)
+
+
+def _fast_open(path: Path) -> LoadedRecording | None:
+    """The fast-open path of :func:`load_for_view`; ``None`` if the file is not a native
+    format-v1 recording (the caller then loads it the ordinary way)."""
+    from core.io import parse_json, recording_from_dict
+
+    source = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+    doc = parse_json(data, source=source)
+    del data
+    if not (isinstance(doc, dict) and doc.get("format") == FORMAT_NAME
+            and doc.get("format_version") == FORMAT_VERSION and isinstance(doc.get("records"), list)):
+        return None
+    header = {k: v for k, v in doc.items() if k not in ("records", "digest")}
+    shell = recording_from_dict({**header, "records": []}, source=source)
+    shell.digest = doc.get("digest")
+    index = TimelineIndex.from_raw(shell, doc["records"], source=source)
+
+    def verify() -> Recording:
+        return recording_from_dict(doc, source=source)
+
+    return LoadedRecording(path, shell, index, [], verify=verify)

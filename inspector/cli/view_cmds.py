@@ -56,7 +56,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _load(path: Path):
+def _load(path: Path, *, fast_open: bool = True):
     from inspector.loader import load_for_view
 
     try:
@@ -65,7 +65,7 @@ def _load(path: Path):
         size = 0
     if size > LOUD_LOAD_BYTES:
         typer.echo(f"chassis-inspector: loading {path} ({size / 1e6:,.0f} MB)…", err=True)
-    return load_for_view(path)
+    return load_for_view(path) if fast_open else load_for_view(path, fast_open_bytes=1 << 62)
 
 
 def register(app: typer.Typer) -> None:
@@ -77,7 +77,11 @@ def register(app: typer.Typer) -> None:
         from inspector.app import InspectorApp
 
         loaded = _load(resolve_recording(file))
-        InspectorApp(loaded).run()
+        app = InspectorApp(loaded)
+        app.run()
+        if app.load_error is not None:
+            # a fast-opened file failed its background verification
+            raise app.load_error
 
     @app.command()
     def serve(
@@ -96,7 +100,7 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2)
             echo_err(f"warning: serving on {host}:{port} — the recording is readable by anyone who can reach this address")
         path = resolve_recording(file).resolve()
-        _load(path)  # fail now, with the FormatError line, rather than in the browser
+        _load(path, fast_open=False)  # verify now, with the FormatError line, rather than in the browser
         from textual_serve.server import Server
 
         command = f"{shlex.quote(sys.executable)} -m inspector open {shlex.quote(str(path))}"
@@ -117,7 +121,7 @@ def register(app: typer.Typer) -> None:
         if json and csv:
             echo_err("--json and --csv cannot be used together")
             raise typer.Exit(2)
-        loaded = _load(file)
+        loaded = _load(file, fast_open=False)
         index: TimelineIndex = loaded.index
         for notice in loaded.notices:
             echo_err(f"notice: {notice}")

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer
 
+from core.errors import FormatError
 from core.recording import ToolRecord
 from core.timeline import VIEW_KINDS as RECORD_KINDS
 from core.timeline import TimelineIndex
@@ -89,7 +90,7 @@ class TimelineScreen(Screen[None]):
         self._detail_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        yield RecordingHeader(header_text(self.loaded.path, self.loaded.recording, self.index.summary), id="header")
+        yield RecordingHeader(self._header_text(), id="header")
         yield FilterBar(id="filters")
         with Horizontal(id="main"):
             yield TimelineTable(self.index, id="timeline")
@@ -104,6 +105,14 @@ class TimelineScreen(Screen[None]):
         self.detail.show(self.index, table.cursor_position)
 
     # ------------------------------------------------------------------ helpers
+
+    def _header_text(self):
+        return header_text(self.loaded.path, self.loaded.recording, self.index.summary,
+                           verifying=self.loaded.verify is not None)
+
+    def refresh_header(self) -> None:
+        """Redraw the header (e.g. once a fast-opened file is verified)."""
+        self.query_one(RecordingHeader).update(self._header_text())
 
     @property
     def table(self) -> TimelineTable:
@@ -353,7 +362,11 @@ class TimelineScreen(Screen[None]):
         here = self.table.cursor_position
         if here is None:
             return
-        links = self.index.linked(here)
+        try:
+            links = self.index.linked(here)
+        except FormatError as exc:
+            self.notify(str(exc), severity="error", timeout=6)
+            return
         if not links:
             rec = self.index.record(here)
             what = "requested this tool call" if type(rec) is ToolRecord else "answers this record"
@@ -408,7 +421,11 @@ class TimelineScreen(Screen[None]):
         here = self.table.cursor_position
         if here is None:
             return
-        ident = self.index.identity(here)
+        try:
+            ident = self.index.identity(here)
+        except FormatError as exc:
+            self.notify(str(exc), severity="error", timeout=6)
+            return
         if what == "json":
             text = orjson.dumps(self.index.record(here).to_json_obj(), option=orjson.OPT_INDENT_2).decode()
             label = f"record seq {ident['seq']} as JSON"

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static, TabbedContent, TabPane
 
+from core.errors import FormatError
 from core.recording import ModelRecord, ToolRecord
 from core.timeline import TimelineIndex, format_duration, one_line, transcript_for
 
@@ -67,8 +68,15 @@ class DetailPane(Vertical):
             tree.show({}, "record")
             self.query_one(TranscriptView).show([], "")
             return
-        rec = index.record(position)
-        identity.update(self._identity_text(index, position))
+        try:
+            rec = index.record(position)
+            identity_text = self._identity_text(index, position)
+        except FormatError as exc:  # a fast-opened file, not verified yet
+            identity.update(Text(f"✗ this record is invalid: {exc}", style="bold #ff5f5f"))
+            error.remove_class("shown")
+            tree.show({}, "invalid record")
+            return
+        identity.update(identity_text)
         err = rec.result.error if type(rec) is ToolRecord else getattr(rec, "error", None)
         if err is not None:
             error.update(Text(one_line(f"✗ {err.type}: {err.message}", 180)))
@@ -103,7 +111,10 @@ class DetailPane(Vertical):
         if self.index is None or self.position is None or self._transcript_for == self.position:
             return
         self._transcript_for = self.position
-        entries, note = transcript_for(self.index, self.position)
+        try:
+            entries, note = transcript_for(self.index, self.position)
+        except FormatError as exc:
+            entries, note = [], f"✗ {exc}"
         view = self.query_one(TranscriptView)
         view.show(entries, note)
 

@@ -20,8 +20,9 @@ KIND_STYLES = {
 }
 
 
-def header_text(path: Path | str, recording: Recording, summary: TimelineSummary) -> Text:
-    """Two lines: file · format · producer · outcome, then counts, errors, tokens, time."""
+def header_text(path: Path | str, recording: Recording, summary: TimelineSummary, verifying: bool = False) -> Text:
+    """Two lines: file · format · producer · outcome, then counts, errors, tokens, time;
+    ``verifying`` adds a note that the full verification is still running."""
     t = Text()
     t.append(Path(path).name, style="bold")
     t.append(f"  format v{recording.format_version}", style="dim")
@@ -53,6 +54,8 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
         t.append(f"  wall {format_duration(summary.span_seconds)}")
     if summary.busy_seconds:
         t.append(f"  in calls {format_duration(summary.busy_seconds)}", style="dim")
+    if verifying:
+        t.append("  verifying digest and keys…", style="bold #d7af00")
     return t
 
 

@@ -292,3 +292,73 @@ async def test_notices_are_shown(built):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         assert any("converted from swe_agent" in str(n.message) for n in app._notifications)
+
+
+# ---------------------------------------------------------------- fast open (big files)
+
+
+async def test_fast_open_shows_the_timeline_then_verifies_in_the_background(built_path):
+    from inspector.loader import load_for_view
+
+    loaded = load_for_view(built_path, fast_open_bytes=0)
+    assert loaded.verify is not None and not loaded.index.verified
+    assert len(loaded.index) == 17 and loaded.index.error_positions == [7, 12]
+    app = InspectorApp(loaded)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert loaded.index.verified and loaded.verify is None
+        assert len(loaded.recording.records) == 17 and app.load_error is None
+        await pilot.press("e", "t")
+        await settle(pilot, app)
+        blocks = list(app.screen.query_one(TranscriptView).query(MessageBlock))
+        assert "EditRejected" in blocks[-1].entry.message.content
+
+
+async def test_fast_open_of_an_invalid_file_shows_the_error_and_exits_2(built_path):
+    import orjson
+
+    from inspector.loader import load_for_view
+    from inspector.screens.error import ErrorScreen
+
+    doc = orjson.loads(built_path.read_bytes())
+    doc["records"][3]["result"]["content"] = "tampered after saving"  # digest no longer matches
+    built_path.write_bytes(orjson.dumps(doc))
+    loaded = load_for_view(built_path, fast_open_bytes=0)
+    app = InspectorApp(loaded)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert isinstance(app.screen, ErrorScreen)
+        assert "digest mismatch" in app.screen.message and str(built_path) in app.screen.message
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+    assert app.return_code == 2
+    assert "digest mismatch" in str(app.load_error)
+
+
+async def test_fast_open_rejects_bad_shapes_before_any_screen(built_path):
+    import orjson
+
+    from core.errors import FormatError
+    from inspector.loader import load_for_view
+
+    doc = orjson.loads(built_path.read_bytes())
+    doc["records"][4]["seq"] = 2
+    built_path.write_bytes(orjson.dumps(doc))
+    with pytest.raises(FormatError, match=r"record 4, /records/4/seq: seq 2 does not increase"):
+        load_for_view(built_path, fast_open_bytes=0)
+    doc["records"][4]["seq"] = 4
+    doc["records"][5]["kind"] = "telepathy"
+    built_path.write_bytes(orjson.dumps(doc))
+    with pytest.raises(FormatError, match="unknown record kind 'telepathy'"):
+        load_for_view(built_path, fast_open_bytes=0)
+
+
+async def test_raw_index_equals_the_verified_index(built_path, built):
+    from inspector.loader import load_for_view
+
+    fast = load_for_view(built_path, fast_open_bytes=0).index
+    slow = built.index
+    assert list(fast.rows()) == list(slow.rows())
+    assert fast.summary == slow.summary
+    assert (fast.requested_by, fast.answered_by) == (slow.requested_by, slow.answered_by)
+    assert fast.search("zebra") == slow.search("zebra")
