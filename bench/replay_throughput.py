@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.branch import new_branch
 from core.canonical import model_key, tool_key
-from core.engine import ReplayEngine, ReplayRecord
+from core.engine import ReplayEngine
 from core.recording import (
     ChatMessage,
     ModelRecord,
@@ -40,6 +40,7 @@ from core.recording import (
     ToolResult,
     Usage,
 )
+from core.replay_record import ReplayRecord
 from core.workspace import Workspace
 
 MODEL = "bench-model"

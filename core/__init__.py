@@ -3,7 +3,9 @@
 The curated public API; implementation lives in modules named for domain concepts.
 """
 
+from .branch import Branch, Policy
 from .canonical import args_hash, canonical_json, model_key, normalize_stop, tool_key
+from .engine import ReplayEngine
 from .errors import (
     BranchError,
     CanonicalizationError,
@@ -14,6 +16,7 @@ from .errors import (
     ReplayMismatch,
     WorkspaceError,
 )
+from .fixtures import Fixture, FixtureGateway, Requirement
 from .recording import (
     FORMAT_VERSION,
     ChatMessage,
@@ -32,30 +35,23 @@ from .recording import (
     Usage,
 )
 from .redaction import REDACTED, SecretRedactor
+from .replay_record import ReplayRecord
 from .session import Harness, ReplayChatModel, ReplayFallback, ReplayMode, ReplaySession
-from .branch import Branch, Policy
-from .engine import ReplayEngine, ReplayRecord
-from .fixtures import Fixture, FixtureGateway, Requirement
 from .workspace import Workspace
 
 __version__ = "0.9.0"
 
 __all__ = [
-    "Branch",
-    "Fixture",
-    "FixtureGateway",
-    "Policy",
-    "ReplayEngine",
-    "ReplayRecord",
-    "Requirement",
-    "Workspace",
     "FORMAT_VERSION",
     "REDACTED",
+    "Branch",
     "BranchError",
     "CanonicalizationError",
     "ChatMessage",
     "ErrorInfo",
+    "Fixture",
     "FixtureError",
+    "FixtureGateway",
     "FormatError",
     "Harness",
     "InspectorError",
@@ -64,13 +60,17 @@ __all__ = [
     "ModelRecord",
     "ModelRequest",
     "ModelResponse",
+    "Policy",
     "PolicyDenied",
     "Recording",
     "ReplayChatModel",
+    "ReplayEngine",
     "ReplayFallback",
     "ReplayMismatch",
     "ReplayMode",
+    "ReplayRecord",
     "ReplaySession",
+    "Requirement",
     "SecretRedactor",
     "SessionInfo",
     "SnapshotRecord",
@@ -78,6 +78,7 @@ __all__ = [
     "ToolRecord",
     "ToolResult",
     "Usage",
+    "Workspace",
     "WorkspaceError",
     "args_hash",
     "canonical_json",

@@ -41,32 +41,28 @@ Determinism: the events hold no replay id and no wall-clock time except for live
 answers, and a resume re-runs the branch from the start with the same inputs (plus the
 live answers of earlier attempts, reused so no side effect is repeated), so resuming
 after attaching fixtures gives byte-identical events to a fresh replay with the same
-fixtures. The workspace-level functions (:func:`start_replay`, :func:`resume_replay`,
-:func:`dry_run`) live at the end of this module.
+fixtures. The replay record lives in :mod:`core.replay_record`, the dry run in
+:mod:`core.dry_run`, and running replays in a workspace (start, resume) in
+:mod:`core.replays`.
 """
 
 from __future__ import annotations
 
 import gc
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
 
-from .boundary import Executor, load_executor
+from .boundary import Executor
 from .branch import (
     Branch,
     MessagesIntervention,
     ModelResponseIntervention,
     OptionsIntervention,
-    Policy,
     ToolPolicyIntervention,
     ToolResultIntervention,
     validate_branch,
@@ -81,10 +77,8 @@ from .errors import (
     ReplayMismatch,
 )
 from .fixtures import (
-    Fixture,
     FixtureGateway,
     Requirement,
-    load_fixture_file,
     nearest_model_call,
     nearest_tool_call,
 )
@@ -99,132 +93,23 @@ from .recording import (
     ToolRecord,
     ToolResult,
 )
+from .replay_record import (
+    ANSWER_SOURCES,
+    Comparability,
+    FirstDivergence,
+    ReplayErrorInfo,
+    first_divergence,
+)
 
 __all__ = [
-    "ANSWER_SOURCES",
-    "Attempt",
-    "Comparability",
-    "FirstDivergence",
     "ModelCallError",
-    "PauseInfo",
     "ReplayEngine",
-    "ReplayErrorInfo",
     "ReplayOutcome",
-    "ReplayRecord",
     "ToolHooks",
-    "dry_run",
-    "first_divergence",
-    "predict",
-    "resume_replay",
-    "start_replay",
     "tool_message",
 ]
 
-ANSWER_SOURCES = ("recorded", "intervention", "fixture", "drift", "live", "policy")
 _ATTRIBUTION = ("interrupt", "snapshot", "lifecycle")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-# =========================================================================== record models
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Comparability(_Model):
-    """Whether the replay can be compared to its base: ``level`` ``full`` | ``partial`` |
-    ``none`` and the ``reasons`` (human sentences) that lowered it."""
-
-    level: Literal["full", "partial", "none"] = "full"
-    reasons: list[str] = Field(default_factory=list)
-
-
-class FirstDivergence(_Model):
-    """The first call position where branch and base differ: the base record's
-    ``base_seq`` and the replay event's ``replay_seq`` (either ``None`` when that side
-    has no call there) and the ``dimension``: ``kind`` (a model call against a tool call),
-    ``tool_call`` (tool name or arguments), ``tool_result``, ``model_request``,
-    ``model_response``, ``length`` (one side made more calls)."""
-
-    base_seq: int | None
-    replay_seq: int | None
-    dimension: str
-
-
-class PauseInfo(_Model):
-    """Why a replay is paused: the open ``requirement_ids``."""
-
-    requirement_ids: list[str]
-
-
-class ReplayErrorInfo(_Model):
-    """Why a replay failed: ``type`` (error class or ``policy``) and ``message``."""
-
-    type: str
-    message: str
-
-
-class Attempt(_Model):
-    """One start or resume of a replay: ``number`` (1-based), ``kind`` ``start`` |
-    ``resume``, ``started_at`` / ``ended_at`` (RFC 3339), ``outcome`` (the status it
-    ended in, ``running`` while it runs)."""
-
-    number: int
-    kind: Literal["start", "resume"]
-    started_at: str
-    ended_at: str | None = None
-    outcome: str = "running"
-
-
-class ReplayRecord(_Model):
-    """A replay (issue 5, point 9). Field names are a contract for scripts (see
-    ``docs/replay.md``): ``status``, ``comparability.level``, ``comparability.reasons``,
-    ``first_divergence.base_seq`` / ``.replay_seq`` / ``.dimension``,
-    ``pause.requirement_ids``, ``error``.
-
-    Other fields: ``id``, ``base_digest``, ``base_path``, ``branch_id``, ``policy``,
-    ``executor`` (``module:function`` or ``None``), ``attempts``, ``stop_reason``
-    (``final`` | ``max_steps`` | ``model_error`` | ``end_of_base`` | ``paused`` |
-    ``error``), ``steps`` (model calls made), ``answers`` (count per source),
-    ``fixture_uses`` (``[{seq, fixture_id}]``), ``interventions_applied`` (indexes),
-    ``events_digest``, ``output`` (the agent's final output), ``created_at``,
-    ``updated_at``.
-    """
-
-    id: str
-    base_digest: str
-    base_path: str | None = None
-    branch_id: str
-    status: Literal["queued", "running", "paused", "completed", "failed"] = "queued"
-    policy: Policy
-    executor: str | None = None
-    comparability: Comparability = Field(default_factory=Comparability)
-    first_divergence: FirstDivergence | None = None
-    pause: PauseInfo | None = None
-    error: ReplayErrorInfo | None = None
-    attempts: list[Attempt] = Field(default_factory=list)
-    stop_reason: str | None = None
-    steps: int = 0
-    answers: dict[str, int] = Field(default_factory=dict)
-    fixture_uses: list[dict[str, Any]] = Field(default_factory=list)
-    interventions_applied: list[int] = Field(default_factory=list)
-    events_digest: str | None = None
-    output: Any = None
-    created_at: str = Field(default_factory=_now)
-    updated_at: str = Field(default_factory=_now)
-
-    def to_json_obj(self) -> dict[str, Any]:
-        """JSON form with every field present (``null`` kept: scripts rely on the keys)."""
-        return self.model_dump(mode="json")
-
-    @property
-    def exit_code(self) -> int:
-        """CLI exit code: 0 completed, 3 paused, 2 failed (and queued/running)."""
-        return {"completed": 0, "paused": 3}.get(self.status, 2)
 
 
 # =========================================================================== engine internals
@@ -1097,314 +982,3 @@ def _producer() -> str:
     return f"chassis-inspector {__version__}"
 
 
-def _same(x: Any, y: Any) -> bool:
-    return x is y or x == y
-
-
-def first_divergence(base_calls: list[Any], replay_calls: list[Any], *, complete: bool) -> FirstDivergence | None:
-    """Compare call records position by position (attribution records ignored); return
-    the first difference (see :class:`FirstDivergence`) or ``None``. ``complete``: the
-    replay finished, so a length difference counts."""
-    n = min(len(base_calls), len(replay_calls))
-    for i in range(n):
-        a, r = base_calls[i], replay_calls[i]
-        if a is r:
-            continue
-        if a.kind != r.kind:
-            return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="kind")
-        same_key = a.key is not None and a.key == r.key
-        if a.kind == "tool":
-            if not same_key and (a.tool != r.tool or a.arguments != r.arguments):
-                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="tool_call")
-            if not _same(a.result, r.result):
-                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="tool_result")
-        else:
-            if not same_key and (a.model != r.model or a.request != r.request):
-                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="model_request")
-            if not _same(a.response, r.response) or not _same(a.error, r.error):
-                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="model_response")
-    if complete and len(base_calls) != len(replay_calls):
-        a = base_calls[n] if n < len(base_calls) else None
-        r = replay_calls[n] if n < len(replay_calls) else None
-        return FirstDivergence(base_seq=a.seq if a else None, replay_seq=r.seq if r else None, dimension="length")
-    return None
-
-
-# =========================================================================== dry run
-
-
-@dataclass
-class Prediction:
-    """One predicted call of a dry run: call ``position``, ``base_seq``, ``kind``,
-    ``name``, ``answer`` (``recorded`` | ``intervention`` | ``fixture`` | ``drift`` |
-    ``live`` | ``requirement`` | ``fail`` | ``denied`` | ``approval`` | ``unknown``) and
-    ``detail``."""
-
-    position: int
-    base_seq: int | None
-    kind: str
-    name: str
-    answer: str
-    detail: str = ""
-
-    def to_json_obj(self) -> dict[str, Any]:
-        return {"position": self.position, "base_seq": self.base_seq, "kind": self.kind,
-                "name": self.name, "answer": self.answer, "detail": self.detail}
-
-
-def predict(base: Recording, branch: Branch, *, fixtures: FixtureGateway | None = None,
-            executor_wired: bool = False) -> dict[str, Any]:
-    """Dry run (issue 5, point 8): predict, before anything runs, how each call of the
-    base from the checkpoint would be answered, as far as it can be known.
-
-    Until the first change the branch re-issues the base's calls (``recorded``); a call
-    an intervention targets is answered by it; after a change the next model request
-    differs from the base, so its answer comes from a fixture, lenient drift, the
-    executor, or a requirement; after that only lenient drift keeps the path known (the
-    base's answers stand in), otherwise calls are ``unknown``. Returns
-    ``{"status": "failed"|"ok", "reason", "predictions": [...], "counts": {...}}``.
-
-    Raises:
-        BranchError: the branch is invalid against ``base``.
-    """
-    validate_branch(branch, base)
-    gw = fixtures or FixtureGateway()
-    pol = branch.policy
-    calls = [r for r in base.records if r.kind in ("tool", "model")]
-    models = [r for r in calls if r.kind == "model"]
-    cp_pos = sum(1 for r in calls if r.seq < branch.checkpoint)
-    out: list[Prediction] = []
-    if pol.wants_live and not executor_wired:
-        return {"status": "failed", "reason": "a live policy with no executor fails at once; nothing would run",
-                "predictions": [], "counts": {}}
-    tool_seq = {iv.seq for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.seq is not None}
-    tool_names = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.tool}
-    model_steps = set()
-    for iv in branch.interventions:
-        if isinstance(iv, ModelResponseIntervention):
-            model_steps.add(iv.step if iv.step is not None else next(i for i, m in enumerate(models) if m.seq == iv.seq))
-    policies = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolPolicyIntervention)}
-    changes_request = any(isinstance(iv, (MessagesIntervention, OptionsIntervention)) for iv in branch.interventions)
-    changes_request = changes_request or pol.temperature is not None
-    diverged = False
-    step = 0
-
-    def no_answer(kind: str) -> tuple[str, str]:
-        if pol.drift == "lenient":
-            return "drift", "the base's answer at the same step stands in (comparability partial)"
-        if getattr(pol, kind) == "live":
-            return "live", "the executor answers it"
-        if pol.require_fixtures:
-            return "requirement", f"needs a {kind} fixture: the replay would pause here"
-        return "fail", "no answer and require_fixtures is false: the replay would fail here"
-
-    for pos, r in enumerate(calls):
-        name = r.model if r.kind == "model" else r.tool
-        if pos < cp_pos:
-            out.append(Prediction(pos, r.seq, r.kind, name, "recorded", "before the checkpoint"))
-            if r.kind == "model":
-                step += 1
-            continue
-        if r.kind == "model":
-            if step in model_steps:
-                out.append(Prediction(pos, r.seq, "model", name, "intervention", "model_response intervention"))
-                diverged = True
-            elif not diverged and not changes_request:
-                if pol.model == "fixture":
-                    fx = gw.match("model", name, r.key, branch_id=branch.id)
-                    if fx is not None:
-                        out.append(Prediction(pos, r.seq, "model", name, "fixture", f"fixture {fx.id}"))
-                    else:
-                        ans, detail = no_answer("model")
-                        out.append(Prediction(pos, r.seq, "model", name, ans, detail))
-                        if ans in ("requirement", "fail"):
-                            break
-                else:
-                    out.append(Prediction(pos, r.seq, "model", name, "recorded", ""))
-            elif diverged and pol.drift != "lenient" and out and out[-1].answer == "unknown":
-                out.append(Prediction(pos, None, "model", name, "unknown", "depends on answers not produced yet"))
-            else:
-                why = "the request differs from the base (earlier change or request intervention)"
-                fx = gw.match("model", name, None, branch_id=branch.id)
-                if fx is not None:
-                    ans, detail = "fixture", f"model-wide fixture {fx.id}"
-                else:
-                    ans, detail = no_answer("model")
-                out.append(Prediction(pos, r.seq, "model", name, ans, f"{why}; {detail}"))
-                changes_request = False
-                diverged = ans in ("drift",) and diverged
-                if ans not in ("drift",):
-                    diverged = True
-                    if ans in ("requirement", "fail"):
-                        break
-                    # the response is new: what follows is unknown
-                    out.append(Prediction(pos + 1, None, "?", "?", "unknown",
-                                          "later calls depend on the new model response"))
-                    break
-            step += 1
-            continue
-        pol_iv = policies.get(r.tool)
-        if pol_iv is not None:
-            out.append(Prediction(pos, r.seq, "tool", name,
-                                  "denied" if pol_iv.action == "deny" else "approval",
-                                  "tool_policy intervention"))
-            if pol_iv.action == "deny":
-                diverged = True
-            continue
-        if r.seq in tool_seq or (r.tool in tool_names and (
-                tool_names[r.tool].args_hash in (None, compute_args_hash(r.arguments)))):
-            out.append(Prediction(pos, r.seq, "tool", name, "intervention", "tool_result intervention"))
-            diverged = True
-            continue
-        if pol.tool == "fixture":
-            fx = gw.match("tool", r.tool, compute_args_hash(r.arguments), branch_id=branch.id)
-            if fx is not None:
-                out.append(Prediction(pos, r.seq, "tool", name, "fixture", f"fixture {fx.id}"))
-            else:
-                ans, detail = no_answer("tool")
-                out.append(Prediction(pos, r.seq, "tool", name, ans, detail))
-            continue
-        out.append(Prediction(pos, r.seq, "tool", name, "recorded",
-                              "the same call as the base" + (" (its answer is recorded)" if diverged else "")))
-    counts: dict[str, int] = {}
-    for p in out:
-        counts[p.answer] = counts.get(p.answer, 0) + 1
-    return {"status": "ok", "reason": "", "predictions": [p.to_json_obj() for p in out], "counts": counts}
-
-
-# =========================================================================== workspace level
-
-
-def _executor_for(spec: str | None, base: Recording) -> tuple[Executor | None, str | None]:
-    """Resolve ``--executor``: ``None`` (none), ``recorded`` (the base's
-    ``metadata.executor``) or ``module:function``. Raises BranchError with the reason."""
-    if spec is None:
-        return None, None
-    if spec == "recorded":
-        named = base.metadata.get("executor")
-        if not isinstance(named, str):
-            raise BranchError("--executor recorded: the base recording names no executor in metadata.executor")
-        spec = named
-    try:
-        return load_executor(spec), spec
-    except ValueError as exc:
-        raise BranchError(str(exc)) from None
-
-
-def _record_from_outcome(record: ReplayRecord, outcome: ReplayOutcome) -> ReplayRecord:
-    record.status = outcome.status  # type: ignore[assignment]
-    record.comparability = outcome.comparability
-    record.first_divergence = outcome.first_divergence
-    record.pause = PauseInfo(requirement_ids=[outcome.requirement.id]) if outcome.requirement else None
-    record.error = outcome.error
-    record.stop_reason = outcome.stop_reason
-    record.steps = outcome.steps
-    record.answers = outcome.answers
-    record.fixture_uses = outcome.fixture_uses
-    record.interventions_applied = outcome.interventions_applied
-    record.output = outcome.output
-    record.updated_at = _now()
-    return record
-
-
-def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch, *, kind: str,
-                 executor_spec: str | None, live_cache: Iterable[Any] = (),
-                 hooks: ToolHooks | None = None, **engine_kw: Any) -> tuple[ReplayRecord, ReplayOutcome]:
-    attempt = Attempt(number=len(record.attempts) + 1, kind=kind, started_at=_now())
-    record.attempts.append(attempt)
-    record.status = "running"
-    record.updated_at = _now()
-    ws.save_replay_state(record)
-    try:
-        executor, executor_name = _executor_for(executor_spec, base)
-    except BranchError as exc:
-        executor, executor_name = None, None
-        err = ReplayErrorInfo(type="ExecutorError", message=str(exc))
-        record.status, record.error, record.stop_reason = "failed", err, "error"
-        record.comparability = Comparability(level="none", reasons=[f"the replay failed: {exc}"])
-        attempt.ended_at, attempt.outcome = _now(), "failed"
-        ws.save_replay_outputs(record, None, [])
-        raise
-    record.executor = executor_name
-    decisions = {r.id: r for r in ws.requirements(replay_id=record.id)}
-    engine = ReplayEngine(base, branch, replay_id=record.id, fixtures=ws.fixture_gateway(),
-                          executor=executor, executor_name=executor_name, decisions=decisions,
-                          live_cache=live_cache, hooks=hooks, **engine_kw)
-    outcome = engine.run()
-    _record_from_outcome(record, outcome)
-    attempt.ended_at, attempt.outcome = _now(), outcome.status
-    reqs = [outcome.requirement] if outcome.requirement else []
-    ws.save_replay_outputs(record, outcome, reqs)
-    return record, outcome
-
-
-def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: str | None = None,
-                 fixtures: list[Fixture] | None = None, fixtures_path: str | Path | None = None,
-                 base: Recording | None = None,
-                 hooks: ToolHooks | None = None, replay_id: str | None = None,
-                 on_event: Callable[[Any, str], None] | None = None,
-                 cancel: Callable[[], bool] | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
-    """Create a replay of ``branch`` in workspace ``ws``, run it, store every output in
-    one transaction, and return ``(record, outcome)``.
-
-    ``on_event`` / ``cancel``: see :class:`ReplayEngine` (progress and cancellation for
-    a UI worker). ``fixtures`` are stored first as they are; ``fixtures_path`` (``--fixtures FILE``, see
-    :func:`core.fixtures.load_fixture_file`) too, its entries without a ``scope`` scoped
-    to this replay. ``executor`` is ``None``, ``recorded`` or ``module:function``.
-
-    Raises:
-        FormatError: the base cannot be loaded. BranchError: the branch is invalid
-        against the base, or the executor cannot be loaded (the replay is stored as
-        ``failed`` first).
-    """
-    if base is None:
-        base = Recording.load(base_path)
-    validate_branch(branch, base)
-    ws.put_recording(base, str(base_path))
-    ws.put_branch(branch)
-    rid = replay_id or "rp-" + uuid.uuid4().hex[:12]
-    extra = list(fixtures or [])
-    if fixtures_path is not None:
-        extra += load_fixture_file(Path(fixtures_path), default_scope=f"replay:{rid}")
-    for f in extra:
-        ws.put_fixture(f)
-    record = ReplayRecord(id=rid, base_digest=base.digest or "", base_path=str(base_path), branch_id=branch.id,
-                          policy=branch.policy, status="queued")
-    ws.create_replay(record)
-    return _run_attempt(ws, record, base, branch, kind="start", executor_spec=executor, hooks=hooks,
-                        on_event=on_event, cancel=cancel)
-
-
-def resume_replay(ws: Any, replay_id: str, *, executor: str | None = None,
-                  hooks: ToolHooks | None = None, on_event: Callable[[Any, str], None] | None = None,
-                  cancel: Callable[[], bool] | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
-    """Resume a paused (or failed) replay: re-run its branch from the start with the
-    workspace's current fixtures and requirement decisions, reusing earlier live
-    answers; a new attempt is appended. ``executor`` defaults to the one the replay
-    was started with.
-
-    Raises:
-        WorkspaceError: unknown replay id, or the replay already completed.
-    """
-    from .errors import WorkspaceError
-
-    record = ws.get_replay(replay_id)
-    if record.status == "completed":
-        raise WorkspaceError(f"replay {replay_id} is already completed; start a new replay instead")
-    if record.status == "running":
-        pass  # a crashed attempt: run it again
-    branch = ws.get_branch(record.branch_id)
-    base = ws.get_recording(record.base_digest)
-    prev = ws.replay_events(replay_id)
-    live = [r for r in prev.records if r.live_fallback] if prev is not None else []
-    record.error = None
-    record.pause = None
-    return _run_attempt(ws, record, base, branch, kind="resume",
-                        executor_spec=executor if executor is not None else record.executor,
-                        live_cache=live, hooks=hooks, on_event=on_event, cancel=cancel)
-
-
-def dry_run(ws: Any | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:
-    """:func:`predict` with the workspace's fixtures (or none)."""
-    gw = ws.fixture_gateway() if ws is not None else FixtureGateway()
-    return predict(base, branch, fixtures=gw, executor_wired=executor_wired)

@@ -40,11 +40,12 @@ from typing import Any
 import orjson
 
 from .branch import Branch, branch_from_dict
-from .engine import ReplayOutcome, ReplayRecord
+from .engine import ReplayOutcome
 from .errors import FixtureError, FormatError, WorkspaceError
 from .fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_scope
 from .io import dumps_recording, recording_to_dict
 from .recording import Recording
+from .replay_record import ReplayRecord
 
 __all__ = ["DEFAULT_DIR", "FILE_NAME", "MIGRATIONS", "SCHEMA_VERSION", "Workspace"]
 

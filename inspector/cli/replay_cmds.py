@@ -34,16 +34,11 @@ from core.branch import (
     save_branch,
 )
 from core.canonical import args_hash
-from core.engine import (
-    ReplayRecord,
-    _executor_for,
-    dry_run,
-    resume_replay,
-    start_replay,
-)
 from core.errors import BranchError, FixtureError
 from core.fixtures import Fixture, load_output_file, parse_scope
 from core.io import atomic_write_bytes
+from core.replay_record import ReplayRecord
+from core.replays import dry_run, resolve_executor, resume_replay, start_replay
 from core.workspace import Workspace
 
 from .common import load_any, print_json
@@ -223,7 +218,7 @@ def register(app: typer.Typer) -> None:
             if dry_run_:
                 wired = False
                 if executor is not None:
-                    _executor_for(executor, rec)
+                    resolve_executor(executor, rec)
                     wired = True
                 result = dry_run(ws, rec, br, executor_wired=wired)
                 if json:

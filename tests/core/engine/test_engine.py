@@ -18,7 +18,8 @@ from core.branch import (
     new_branch,
 )
 from core.canonical import args_hash, model_key
-from core.engine import ReplayEngine, ToolHooks, predict
+from core.dry_run import predict
+from core.engine import ReplayEngine, ToolHooks
 from core.errors import PolicyDenied
 from core.fixtures import Fixture, FixtureGateway
 from core.recording import ChatMessage, ModelResponse, Recording, ToolResult

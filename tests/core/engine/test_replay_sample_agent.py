@@ -14,9 +14,10 @@ from core.branch import (
     ToolResultIntervention,
     new_branch,
 )
-from core.engine import ReplayEngine, _executor_for, resume_replay, start_replay
+from core.engine import ReplayEngine
 from core.errors import BranchError
 from core.recording import ModelRecord, Recording, ToolRecord
+from core.replays import resolve_executor, resume_replay, start_replay
 from core.sample_agent import (
     EXECUTOR_SPEC,
     SampleAgentExecutor,
@@ -165,16 +166,16 @@ def test_max_steps_with_executor():
 
 def test_executor_recorded_uses_metadata_and_is_never_implicit():
     base = sample("success")
-    ex, name = _executor_for("recorded", base)
+    ex, name = resolve_executor("recorded", base)
     assert name == EXECUTOR_SPEC and isinstance(ex, SampleAgentExecutor)
-    assert _executor_for(None, base) == (None, None)
+    assert resolve_executor(None, base) == (None, None)
     # a live policy with no executor named fails at once even though the base names one
     br = new_branch(base, "b", at=0, policy=Policy(model="live"))
     out = ReplayEngine(base, br).run()
     assert out.status == "failed" and out.error.type == "NoExecutor"
     plain = base.model_copy(update={"metadata": {}})
     with pytest.raises(BranchError, match="names no executor"):
-        _executor_for("recorded", plain)
+        resolve_executor("recorded", plain)
     with pytest.raises(BranchError, match="cannot import"):
-        _executor_for("no_such_module_xyz:make", base)
+        resolve_executor("no_such_module_xyz:make", base)
     assert load_executor(EXECUTOR_SPEC) is not None

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.branch import ModelResponseIntervention, Policy, new_branch
-from core.engine import resume_replay, start_replay
 from core.errors import FixtureError, WorkspaceError
 from core.fixtures import Fixture
 from core.recording import ChatMessage, ModelResponse, Recording, ToolCall
+from core.replays import resume_replay, start_replay
 from core.workspace import MIGRATIONS, SCHEMA_VERSION, Workspace
 
 from .helpers import chat_recording

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from core.branch import ModelResponseIntervention, new_branch
-from core.engine import start_replay
 from core.fixtures import Fixture
 from core.recording import ChatMessage, ModelResponse, ToolCall
+from core.replays import start_replay
 from core.workspace import Workspace
 
 from .helpers import chat_recording
