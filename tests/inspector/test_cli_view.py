@@ -166,3 +166,16 @@ def test_timeline_no_match_says_so(built_path, capsys):
     captured = capsys.readouterr()
     assert captured.out.count("\n") == 1
     assert "no record matches" in captured.err
+
+
+def test_serve_public_warns_and_serves_the_app_command(built_path, capsys, monkeypatch):
+    import textual_serve.server
+
+    served = []
+    monkeypatch.setattr(textual_serve.server.Server, "serve", lambda self, debug=False: served.append(self))
+    assert main(["serve", str(built_path), "--host", "0.0.0.0", "--port", "8123", "--public"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: serving on 0.0.0.0:8123" in captured.err
+    (server,) = served
+    assert (server.host, server.port) == ("0.0.0.0", 8123)
+    assert server.command.endswith(f"-m inspector open {built_path.resolve()}")
