@@ -555,9 +555,18 @@ def new_branch(
 ) -> Branch:
     """Create and validate a branch of ``base`` at checkpoint ``at``.
 
+    When ``base`` is itself the events of a replay (``metadata.replay.branch.id``) and no
+    ``parent`` is given, the parent is the branch that produced it — so branching a
+    replay grows the tree.
+
     Raises:
         BranchError: the checkpoint or an intervention is invalid against ``base``.
     """
+    if parent is None:
+        produced_by = (base.metadata.get("replay") or {}).get("branch") if isinstance(
+            base.metadata.get("replay"), dict) else None
+        if isinstance(produced_by, dict) and isinstance(produced_by.get("id"), str):
+            parent = produced_by["id"]
     branch = Branch(
         id=branch_id or "br-" + uuid.uuid4().hex[:12],
         base=BaseRef(path=str(base_path), digest=base.digest or ""),

@@ -375,3 +375,16 @@ def test_safety_limit_stops_a_fixture_loop():
     assert out.steps == 10 * 2 + 100
     assert any("safety limit" in r for r in out.comparability.reasons)
     assert Recording.loads(out.events.dumps())  # repeated tool_call_ids were made unique
+
+
+def test_branching_a_replay_grows_the_tree():
+    base = chat_recording(2)
+    br = new_branch(base, "base.json", at=2, interventions=[
+        ToolResultIntervention(seq=2, result=ToolResult(content=5))], policy=Policy(drift="lenient"))
+    events = ReplayEngine(base, br).run().events
+    events = Recording.loads(events.dumps())
+    child = new_branch(events, "events.json", at=events.records[-1].seq)
+    assert child.parent == br.id
+    out = ReplayEngine(events, child).run()
+    assert out.comparability.level == "full"
+    assert [strip(r) for r in out.events.records] == [strip(r) for r in events.records]
