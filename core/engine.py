@@ -562,6 +562,11 @@ class ReplayEngine:
                               generation_id=gen_id, replayed=True, live_fallback=source == "live",
                               key=key, model=model, request=request, response=response, error=error,
                               duration_seconds=duration)
+        if self.tracer is not None:
+            with self.tracer.span("model.call", {"model": model, "key": key, "run_id": run_id,
+                                                 "generation_id": gen_id, "replayed": source != "live",
+                                                 "source": source, "step": step}):
+                pass
         self._append(rec, source)
         self._count(source)
         if fixture_id:

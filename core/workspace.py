@@ -163,6 +163,8 @@ class Workspace:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.OperationalError as exc:
+            raise WorkspaceError(f"{path}: cannot open the workspace database ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise WorkspaceError(f"{path}: not a workspace database ({exc})") from None
         ws = cls(path, conn)

@@ -236,6 +236,8 @@ def test_denied_tool_is_denied_in_replay():
     assert out.first_divergence.base_seq == 4 and out.first_divergence.dimension == "tool_result"
     denied = [s for s in spans.spans if s.attributes["source"] == "policy"]
     assert len(denied) >= 1
+    assert [s.attributes["source"] for s in spans.spans if s.name == "model.call"][:2] == ["recorded", "recorded"]
+    assert all(s.attributes["replayed"] for s in spans.spans)
 
 
 def test_authorization_runs_on_every_replayed_call():
