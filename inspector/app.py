@@ -30,6 +30,8 @@ class InspectorApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "Chassis Inspector"
     COMMANDS = App.COMMANDS | {TimelineCommands}
+    #: below 120 columns the detail pane goes under the timeline (class -narrow)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     BINDINGS = [
         Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="List every key"),
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit the inspector"),

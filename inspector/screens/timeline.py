@@ -68,6 +68,9 @@ class TimelineScreen(Screen[None]):
     TimelineScreen #main { height: 1fr; }
     TimelineScreen TimelineTable { width: 3fr; }
     TimelineScreen DetailPane { width: 2fr; border-left: vkey $panel-lighten-2; }
+    TimelineScreen.-narrow #main { layout: vertical; }
+    TimelineScreen.-narrow TimelineTable { width: 1fr; height: 1fr; }
+    TimelineScreen.-narrow DetailPane { width: 1fr; height: 1fr; border-left: none; border-top: hkey $panel-lighten-2; }
     """
 
     class SearchFinished(Message):
