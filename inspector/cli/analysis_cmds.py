@@ -70,8 +70,9 @@ def register(app: typer.Typer) -> None:
             return
         fd = doc["first_divergence"]
         c = doc["counts"]
-        typer.echo(f"base   {base} ({doc['base_records']} calls)")
-        typer.echo(f"other  {other} ({doc['other_records']} calls)")
+        unit = "records" if all_kinds else "calls"
+        typer.echo(f"base   {base} ({doc['base_records']} {unit})")
+        typer.echo(f"other  {other} ({doc['other_records']} {unit})")
         typer.echo(f"ops    same {c['same']}, changed {c['changed']}, removed {c['removed']}, inserted {c['inserted']}")
         if fd is None:
             typer.echo("first divergence: none (the runs are the same)")
