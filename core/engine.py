@@ -153,6 +153,18 @@ class ToolHooks:
     after: Callable[[Any, ToolResult], Any] | None = None
 
 
+def _take_call(open_calls: list[Any], record: ToolRecord) -> Any:
+    """Remove and return the tool call of ``open_calls`` a tool record answers: same id,
+    else (ids renamed by an importer) the first with the same name; ``None`` if none."""
+    for i, tc in enumerate(open_calls):
+        if record.tool_call_id is not None and tc.id == record.tool_call_id:
+            return open_calls.pop(i)
+    for i, tc in enumerate(open_calls):
+        if tc.name == record.tool:
+            return open_calls.pop(i)
+    return None
+
+
 def tool_message(tool_call_id: str | None, name: str, result: ToolResult) -> ChatMessage:
     """How the generic chat loop puts a tool result in the transcript: a ``tool`` message
     whose content is ``ERROR <type>: <message>`` for an error, the content itself when it
@@ -304,13 +316,12 @@ class ReplayEngine:
             self._sources: dict[int, str] = {}
             self._fixture_uses: list[dict[str, Any]] = []
             self._answers: dict[str, int] = dict.fromkeys(ANSWER_SOURCES, 0)
-            self._reasons_partial: list[str] = []
             self._drift_steps: list[int] = []
-            self._live_count = 0
             self._used_call_ids: set[tuple[str | None, str]] = set()
             self._last_run_id: str | None = None
             self._last_generation_id: str | None = None
             self._ran = False
+            self._rebuilt = False  # the generic loop left the base's calls (phase 2)
             self.last_request: ModelRequest | None = None
         finally:
             if was_enabled:
@@ -775,7 +786,7 @@ class ReplayEngine:
         last_request: ModelRequest | None = None
         last_response: ModelResponse | None = None
         tool_msgs: list[ChatMessage] = []
-        answered_ids: set[str] = set()
+        unanswered: list[Any] = []  # tool calls of the last response not answered yet
         # phase 1: while aligned, re-issue the base's calls
         while i < n:
             r = calls[i]
@@ -788,15 +799,14 @@ class ReplayEngine:
                         continue
                     return "model_error", None
                 last_request, last_response = self.last_request, resp
-                tool_msgs, answered_ids = [], set()
+                tool_msgs, unanswered = [], list(resp.message.tool_calls or [])
             else:
                 try:
                     res = self.call_tool(r.tool, r.arguments, r.tool_call_id)
                 except PolicyDenied as exc:
                     res = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(exc)))
-                tool_msgs.append(tool_message(r.tool_call_id, r.tool, res))
-                if r.tool_call_id:
-                    answered_ids.add(r.tool_call_id)
+                tc = _take_call(unanswered, r)
+                tool_msgs.append(tool_message(tc.id if tc is not None else r.tool_call_id, r.tool, res))
             if not self._aligned and has_models:
                 break
         else:
@@ -806,6 +816,7 @@ class ReplayEngine:
             return ("final" if last_response is not None and not last_response.message.tool_calls
                     else "end_of_base"), out
         # phase 2: rebuild requests from the branch transcript
+        self._rebuilt = True
         if last_response is None:
             first = self.base_models[0]
             transcript = list(first.request.messages) + tool_msgs
@@ -813,8 +824,9 @@ class ReplayEngine:
             need_model = True
         else:
             transcript = list(last_request.messages) + [last_response.message] + tool_msgs
-            pending = [tc for tc in (last_response.message.tool_calls or []) if tc.id not in answered_ids]
-            need_model = bool(last_response.message.tool_calls)
+            pending = unanswered
+            # tool results the model has not seen yet (the difference may be one of them)
+            need_model = bool(last_response.message.tool_calls) or bool(tool_msgs)
         while True:
             for tc in pending:
                 try:
@@ -836,6 +848,31 @@ class ReplayEngine:
             transcript = list(self.last_request.messages) + [resp.message]
             pending = list(resp.message.tool_calls or [])
             need_model = bool(pending)
+
+    def _base_shape(self) -> list[str]:
+        """What in the base the generic chat loop cannot model: tool calls no preceding
+        model response lists (text actions), and calls after a response without tool
+        calls (new user turns)."""
+        unlinked = continued = 0
+        open_calls: list[Any] = []
+        after_final = False
+        for r in self.base_calls:
+            if type(r) is ModelRecord:
+                if after_final:
+                    continued += 1
+                calls = r.response.message.tool_calls if r.response is not None else None
+                open_calls = list(calls or [])
+                after_final = r.response is not None and not calls
+            else:
+                if _take_call(open_calls, r) is None:
+                    unlinked += 1
+                after_final = False
+        out = []
+        if unlinked:
+            out.append(f"{unlinked} tool call(s) are not listed in the model response before them")
+        if continued:
+            out.append(f"{continued} model call(s) follow a response without tool calls (new user turns)")
+        return out
 
     def _executor_loop(self) -> tuple[str, Any]:
         task = self.base.metadata.get("task")
@@ -932,6 +969,14 @@ class ReplayEngine:
                 if i not in self._applied:
                     none.append(f"intervention {i} ({iv.describe()}) was never applied: the replay "
                                 "never made the call it targets")
+            if (self._rebuilt and stop_reason == "final"
+                    and sum(1 for r in self._events if r.kind in ("tool", "model")) < len(self.base_calls)):
+                shape = self._base_shape()
+                if shape:
+                    none.append(
+                        "after the first difference the generic chat loop cannot follow this base's agent ("
+                        + "; ".join(shape) + "): it stopped at a response without tool calls where the base "
+                        "went on; wire the agent as an executor to replay past this point")
             if stop_reason == "max_steps":
                 which = "max_steps" if self.policy.max_steps is not None else (
                     f"the engine's safety limit ({self.step_limit} model calls; set max_steps to choose)")

@@ -390,3 +390,46 @@ def test_branching_a_replay_grows_the_tree():
     out = ReplayEngine(events, child).run()
     assert out.comparability.level == "full"
     assert [strip(r) for r in out.events.records] == [strip(r) for r in events.records]
+
+
+def _text_action_base() -> Recording:
+    """chat_recording(3) with the tool calls removed from the model responses: the tool
+    records are then 'text actions' the generic loop cannot derive."""
+    base = chat_recording(3)
+    d = base.to_dict()
+    d.pop("digest")
+    for r in d["records"]:
+        if r["kind"] == "model":
+            r["response"]["message"].pop("tool_calls", None)
+    return Recording.from_dict(d)
+
+
+def test_generic_loop_reports_what_it_cannot_follow():
+    base = _text_action_base()
+    out = run(base, at=4, interventions=[ToolResultIntervention(seq=4, result=ToolResult(content="x"))],
+              policy=Policy(drift="lenient"))
+    assert out.status == "completed"
+    assert out.comparability.level == "none"
+    assert any("cannot follow this base's agent" in r and "not listed in the model response" in r
+               for r in out.comparability.reasons)
+    # the changed tool result still reaches the next model request
+    assert {r.seq: r for r in out.events.records}[5].request.messages[-1].content == "x"
+    # an unchanged branch of the same base is still the base
+    same = run(base, at=4)
+    assert same.comparability.level == "full"
+    assert [strip(r) for r in same.events.records] == [strip(r) for r in base.records]
+
+
+def test_renamed_tool_call_ids_still_pair_with_their_calls():
+    base = chat_recording(2)
+    d = base.to_dict()
+    d.pop("digest")
+    for r in d["records"]:
+        if r["kind"] == "tool":
+            r["tool_call_id"] += "~2"  # as an importer does to keep ids unique
+    base = Recording.from_dict(d)
+    out = run(base, at=2, interventions=[ToolResultIntervention(seq=2, result=ToolResult(content="y"))],
+              policy=Policy(drift="lenient"))
+    assert out.status == "completed" and out.comparability.level == "partial"
+    calls = [r for r in out.events.records if r.kind in ("tool", "model")]
+    assert [r.kind for r in calls] == ["model", "tool", "model", "tool", "model"]
