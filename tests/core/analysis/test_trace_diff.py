@@ -249,3 +249,17 @@ def test_output_diff_text_and_json():
     assert s.mode == "json" and [c.op for c in s.changes] == ["added"]
     assert output_diff("same", "same").mode == "same" and not output_diff("x", "x").changed
     assert output_diff(None, "x").mode == "missing"
+
+
+def test_calls_whose_identity_cannot_be_canonicalized_still_align():
+    """Imported calls may carry key None (e.g. an integer beyond ±(2**53-1))."""
+    from core.recording import ToolRecord, ToolResult
+
+    def keyless(seq, n, content):
+        return ToolRecord(seq=seq, tool="big", arguments={"n": n}, result=ToolResult(content=content))
+
+    a = recording(keyless(0, 2**60, "x"), keyless(1, 2**61, "y"))
+    b = recording(keyless(0, 2**60, "x"), keyless(1, 2**61, "z"))
+    d = trace_diff(a, b)
+    assert [o.op for o in d.ops] == ["same", "changed"]
+    assert d.first_divergence == FirstDivergence(1, 1, "tool result")
