@@ -433,3 +433,22 @@ def test_renamed_tool_call_ids_still_pair_with_their_calls():
     assert out.status == "completed" and out.comparability.level == "partial"
     calls = [r for r in out.events.records if r.kind in ("tool", "model")]
     assert [r.kind for r in calls] == ["model", "tool", "model", "tool", "model"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_property_any_tool_override_gives_a_valid_replay(data):
+    n = data.draw(st.integers(1, 6))
+    base = random_recording(lambda a, b: data.draw(st.integers(a, b)), lambda: data.draw(st.booleans()),
+                            lambda xs: data.draw(st.sampled_from(xs)), n)
+    tools = [r for r in base.records if r.kind == "tool"]
+    if not tools:
+        return
+    t = data.draw(st.sampled_from(tools))
+    at = data.draw(st.sampled_from([r.seq for r in base.records if r.seq <= t.seq]))
+    for pol in (Policy(), Policy(drift="lenient")):
+        out = run(base, at=at, interventions=[ToolResultIntervention(seq=t.seq, result=ToolResult(content="zz"))],
+                  policy=pol)
+        assert out.status in ("completed", "paused"), out.error
+        assert out.first_divergence is not None and out.first_divergence.base_seq <= t.seq
+        Recording.loads(out.events.dumps())
