@@ -30,6 +30,8 @@ explicitly, or read from replay events' ``metadata.replay.answer_sources``
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -169,10 +171,14 @@ def normalize_outcome(value: Any) -> str:
 
 def load_predicate(spec: str) -> Predicate:
     """Import an outcome predicate ``module:function`` (called with a Recording, returns
-    bool, a label, or ``None`` for unknown). Raises AnalysisError naming ``spec``."""
+    bool, a label, or ``None`` for unknown); the module is looked up in the installed
+    packages, then in the current directory. Raises AnalysisError naming ``spec``."""
     if ":" not in spec:
         raise AnalysisError(f"outcome predicate {spec!r} must be written module:function")
     mod_name, func_name = spec.split(":", 1)
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.append(cwd)  # a user's module in the current directory, as `python -m` finds it
     try:
         mod = importlib.import_module(mod_name)
     except ImportError as exc:
