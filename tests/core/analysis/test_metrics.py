@@ -171,3 +171,15 @@ def test_fixture_and_drift_uses_from_replay_metadata():
     assert (row["fixture_uses"], row["drift_uses"]) == (0, 5)
     with pytest.raises(ValueError):
         comparison_metrics(known_run(), replay, fixture_uses=-1)
+
+
+@pytest.mark.parametrize("fault, dimension", [
+    ("corrupted-result", "tool result"), ("tool-error", "tool result"), ("wrong-tool", "response"),
+])
+def test_each_faulty_sample_diverges_at_its_planted_fault(fault, dimension):
+    base = Recording.load(DATA / "sample-agent-success.json")
+    faulty = Recording.load(DATA / f"sample-agent-fault-{fault}.json")
+    row = comparison_metrics(base, faulty).row(0, named=True)
+    assert row["divergence_base_seq"] == faulty.metadata["fault"]["seq"]
+    assert row["divergence_dimension"] == dimension
+    assert row["outcome_changed"] and row["final_output_changed"]
