@@ -203,11 +203,38 @@ def test_property_resume_equals_fresh_replay(steps, new_args, contents, lenient)
             assert ws2.replay_events_bytes(other.id) == resumed
 
 
-def _worker(folder: Path, n: int, steps: int, tag: str) -> subprocess.Popen:
+def _worker(folder: Path, n: int, steps: int, tag: str, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, "-m", "tests.core.engine.ws_worker", str(folder), str(n),
-                             str(steps), tag], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                             str(steps), tag, *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_kill_inside_the_output_transaction_leaves_no_half_written_replay(tmp_path):
+    folder = tmp_path / "ws"
+    proc = _worker(folder, 5, 10, "t", "2")  # the third replay stalls inside its transaction
+    lines = []
+    while True:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        lines.append(line)
+        if line.startswith("in-tx"):
+            break
+    stalled = line.split()[1]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert sum(1 for x in lines if x.startswith("done")) == 2
+    with Workspace.open(folder) as ws:
+        assert ws.check() == []
+        rec = ws.get_replay(stalled)
+        # the record update, events and attempts of that transaction are all gone
+        assert rec.status == "running" and ws.replay_events(stalled) is None
+        assert [a["outcome"] for a in ws.attempts(stalled)] == []
+        done = [r for r in ws.list_replays() if r.id != stalled]
+        assert len(done) == 2 and all(ws.replay_events(r.id) is not None for r in done)
+        # and the interrupted replay can simply be run again
+        again, _ = resume_replay(ws, stalled)
+        assert again.status in ("completed", "paused") and ws.check() == []
 
 
 def test_workspace_survives_a_writer_killed_mid_write(tmp_path):
