@@ -200,3 +200,31 @@ def test_bad_input_is_one_line_exit_2(cwd, capsys, args, expected):
 def test_replay_help_lists_resume(capsys):
     code, out, _ = cli(capsys, "replay", "--help")
     assert code == 0 and "resume" in out
+
+
+def test_fixtures_file_answers_new_calls_for_this_replay_only(cwd, capsys):
+    base = Recording.load("base.json")
+    seq = base.metadata["fault"]["seq"]
+    write(cwd / "fix.json", {"kind": "tool_result", "seq": seq, "result": {"content": get_order("A1001")}})
+    write(cwd / "policy.json", {"model": "live"})
+    write(cwd / "fixtures.json", [
+        {"tool": "check_refund_policy", "any": True,
+         "output": {"content": {"eligible": True, "max_refund": 89.99, "rule": "damaged"}}},
+        {"tool": "issue_refund", "any": True,
+         "output": {"content": {"refund_id": "R-9", "order_id": "A1001", "sku": "BL-200", "amount": 89.99,
+                                "status": "issued"}}},
+        {"tool": "send_message", "any": True, "output": {"content": {"delivered": True}}},
+    ])
+    cli(capsys, "branch", "new", "base.json", "--at", seq, "--intervention", "fix.json", "--policy", "policy.json",
+        "-o", "b.json")
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--executor", "recorded",
+                         "--fixtures", "fixtures.json", "--json")
+    assert code == 0, err
+    rec = orjson.loads(out)
+    assert rec["answers"]["fixture"] == 3 and rec["comparability"]["level"] == "partial"
+    assert Recording.load(rec["events_file"]).metadata["outcome"] == "success"
+    code, out, _ = cli(capsys, "fixture", "list", "--json")
+    assert {f["scope"] for f in orjson.loads(out)} == {f"replay:{rec['id']}"}
+    # a second replay of the same branch without the file pauses: those fixtures were replay-scoped
+    code, out, _ = cli(capsys, "replay", "base.json", "--branch", "b.json", "--executor", "recorded", "--json")
+    assert code == 3 and orjson.loads(out)["status"] == "paused"
