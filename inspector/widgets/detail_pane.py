@@ -134,20 +134,25 @@ class DetailPane(Vertical):
             u = rec.response.usage
             t.append(f"  tokens in {u.input_tokens:,} / out {u.output_tokens:,}", style="dim")
         rows: list[tuple[str, Any]] = []
-        for field in ("key", "args_hash", "tool_call_id", "at", "run_id", "generation_id"):
+        for field, label in (("key", "key"), ("args_hash", "args hash"), ("tool_call_id", "call id"),
+                             ("at", "at"), ("run_id", "run"), ("generation_id", "generation")):
             if ident.get(field):
-                rows.append((field, ident[field]))
+                rows.append((label, ident[field]))
         flags = [f for f in ("replayed", "live_fallback") if ident.get(f)]
         if flags:
             rows.append(("flags", ", ".join(flags)))
         links = index.linked(position)
         if links:
             label = "requested by" if type(rec) is ToolRecord else "answered by"
-            rows.append((label, ", ".join(f"seq {index.seqs[p]}" for p in links) + "  (l)"))
-        for k, v in rows:
-            t.append(f"\n{k:<14}", style="cyan")
+            rows.append((label, ", ".join(f"seq {index.seqs[p]}" for p in links) + " (l)"))
+        # compact: label value pairs that wrap, so the tree keeps the room
+        t.append("\n")
+        for i, (k, v) in enumerate(rows):
             v = str(v)
-            if k in ("key", "args_hash") and len(v) > 30:
-                v = v[:29] + "…"
+            if k in ("key", "args hash") and len(v) > 25:
+                v = v[:24] + "…"
+            if i:
+                t.append("  ")
+            t.append(f"{k} ", style="#4fb0b0")
             t.append(v)
         return t

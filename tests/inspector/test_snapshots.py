@@ -60,3 +60,11 @@ def test_help_screen(snap_compare, tmp_path):
         await _settle(pilot)
 
     assert snap_compare(_app(tmp_path), terminal_size=(120, 50), run_before=run_before)
+
+
+def test_narrow_terminal_stacks_the_detail_pane(snap_compare, tmp_path):
+    async def run_before(pilot):
+        await pilot.press("e")
+        await _settle(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=(80, 34), run_before=run_before)
