@@ -228,3 +228,29 @@ def test_fixtures_file_answers_new_calls_for_this_replay_only(cwd, capsys):
     # a second replay of the same branch without the file pauses: those fixtures were replay-scoped
     code, out, _ = cli(capsys, "replay", "base.json", "--branch", "b.json", "--executor", "recorded", "--json")
     assert code == 3 and orjson.loads(out)["status"] == "paused"
+
+
+def test_approval_requirement_flow(cwd, capsys):
+    shutil.copy(SAMPLES / "sample-agent-success.json", cwd / "ok.json")
+    base = Recording.load("ok.json")
+    refund = next(r.seq for r in base.records if r.kind == "tool" and r.tool == "issue_refund")
+    write(cwd / "gate.json", {"kind": "tool_policy", "tool": "issue_refund", "action": "require_approval",
+                              "reason": "refunds need a second pair of eyes"})
+    cli(capsys, "branch", "new", "ok.json", "--at", refund, "--intervention", "gate.json", "-o", "g.json")
+    code, out, err = cli(capsys, "replay", "ok.json", "--branch", "g.json", "--json")
+    assert code == 3, err
+    rec = orjson.loads(out)
+    [req_id] = rec["pause"]["requirement_ids"]
+    code, out, _ = cli(capsys, "requirements", "--open", "--json")
+    [req] = orjson.loads(out)
+    assert req["kind"] == "approval" and req["reason"] == "refunds need a second pair of eyes"
+    write(cwd / "out.json", {"content": 1})
+    code, _, err = cli(capsys, "fixture", "attach", req_id, "out.json")
+    assert code == 2 and "asks for an approval" in err
+    code, out, err = cli(capsys, "requirements", "--approve", req_id)
+    assert code == 0 and "satisfied" in out
+    code, out, err = cli(capsys, "replay", "resume", rec["id"], "--json")
+    assert code == 0, err
+    done = orjson.loads(out)
+    assert done["status"] == "completed" and done["comparability"]["level"] == "full"
+    assert done["first_divergence"] is None  # approved: the run is the base's
