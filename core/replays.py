@@ -121,7 +121,7 @@ def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: st
     if base is None:
         base = Recording.load(base_path)
     validate_branch(branch, base)
-    ws.put_recording(base, str(base_path))
+    digest = ws.put_recording(base, str(base_path))
     ws.put_branch(branch)
     rid = replay_id or "rp-" + uuid.uuid4().hex[:12]
     extra = list(fixtures or [])
@@ -129,7 +129,7 @@ def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: st
         extra += load_fixture_file(Path(fixtures_path), default_scope=f"replay:{rid}")
     for f in extra:
         ws.put_fixture(f)
-    record = ReplayRecord(id=rid, base_digest=base.digest or "", base_path=str(base_path), branch_id=branch.id,
+    record = ReplayRecord(id=rid, base_digest=digest, base_path=str(base_path), branch_id=branch.id,
                           policy=branch.policy, status="queued")
     ws.create_replay(record)
     return _run_attempt(ws, record, base, branch, kind="start", executor_spec=executor, hooks=hooks,

@@ -280,3 +280,17 @@ def test_two_processes_at_once(tmp_path):
         assert sorted({r.status for r in replays}) == ["completed", "paused"]
         assert len(ws.fixtures()) == 12
         assert len(ws.list_branches()) == 12
+
+
+def test_in_memory_base_without_digest_can_be_resumed(tmp_path):
+    base = chat_recording(2)
+    mem = Recording(metadata=base.metadata, records=base.records)  # never saved: no digest
+    assert mem.digest is None
+    br = _paused_branch(mem, "memory")
+    with Workspace.open(tmp_path) as ws:
+        rec, _ = start_replay(ws, "memory", br, base=mem)
+        assert rec.status == "paused" and rec.base_digest == base.digest
+        [req] = ws.requirements(open_only=True)
+        ws.attach_fixture(req.id, {"content": 1}, source="x")
+        rec, _ = resume_replay(ws, rec.id)
+        assert rec.status == "paused" and len(rec.attempts) == 2
