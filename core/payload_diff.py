@@ -262,11 +262,11 @@ class _HashGuide:
                     t1[i1 + t], t2[j1 + t], child_relationship_class=rel,
                     child_relationship_param=i1 + t, child_relationship_param2=j1 + t), frozenset())
             for i in range(i1 + n, i2):
-                dd.custom_report_result("iterable_item_removed", level.branch_deeper(
+                dd.custom_report_result("payload_item_removed", level.branch_deeper(
                     t1[i], notpresent, child_relationship_class=rel,
                     child_relationship_param=i, child_relationship_param2=i))
             for j in range(j1 + n, j2):
-                dd.custom_report_result("iterable_item_added", level.branch_deeper(
+                dd.custom_report_result("payload_item_added", level.branch_deeper(
                     notpresent, t2[j], child_relationship_class=rel,
                     child_relationship_param=j, child_relationship_param2=j))
 
@@ -282,14 +282,22 @@ _OPS = {
     "iterable_item_added": "added",
     "iterable_item_removed": "removed",
     "iterable_item_moved": "moved",
+    # our own list reports: deepdiff would merge an iterable_item_removed and an
+    # iterable_item_added that share an index into one "values_changed" (its
+    # mutual_add_removes_to_become_value_changes), though they are different items
+    "payload_item_added": "added",
+    "payload_item_removed": "removed",
 }
+
+
+_OP_RANK = {"removed": 0, "changed": 1, "moved": 2, "added": 3}
 
 
 def _sort_key(c: Change) -> tuple[Any, ...]:
     toks = []
     for t in c.path.split("/")[1:]:
         toks.append((0, int(t), "") if t.isdigit() else (1, 0, t))
-    return (toks, c.op)
+    return (toks, _OP_RANK.get(c.op, 9))
 
 
 def findings_of(tree: Any) -> list[Change]:

@@ -268,3 +268,13 @@ def test_values_orjson_refuses_still_diff():
     assert payload_diff({"s": [lone]}, {"s": [lone]}) == []
     big = 2**70
     assert [c.path for c in payload_diff([{"n": big}], [{"n": big + 1}])] == ["/0/n"]
+
+
+def test_removed_and_added_items_at_the_same_index_stay_apart():
+    """deepdiff merges an item removed at index i and one added at index i into a
+    "changed"; in an alignment they are different items (found by hypothesis)."""
+    assert as_json(payload_diff([[], [], None], [None, []])) == [
+        {"op": "removed", "path": "/0", "old": []},
+        {"op": "removed", "path": "/1", "old": []},
+        {"op": "added", "path": "/1", "new": []},
+    ]
