@@ -49,9 +49,9 @@ class Comparability(_Model):
 class FirstDivergence(_Model):
     """The first call position where branch and base differ: the base record's
     ``base_seq`` and the replay event's ``replay_seq`` (either ``None`` when that side
-    has no call there) and the ``dimension``: ``kind`` (a model call against a tool call),
-    ``tool_call`` (tool name or arguments), ``tool_result``, ``model_request``,
-    ``model_response``, ``length`` (one side made more calls)."""
+    has no call there) and the ``dimension``: ``request``, ``response``,
+    ``tool arguments``, ``tool result``, ``missing`` or ``extra`` — the vocabulary of
+    :func:`core.diff.trace_diff`, so ``diff --json`` and replay records agree."""
 
     base_seq: int | None
     replay_seq: int | None
@@ -134,32 +134,42 @@ def _same(x: Any, y: Any) -> bool:
     return x is y or x == y
 
 
-def first_divergence(base_calls: list[Any], replay_calls: list[Any], *, complete: bool) -> FirstDivergence | None:
-    """Compare call records position by position (attribution records ignored); return
-    the first difference (see :class:`FirstDivergence`) or ``None``. ``complete``: the
-    replay finished, so a length difference counts."""
-    n = min(len(base_calls), len(replay_calls))
-    for i in range(n):
-        a, r = base_calls[i], replay_calls[i]
+def _positional_equal(base_calls: list[Any], replay_calls: list[Any]) -> bool:
+    """Fast check: same calls, same answers, position by position."""
+    if len(base_calls) != len(replay_calls):
+        return False
+    for a, r in zip(base_calls, replay_calls):
         if a is r:
             continue
-        if a.kind != r.kind:
-            return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="kind")
-        same_key = a.key is not None and a.key == r.key
+        if a.kind != r.kind or a.key != r.key or a.key is None:
+            return False
         if a.kind == "tool":
-            if not same_key and (a.tool != r.tool or a.arguments != r.arguments):
-                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="tool_call")
             if not _same(a.result, r.result):
-                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="tool_result")
-        else:
-            if not same_key and (a.model != r.model or a.request != r.request):
-                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="model_request")
-            if not _same(a.response, r.response) or not _same(a.error, r.error):
-                return FirstDivergence(base_seq=a.seq, replay_seq=r.seq, dimension="model_response")
-    if complete and len(base_calls) != len(replay_calls):
-        a = base_calls[n] if n < len(base_calls) else None
-        r = replay_calls[n] if n < len(replay_calls) else None
-        return FirstDivergence(base_seq=a.seq if a else None, replay_seq=r.seq if r else None, dimension="length")
-    return None
+                return False
+        elif not _same(a.response, r.response) or not _same(a.error, r.error):
+            return False
+    return True
+
+
+def first_divergence(base_calls: list[Any], replay_calls: list[Any], *, complete: bool) -> FirstDivergence | None:
+    """The first difference between the base's and the replay's call records, or ``None``.
+
+    One definition for the whole product: the alignment of :func:`core.diff.trace_diff`
+    (canonical keys, Myers), with its dimensions ``request``, ``response``,
+    ``tool arguments``, ``tool result``, ``missing`` (a base call the replay did not make),
+    ``extra`` (a call the base did not make). ``complete``: the replay finished; while it
+    is paused, base calls it has not reached yet are not a divergence. Identical runs
+    are recognised position by position without aligning.
+    """
+    if _positional_equal(base_calls, replay_calls):
+        return None
+    from .diff import trace_diff
+
+    fd = trace_diff(base_calls, replay_calls).first_divergence
+    if fd is None:
+        return None
+    if not complete and fd.dimension == "missing" and fd.replay_seq is None:
+        return None  # the replay has not got that far yet
+    return FirstDivergence(base_seq=fd.base_seq, replay_seq=fd.replay_seq, dimension=fd.dimension)
 
 

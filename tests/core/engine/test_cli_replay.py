@@ -73,7 +73,7 @@ def test_pause_attach_resume_complete(cwd, capsys):
     assert code == 3, err
     rec = orjson.loads(out)
     assert rec["status"] == "paused"
-    assert rec["first_divergence"] == {"base_seq": seq, "replay_seq": seq, "dimension": "tool_result"}
+    assert rec["first_divergence"] == {"base_seq": seq, "replay_seq": seq, "dimension": "tool result"}
     [req_id] = rec["pause"]["requirement_ids"]
     code, out, err = cli(capsys, "requirements", "--open", "--json")
     reqs = orjson.loads(out)

@@ -84,7 +84,7 @@ def test_tool_result_override_diverges_at_k_lenient_drift():
               policy=Policy(drift="lenient"))
     assert out.status == "completed"
     fd = out.first_divergence
-    assert (fd.base_seq, fd.replay_seq, fd.dimension) == (4, 4, "tool_result")
+    assert (fd.base_seq, fd.replay_seq, fd.dimension) == (4, 4, "tool result")
     ev = {r.seq: r for r in out.events.records}
     assert ev[4].result.content == {"value": 99}
     # downstream: the next request carries the overridden result; drift answers it
@@ -138,7 +138,7 @@ def test_model_response_intervention_ends_early():
     early = ModelResponse(message=ChatMessage(role="assistant", content="stop here"), finish_reason="stop")
     out = run(base, at=3, interventions=[ModelResponseIntervention(seq=3, response=early)])
     assert out.status == "completed" and out.output == "stop here"
-    assert out.first_divergence.dimension == "model_response" and out.first_divergence.base_seq == 3
+    assert out.first_divergence.dimension == "response" and out.first_divergence.base_seq == 3
     assert [r.seq for r in out.events.records] == [0, 1, 2, 3]
     assert out.comparability.level == "full"
 
@@ -165,7 +165,7 @@ def test_messages_intervention_changes_next_request():
     out = run(base, at=3, interventions=[iv], policy=Policy(drift="lenient"))
     ev = {r.seq: r for r in out.events.records}
     assert ev[3].request.messages[-1].content == "be brief"
-    assert out.first_divergence.dimension == "model_request" and out.first_divergence.base_seq == 3
+    assert out.first_divergence.dimension == "request" and out.first_divergence.base_seq == 3
     assert out.sources[3] == "drift"
     assert out.interventions_applied == [0]
 
@@ -233,7 +233,7 @@ def test_denied_tool_is_denied_in_replay():
     assert ev[2].result.error is None  # before the checkpoint: answered as recorded
     assert ev[4].result.error.type == "PolicyDenied" and "read-only" in ev[4].result.error.message
     assert out.sources[4] == "policy"
-    assert out.first_divergence.base_seq == 4 and out.first_divergence.dimension == "tool_result"
+    assert out.first_divergence.base_seq == 4 and out.first_divergence.dimension == "tool result"
     denied = [s for s in spans.spans if s.attributes["source"] == "policy"]
     assert len(denied) >= 1
     assert [s.attributes["source"] for s in spans.spans if s.name == "model.call"][:2] == ["recorded", "recorded"]

@@ -89,7 +89,7 @@ def test_the_fix_of_the_bad_call_makes_the_sample_agent_succeed(fault):
     assert out.output["refund"] is not None and out.output["confirmation_sent"] is True
     fd = out.first_divergence
     assert fd.base_seq == seq and fd.replay_seq == seq
-    assert fd.dimension == ("model_response" if fault == "wrong-tool" else "tool_result")
+    assert fd.dimension == ("response" if fault == "wrong-tool" else "tool result")
     assert out.sources[seq] == "intervention"
     assert ex.live_models > 0 and ex.live_tools > 0
     assert out.comparability.level == "partial"  # live answers are not reproducible from the base

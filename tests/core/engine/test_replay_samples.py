@@ -34,7 +34,7 @@ def test_sample_replays_to_itself_and_under_an_override(path):
         out = ReplayEngine(base, br).run()
         assert out.status in ("completed", "paused")
         assert out.first_divergence.base_seq == target.seq
-        assert out.first_divergence.dimension == "tool_result"
+        assert out.first_divergence.dimension == "tool result"
         if out.status == "paused":
             assert out.requirement is not None and out.comparability.level == "none"
         Recording.loads(out.events.dumps())
