@@ -11,7 +11,11 @@ Every importer converts its source into calls on a :class:`RunBuilder`, which
 * computes canonical keys (:func:`core.canonical.tool_key` / :func:`model_key`);
   a call whose identity cannot be canonicalized (NaN, huge integers, lone surrogates)
   is kept with ``key = None`` and a warning that replay cannot match it — never
-  dropped;
+  dropped. An identity that held an integer outside ±(2**53-1) counts as such even
+  once the integer is tagged ``{"$bigint": DIGITS}`` (:func:`identity_key`);
+* tags every integer outside ±(2**53-1) left anywhere in a record or in the metadata
+  (:func:`tag_big_ints`), so the recording can be saved (its digest is RFC 8785
+  canonical JSON) and decodes to the exact integer;
 * keeps ``tool_call_id`` unique within the run (the loader rejects an id answered
   twice): a reused id is recorded with a ``~N`` suffix and a warning;
 * writes ``metadata.source`` = ``{format, file, sha256, run, index, warnings,
@@ -24,15 +28,18 @@ unanswered first), with a warning.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 import orjson
+from pydantic import TypeAdapter, ValidationError
 
-from ..canonical import canonical_hash, normalize_stop, tool_key
+from ..canonical import canonical_json, normalize_stop
 from ..errors import CanonicalizationError, FormatError
 from ..recording import (
     ChatMessage,
@@ -41,6 +48,7 @@ from ..recording import (
     ModelRecord,
     ModelRequest,
     ModelResponse,
+    Record,
     Recording,
     SessionInfo,
     ToolCall,
@@ -48,7 +56,16 @@ from ..recording import (
     ToolResult,
     Usage,
 )
-from ..jsonvalues import is_tagged
+from ..jsonvalues import (
+    BIGINT_TAG,
+    SAFE_INT_MAX,
+    display_text,
+    encode_value,
+    find_big_int,
+    is_tagged,
+    json_loads_exact,
+    might_hold_big_int,
+)
 from ..redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
 from ._source import SourceFile
 from .base import ImportedRun, ImportWarning
@@ -113,13 +130,140 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
         return raw, False
     if isinstance(raw, str):
         try:
-            parsed = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            # orjson reads an integer beyond 64 bits as an inexact float: read exactly then
+            parsed = json_loads_exact(raw) if might_hold_big_int(raw) else orjson.loads(raw)
+        except (ValueError, RecursionError):  # orjson.JSONDecodeError, json.JSONDecodeError
             return raw, True
         if isinstance(parsed, dict):
             return parsed, False
         return raw, True
     return raw, True
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def tool_identity(tool: str, arguments: Any) -> dict[str, Any]:
+    """What :func:`core.canonical.tool_key` hashes: ``{kind: "tool", tool, arguments}``."""
+    return {"kind": "tool", "tool": tool, "arguments": arguments}
+
+
+def record_identity(rec: ToolRecord | ModelRecord) -> dict[str, Any]:
+    """What ``rec.compute_key()`` hashes (:func:`core.canonical.tool_key` /
+    :func:`core.canonical.model_key`): ``{kind: "tool", tool, arguments}`` or
+    ``{kind: "model", model, messages, tools, stop, options}``."""
+    if isinstance(rec, ToolRecord):
+        return tool_identity(rec.tool, rec.arguments)
+    return {"kind": "model", "model": rec.model, **rec.request.identity()}
+
+
+def identity_key(identity: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The canonical key of a call identity, or why the call gets none.
+
+    Returns ``("sha256:<hex>", None)`` — SHA-256 of the RFC 8785 canonical JSON of
+    ``identity`` (:func:`tool_identity` / :func:`record_identity`; the same bytes
+    ``tool_key``/``model_key`` hash) — or ``(None, reason)`` when
+
+    * the identity cannot be canonicalized (a raw NaN, an integer outside ±(2**53-1),
+      a lone surrogate: reason names the value and its JSON Pointer), or
+    * it holds an integer outside ±(2**53-1) already tagged ``{"$bigint": DIGITS}``
+      (:mod:`core.jsonvalues`). The tag could be hashed, but issue 3 says a call whose
+      identity holds a value that cannot be canonicalized is imported *without a key*
+      (replay cannot match it: a live call carries the raw integer, which has no
+      canonical form), so the tagged form is not keyed either.
+
+    Cheap on the common path: the tag search runs only when the canonical bytes contain
+    ``"$bigint"``.
+    """
+    try:
+        data = canonical_json(identity)
+    except CanonicalizationError as exc:
+        return None, f"{exc.reason} at {exc.path or '/'}"
+    if b'"$bigint"' in data:
+        where = find_big_int(identity)
+        if where is not None:
+            return None, (f"integer outside the I-JSON safe range ±(2**53-1) at {where}, "
+                          'kept exactly as {"$bigint": ...}')
+    return "sha256:" + hashlib.sha256(data).hexdigest(), None
+
+
+# --------------------------------------------------------------------------- big integers
+
+_RECORD: TypeAdapter[Any] = TypeAdapter(Record)
+
+
+def _big(v: Any) -> bool:
+    return type(v) is int and not -SAFE_INT_MAX <= v <= SAFE_INT_MAX
+
+
+def tag_big_ints(records: list[Any], warn: Callable[[str, str], None]) -> int:
+    """Tag, in place, every integer outside ±(2**53-1) left raw in ``records``.
+
+    Such an integer has no RFC 8785 canonical form, so a recording holding one cannot be
+    saved (its digest) — see :mod:`core.jsonvalues`, ``{"$bigint": DIGITS}``. A record
+    holding one is rebuilt from its JSON with the integers tagged (each warned through
+    ``warn(place, message)``, place ``record <seq>/<JSON Pointer>``); token counts
+    (``response.usage``) that large are dropped with a warning (they are typed
+    integers). Keys are left as they are: a call whose identity held a raw integer
+    already got ``key = None`` (it could not be canonicalized).
+
+    Cheap when there is nothing to do: each record is serialized once (pydantic's JSON
+    writer) and searched for a number of 16+ digits (:func:`core.jsonvalues.might_hold_big_int`). Returns the number of records
+    rebuilt.
+    """
+    changed = 0
+    for i, r in enumerate(records):
+        try:
+            js = r.__pydantic_serializer__.to_json(r, exclude_none=True, warnings=False)
+        except ValueError:  # PydanticSerializationError (e.g. a lone surrogate): look at the JSON form
+            js = None
+        if js is not None and not might_hold_big_int(js):
+            continue
+        obj = r.to_json_obj()
+        place = f"record {obj.get('seq', i)}"
+        usage = (obj.get("response") or {}).get("usage") if obj.get("kind") == "model" else None
+        dropped = isinstance(usage, dict) and any(_big(v) for v in usage.values())
+        if dropped:
+            del obj["response"]["usage"]
+            warn(f"{place}/response/usage", "token usage outside ±(2**53-1) is not a count; dropped")
+        new, vws = encode_value(obj, place=place)
+        if new is obj and not dropped:
+            continue
+        try:
+            nr = _RECORD.validate_python(new)
+        except ValidationError as exc:
+            warn(place, f"record could not be rebuilt with its large integers tagged ({exc.error_count()} "
+                        "validation error(s)); saving it will fail")
+            continue
+        for w in vws:
+            warn(w.place, w.message)
+        records[i] = nr
+        changed += 1
+    return changed
+
+
+def tag_big_ints_in(value: Any, place: str, warn: Callable[[str, str], None]) -> Any:
+    """``value`` (metadata, any JSON) with every integer outside ±(2**53-1) tagged
+    ``{"$bigint": DIGITS}`` (each warned at ``place`` + JSON Pointer); ``value`` itself
+    when it holds none (checked by orjson's 53-bit integer limit, in C)."""
+    try:
+        orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
+        return value
+    except TypeError:  # orjson.JSONEncodeError: a big integer (or something else odd)
+        pass
+    if find_big_int(value) is None:
+        return value
+    new, vws = encode_value(value, place=place)
+    for w in vws:
+        warn(w.place, w.message)
+    return new
+
+
+def id_text(value: Any) -> str:
+    """Text of a source value used in an id (run ids): a :mod:`core.jsonvalues` tag as
+    what it stands for (``{"$bigint": "1152921504606846976"}`` → its digits), anything
+    else as ``str(value)``."""
+    return display_text(value) if is_tagged(value) else str(value)
 
 
 def json_text(value: Any) -> str:
@@ -255,8 +399,12 @@ class RunBuilder:
         """A redacted :class:`ChatMessage`. Content that is not a string, a list or
         ``None`` is stored as its JSON text (with a warning)."""
         if content is not None and not isinstance(content, (str, list)):
-            self.warn(place, f"message content is {type(content).__name__}; stored as JSON text")
-            content = json_text(content)
+            if is_tagged(content) and BIGINT_TAG in content:  # an integer: its digits are its JSON text
+                self.warn(place, "message content is int; stored as JSON text")
+                content = content[BIGINT_TAG]
+            else:
+                self.warn(place, f"message content is {type(content).__name__}; stored as JSON text")
+                content = json_text(content)
         content = self.scrub(content, place) if content is not None else None
         if tool_calls:
             fixed = []
@@ -278,6 +426,10 @@ class RunBuilder:
         args, raw = parse_arguments(raw_args)
         if raw:
             self.warn(place, f"tool-call arguments are not a JSON object ({_describe_raw(raw_args)}); kept raw")
+        elif isinstance(raw_args, str) and find_big_int(args) is not None:
+            args, vws = encode_value(args, place=f"{place}.arguments")
+            for w in vws:
+                self.warn(w.place, w.message)
         return ToolCall.model_construct(
             id=call_id if isinstance(call_id, str) else ("" if call_id is None else str(call_id)),
             name=name if isinstance(name, str) else str(name or ""),
@@ -322,12 +474,10 @@ class RunBuilder:
             "stop": stop_n,
             "options": options,
         }
-        try:
-            # the identity model_key() hashes, built from the messages' cached JSON
-            key: str | None = canonical_hash({"kind": "model", "model": model, **identity})
-        except CanonicalizationError as exc:
-            key = None
-            self.warn(place, f"model call cannot be canonicalized ({exc.reason} at {exc.path or '/'}); "
+        # the identity model_key() hashes, built from the messages' cached JSON
+        key, why = identity_key({"kind": "model", "model": model, **identity})
+        if key is None:
+            self.warn(place, f"model call cannot be canonicalized ({why}); "
                              "imported without a key: replay cannot match it")
         request = ModelRequest.model_construct(messages=messages, tools=tools, stop=stop_n, options=options)
         resp = None
@@ -372,10 +522,9 @@ class RunBuilder:
         redacted = len(self._redacted_places) > scrubbed_before
         key: str | None = None
         if identity_known:
-            try:
-                key = tool_key(tool, arguments)
-            except CanonicalizationError as exc:
-                self.warn(place, f"tool call cannot be canonicalized ({exc.reason} at {exc.path or '/'}); "
+            key, why = identity_key(tool_identity(tool, arguments))
+            if key is None:
+                self.warn(place, f"tool call cannot be canonicalized ({why}); "
                                  "imported without a key: replay cannot match it")
         else:
             self.warn(place, "the tool call's arguments are not in the source; imported without a key: "
@@ -430,6 +579,9 @@ class RunBuilder:
             shown = ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
             self.warn("redaction", f"secret-looking values or sensitive fields were redacted in {shown}")
         meta = self.scrub(dict(metadata or {}), "metadata")
+        if self.src.may_hold_big_ints:
+            tag_big_ints(self.records, self.warn)
+            meta = tag_big_ints_in(meta, "metadata", self.warn)
         warnings = [str(w) for w in self.warnings]
         source = {
             "format": self.fmt,

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import FormatError
-from ..jsonvalues import display_text, is_tagged, load_json_lenient
+from ..jsonvalues import BIGINT_TAG, decode_value, display_text, is_tagged, load_json_lenient
 from ..recording import ChatMessage, ErrorInfo, ToolCall, Usage
 from .base import ImportWarning
 
@@ -72,7 +72,8 @@ def parse_args(raw: Any, place: str, warnings: Warnings) -> tuple[Any, bool]:
         if isinstance(value, dict) and not is_tagged(value):
             warnings.extend_values(vw)
             return value, False
-        kind = "a JSON string literal" if isinstance(value, str) else f"a JSON {type(value).__name__}"
+        shown = decode_value(value) if is_tagged(value) else value  # a tag: what it stands for
+        kind = "a JSON string literal" if isinstance(shown, str) else f"a JSON {type(shown).__name__}"
         warnings.add(place, f"tool-call arguments are {kind}, not an object; kept raw (raw_arguments)")
         return raw, True
     warnings.add(place, f"tool-call arguments are a {type(raw).__name__}, not an object; kept raw (raw_arguments)")
@@ -89,11 +90,12 @@ def text_part(value: Any) -> dict[str, Any]:
 
 def as_content(value: Any) -> str | list[Any] | None:
     """A message ``content`` from a source value: strings, lists and None as they are;
-    a tagged invalid-Unicode text as one text part carrying the tag under ``encoded``;
-    any other value as one ``json`` part."""
+    a tagged invalid-Unicode text (or non-finite number) as one text part carrying the
+    tag under ``encoded``; any other value — a ``{"$bigint": ...}`` integer included —
+    as one ``json`` part."""
     if value is None or isinstance(value, (str, list)):
         return value
-    if is_tagged(value):
+    if is_tagged(value) and BIGINT_TAG not in value:
         return [text_part(value)]
     return [{"type": "json", "json": value}]
 

@@ -39,11 +39,24 @@ class SourceFile:
     path: Path
     data: bytes
     sha256: str
+    _big: bool | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
         """The path as the user gave it (used in error messages)."""
         return str(self.path)
+
+    @property
+    def may_hold_big_ints(self) -> bool:
+        """Whether an integer outside ±(2**53-1) may be in the data (computed once): a
+        compressed file (zip, gzip) may; a text file only if it has a number of 16 or
+        more digits (:func:`core.jsonvalues.might_hold_big_int`; also inside JSON held
+        in a string, e.g. tool-call arguments, since the digits follow ``:`` there too)."""
+        if self._big is None:
+            from ..jsonvalues import might_hold_big_int
+
+            self._big = self.data[:2] in (b"PK", b"\x1f\x8b") or might_hold_big_int(self.data)
+        return self._big
 
 
 def read_source(path: str | Path) -> SourceFile:
@@ -172,9 +185,11 @@ def salvage_json(text: str) -> Truncation | None:
         return None
     cut = stack[-1][1]
     candidate = text[:cut] + "".join(e[0] for e in reversed(stack))
+    from ..jsonvalues import json_loads_exact
+
     try:
-        value = json.loads(candidate, parse_constant=_nonfinite)
-    except ValueError:
+        value = json_loads_exact(candidate)
+    except (ValueError, RecursionError):
         return None
     path = [e[2] if e[0] == "]" else e[4] for e in stack]
     return Truncation(value, path)
@@ -189,31 +204,37 @@ def _odd_backslashes(tok: str) -> bool:
     return n % 2 == 1
 
 
-def _nonfinite(name: str) -> float:
-    return float(name.replace("Infinity", "inf"))
-
-
 def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
     """Parse ``src`` as JSON; return ``(value, value_warnings)``.
 
-    orjson first. What orjson refuses is parsed again with the standard library, which
-    accepts ``NaN``/``Infinity``/``-Infinity`` and lone surrogate escapes (bytes that are
+    orjson first. What orjson refuses, and a document with a number of 16 or more digits
+    (:func:`core.jsonvalues.might_hold_big_int`: orjson reads integers beyond 64 bits as
+    inexact floats), is parsed again with the standard library
+    (:func:`core.jsonvalues.json_loads_exact`), which accepts ``NaN``/``Infinity``/
+    ``-Infinity`` and lone surrogate escapes and reads integers exactly (bytes that are
     not UTF-8 are read with ``surrogateescape``); every such value is then tagged with
     :func:`core.jsonvalues.encode_value` (``{"$nonfinite": "NaN"}``,
-    ``{"$invalid_unicode": ...}``) so it stays distinct from null and survives save/load,
-    and each is reported in ``value_warnings`` (:class:`core.jsonvalues.ValueWarning`).
+    ``{"$bigint": "1152921504606846976"}``, ``{"$invalid_unicode": ...}``) so it stays
+    distinct from null, exact, and survives save/load, and each is reported in
+    ``value_warnings`` (:class:`core.jsonvalues.ValueWarning`).
 
     Raises:
         FormatError: empty or malformed (line and column).
         TruncatedSourceError: the document ends early (the salvaged part in ``partial``).
     """
-    from ..jsonvalues import encode_value
+    from ..jsonvalues import encode_value, json_loads_exact, might_hold_big_int
 
     data = src.data
     try:
-        return orjson.loads(data), []
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         orjson_exc = exc
+    else:
+        if not might_hold_big_int(data):
+            return value, []
+        # a number of 16+ digits: orjson reads an integer beyond 64 bits as an inexact
+        # float, so read exactly below and tag integers outside ±(2**53-1) ($bigint)
+        orjson_exc = None
     if not data.strip():
         raise FormatError("file is empty", file=src.name)
     try:
@@ -223,7 +244,7 @@ def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
         text = data.decode("utf-8", "surrogateescape")
         escaped = True
     try:
-        value = json.loads(text, parse_constant=_nonfinite)
+        value = json_loads_exact(text)
     except json.JSONDecodeError as exc:
         tail = text.rstrip()
         if exc.pos >= len(tail) or "Unterminated string" in exc.msg:
@@ -238,7 +259,7 @@ def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
             f"malformed JSON: {exc.msg}", file=src.name, line=exc.lineno, column=exc.colno
         ) from None
     except RecursionError:
-        raise FormatError(f"malformed JSON: {orjson_exc}", file=src.name) from None
+        raise FormatError(f"malformed JSON: {orjson_exc or 'nested too deeply'}", file=src.name) from None
     return encode_value(value, escaped_bytes=escaped)
 
 

@@ -41,7 +41,7 @@ import orjson
 from ..errors import FormatError
 from ..recording import ChatMessage, ErrorInfo
 from ..jsonvalues import load_json_lenient
-from ._build import JsonImporter, RunBuilder, attach_value_warnings, truncated_error, usage_pair
+from ._build import JsonImporter, RunBuilder, attach_value_warnings, id_text, truncated_error, usage_pair
 from ._source import SourceFile, TruncatedSourceError, Truncation, read_source, salvage_zip
 from .base import ImportedRun, Importer
 
@@ -168,7 +168,7 @@ class InspectAIImporter(JsonImporter, Importer):
     def _sample(self, src: SourceFile, header: dict[str, Any], sample: dict[str, Any], index: int, place: str) -> ImportedRun:
         sid = sample.get("id", index)
         epoch = sample.get("epoch", 1)
-        run_id = f"{sid}_epoch_{epoch}"
+        run_id = f"{id_text(sid)}_epoch_{id_text(epoch)}"
         b = RunBuilder(self.name, src, run_id, index)
         attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
         missing: set[str] = set()

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..recording import STANDARD_ROLES, ChatMessage, ErrorInfo
-from ._build import JsonImporter, PendingCall, RunBuilder, openai_message, usage_pair
+from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_message, usage_pair
 from ._source import SourceFile, Truncation, read_tail
 from .base import ImportedRun, Importer
 
@@ -63,7 +63,7 @@ class MiniSweAgentImporter(JsonImporter, Importer):
         return []
 
     def _run(self, src: SourceFile, doc: dict[str, Any], incomplete: bool) -> ImportedRun:
-        run_id = str(doc.get("instance_id") or src.path.name.split(".")[0] or "run")
+        run_id = id_text(doc.get("instance_id") or src.path.name.split(".")[0] or "run")
         b = RunBuilder(self.name, src, run_id)
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
         msgs = doc["messages"]

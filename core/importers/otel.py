@@ -54,7 +54,7 @@ from pydantic import TypeAdapter
 from .. import __version__
 from ..canonical import canonical_json
 from ..errors import FormatError
-from ..jsonvalues import decode_value, display_text, encode_value, is_tagged, load_json_lenient
+from ..jsonvalues import BIGINT_TAG, decode_value, display_text, encode_value, is_tagged, load_json_lenient
 from ..recording import (
     ChatMessage,
     Record,
@@ -494,7 +494,7 @@ def _message_in(m: Any, place: str, warnings: Warnings) -> ChatMessage | None:
     if role == "tool" and has_response:
         content: Any = response_content
         if content is not None and not isinstance(content, (str, list)):
-            content = [{"type": "json", "json": content}] if not is_tagged(content) else [
+            content = [{"type": "json", "json": content}] if not is_tagged(content) or BIGINT_TAG in content else [
                 {"type": "text", "text": display_text(content), "encoded": content}]
     elif m.get("chassis.content") == "parts":
         content = content_parts

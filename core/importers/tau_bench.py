@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..recording import ChatMessage, ErrorInfo
-from ._build import JsonImporter, PendingCall, RunBuilder, openai_message
+from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_message
 from ._source import SourceFile, Truncation
 from .base import ImportedRun, Importer
 
@@ -74,7 +74,7 @@ class TauBenchImporter(JsonImporter, Importer):
     def _run(self, src: SourceFile, run: dict[str, Any], index: int, model: str | None, incomplete: bool) -> ImportedRun:
         task_id = run.get("task_id")
         trial = run.get("trial")
-        run_id = f"task{task_id}-trial{trial}"
+        run_id = f"task{id_text(task_id)}-trial{id_text(trial)}"
         b = RunBuilder(self.name, src, run_id, index)
         if model is None:
             b.warn("file name", "the agent model is not named in the file or its name; model records say 'unknown'")

@@ -50,7 +50,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import orjson
 import yaml
 
-from ..errors import CanonicalizationError, FormatError
+from ..errors import FormatError
 from ..io import redact_recording
 from ..jsonvalues import display_text, encode_bytes, encode_value, load_json_lenient
 from ..recording import (
@@ -64,6 +64,7 @@ from ..recording import (
     ToolResult,
 )
 from ..redaction import REDACTED, SecretRedactor, is_sensitive_header, is_sensitive_name
+from ._build import identity_key, record_identity, tag_big_ints, tag_big_ints_in
 from ._llm_api import (
     Warnings,
     ParsedRequest,
@@ -102,10 +103,14 @@ def finalize_recording(
     """Number records, stamp ``run_id``, compute canonical keys, redact, and wrap them
     in a recording.
 
-    * A record whose identity cannot be canonicalized keeps ``key = None`` and gets a
-      warning (replay cannot match it) — it is never dropped. Records listed in
-      ``keyless`` (indices whose identity the source does not hold; the caller warned)
-      get no key either.
+    * Every integer outside ±(2**53-1) still raw in a record or in ``metadata`` is
+      tagged ``{"$bigint": DIGITS}`` (:func:`._build.tag_big_ints`, warned), so the
+      recording can be saved.
+    * A record whose identity cannot be canonicalized — or held an integer outside
+      ±(2**53-1), tagged or not (:func:`._build.identity_key`) — keeps ``key = None``
+      and gets a warning (replay cannot match it); it is never dropped. Records listed
+      in ``keyless`` (indices whose identity the source does not hold; the caller
+      warned) get no key either.
     * Records without a ``run_id`` get ``run_id`` (unless ``stamp_run_id`` is false:
       a re-imported export keeps the records' own run ids, ``None`` included).
     * A ``tool_call_id`` used by more than one tool record is made unique with a ``~N``
@@ -115,6 +120,10 @@ def finalize_recording(
     * ``metadata.source`` = ``{format, file, sha256, run, index, redacted, warnings}``
       (the same shape as the other importers).
     """
+    for seq, r in enumerate(records):
+        r.seq = seq  # numbered first: tag_big_ints names records by seq
+    tag_big_ints(records, warnings.add)
+    metadata = tag_big_ints_in(metadata, "metadata", warnings.add)
     seen: dict[tuple[str | None, str], int] = {}
     for seq, r in enumerate(records):
         r.seq = seq
@@ -133,15 +142,12 @@ def finalize_recording(
         if keyless and seq in keyless:
             r.key = None
             continue
-        try:
-            r.key = r.compute_key()
-        except CanonicalizationError as exc:
-            r.key = None
+        r.key, why = identity_key(record_identity(r))
+        if r.key is None:
             what = f"tool {r.tool!r}" if isinstance(r, ToolRecord) else f"model {r.model!r}"
             warnings.add(
                 f"record {seq}",
-                f"{what} call imported without a canonical key ({exc.reason} at {exc.path or '/'}); "
-                "replay cannot match this call",
+                f"{what} call imported without a canonical key ({why}); replay cannot match this call",
             )
     rec = Recording(
         metadata=dict(metadata),

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..recording import STANDARD_ROLES, ChatMessage, ErrorInfo
-from ._build import JsonImporter, RunBuilder
+from ._build import JsonImporter, RunBuilder, id_text
 from ._source import SourceFile, Truncation, read_tail
 from .base import ImportedRun, Importer
 
@@ -71,7 +71,7 @@ class WhoAndWhenImporter(JsonImporter, Importer):
         return []
 
     def _run(self, src: SourceFile, doc: dict[str, Any], incomplete: bool) -> ImportedRun:
-        run_id = str(doc.get("question_ID") or src.path.name.rsplit(".", 1)[0])
+        run_id = id_text(doc.get("question_ID") or src.path.name.rsplit(".", 1)[0])
         b = RunBuilder(self.name, src, run_id)
         b.warn("history", "no timestamps and no structured calls: agent steps become model records "
                           "(model = agent/<name>), tool-like agents become tool records")

@@ -16,6 +16,7 @@ from core.errors import FormatError, SourceImportError
 from core.importers import NATIVE, TruncatedSourceError, detect, import_file, open_any, select_run
 from core.importers._source import salvage_json
 from core.io import load_recording
+from core.jsonvalues import decode_value
 from core.recording import ModelRecord, ToolRecord
 from core.redaction import REDACTED
 
@@ -193,13 +194,49 @@ def test_uncanonicalizable_identity_is_kept_without_a_key(tmp_path: Path) -> Non
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None, "tool_calls": [call("c1", "big", '{"n": 18446744073709551615}')]},
         {"role": "tool", "tool_call_id": "c1", "name": "big", "content": "ok"},
+        {"role": "assistant", "content": "done"},
     ]
     (run,) = import_file(write(tmp_path, "big-airline.json", [tau_run(traj)]), "tau_bench")
     (t,) = tools(run.recording)
-    assert t.key is None and t.arguments == {"n": 18446744073709551615}
+    # kept exactly, tagged (RFC 8785 has no form for it), and without a key
+    assert t.key is None and t.arguments == {"n": {"$bigint": "18446744073709551615"}}
+    assert decode_value(t.arguments) == {"n": 18446744073709551615}
     models = [r for r in run.recording.records if isinstance(r, ModelRecord)]
     assert models[0].key is not None  # its request does not hold the number
+    assert models[1].key is None  # its request carries the call in its history
     assert any("cannot be canonicalized" in str(w) and "replay cannot match it" in str(w) for w in run.warnings)
+    assert any("$bigint" in str(w) and "tool_calls[0].arguments/n" in w.place for w in run.warnings)
+    # and the recording saves, loads back and keeps the exact integer
+    out = tmp_path / "big.json"
+    run.recording.save(out)
+    back = load_recording(out, verify_keys=True)
+    (bt,) = tools(back)
+    assert bt.key is None and decode_value(bt.arguments) == {"n": 18446744073709551615}
+    assert [r.key for r in back.records] == [r.key for r in run.recording.records]
+
+
+def test_big_integers_anywhere_are_tagged_exactly_and_the_run_saves(tmp_path: Path) -> None:
+    # 2**70 is beyond 64 bits: orjson alone would read it as an inexact float
+    text = json.dumps([tau_run([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "calc", '{"x": 1}')]},
+        {"role": "tool", "tool_call_id": "c1", "name": "calc", "content": "__BIG__"},
+        {"role": "assistant", "content": "done"},
+    ], reward=1.0)]).replace('"__BIG__"', str(2**70)).replace('"task_id": 7', f'"task_id": {-(2**60)}')
+    (run,) = import_file(write(tmp_path, "bigval-airline.json", text), "tau_bench")
+    (t,) = tools(run.recording)
+    assert t.key is not None  # the identity holds no big integer: replay can match it
+    assert t.result.content == {"$bigint": str(2**70)} and decode_value(t.result.content) == 2**70
+    assert run.recording.metadata["task_id"] == {"$bigint": str(-(2**60))}
+    assert run.run_id == f"task{-(2**60)}-trial0"  # ids show the digits, not the tag
+    # the tool message in the next request holds the number as text, like any number
+    assert any("traj/2/content" in w.place and "$bigint" in w.message for w in run.warnings)
+    out = tmp_path / "bigval.json"
+    run.recording.save(out)
+    back = load_recording(out, verify_keys=True)
+    assert [r.to_json_obj() for r in back.records] == [r.to_json_obj() for r in run.recording.records]
+    last = [r for r in back.records if isinstance(r, ModelRecord)][-1]
+    assert last.key is not None and last.request.messages[-1].content == str(2**70)
 
 
 def test_nan_and_infinity_literals_stay_distinct_from_null(tmp_path: Path) -> None:
@@ -385,3 +422,42 @@ def test_a_damaged_native_recording_is_reported_by_the_loader(tmp_path: Path) ->
     q = write(tmp_path, "odd.json", {"format_version": 1, "format": "other", "records": []})
     with pytest.raises(FormatError, match="expected 'chassis.replay'"):
         open_any(q)
+
+
+def test_tag_big_ints_rebuilds_records_holding_raw_big_integers() -> None:
+    from core.importers._build import identity_key, record_identity, tag_big_ints
+    from core.recording import ChatMessage, ModelRequest, ModelResponse, ToolResult, Usage
+
+    tool = ToolRecord.model_construct(seq=0, at=None, run_id="r", generation_id=None, replayed=False,
+                                      live_fallback=False, kind="tool", key=None, tool="f",
+                                      arguments={"id": 2**60}, tool_call_id=None,
+                                      result=ToolResult.model_construct(content=[2**70], artifact=None,
+                                                                        error=None, redacted=False),
+                                      duration_seconds=None)
+    model = ModelRecord.model_construct(
+        seq=1, at=None, run_id="r", generation_id=None, replayed=False, live_fallback=False, kind="model",
+        key=None, model="m", request=ModelRequest(messages=[ChatMessage(role="user", content="hi")]),
+        response=ModelResponse(message=ChatMessage(role="assistant", content="ok"),
+                               usage=Usage.model_construct(input_tokens=3, output_tokens=2**60)),
+        duration_seconds=None, error=None)
+    plain = ToolRecord(seq=2, tool="g", arguments={"n": 2**53 - 1})
+    records = [tool, model, plain]
+    warned: list[tuple[str, str]] = []
+    assert tag_big_ints(records, lambda place, msg: warned.append((place, msg))) == 2
+    assert records[0].arguments == {"id": {"$bigint": str(2**60)}}
+    assert decode_value(records[0].result.content) == [2**70]
+    assert records[1].response.usage is None and records[1].response.message.content == "ok"
+    assert records[2] is plain  # nothing to do: untouched
+    assert [p for p, _ in warned] == ["record 0/arguments/id", "record 0/result/content/0", "record 1/response/usage"]
+    # an identity that held such an integer gets no key, tagged or not; others key as before
+    assert identity_key(record_identity(records[0]))[0] is None
+    assert identity_key(record_identity(tool))[0] is None
+    assert identity_key(record_identity(plain))[0] == plain.compute_key()
+    assert identity_key(record_identity(records[1]))[0] == records[1].compute_key()
+
+
+def test_compressed_sources_are_always_checked_for_big_integers(tmp_path: Path) -> None:
+    from core.importers._source import read_source
+
+    assert read_source(EVAL).may_hold_big_ints  # a zip: digits are not visible in the bytes
+    assert not read_source(TAU).may_hold_big_ints

@@ -5,6 +5,8 @@ preserving every call; plus the ``export`` command."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -13,7 +15,7 @@ import pytest
 from core.errors import FormatError
 from core.importers.otel import OtelImporter, export_otlp, recording_to_otlp
 from core.importers.vcr import VcrImporter
-from core.jsonvalues import load_json_lenient
+from core.jsonvalues import decode_value, load_json_lenient
 from core.recording import (
     ChatMessage,
     ErrorInfo,
@@ -245,6 +247,67 @@ def test_export_round_trip_of_odd_values(tmp_path):
     back = _roundtrip(rec, tmp_path)
     assert [r.to_json_obj() for r in back.records] == [r.to_json_obj() for r in rec.records]
     assert back.metadata["outcome"] == "failed"
+
+
+# ------------------------------------------------------------------ integers beyond ±(2**53-1)
+
+
+def _otlp_with_big_integers(tmp_path: Path) -> Path:
+    """The semconv tool-call example with 2**60 in a tool call's arguments (a JSON
+    number), 2**70 as max_tokens and 2**60 output tokens (OTLP intValue strings)."""
+    doc = json.loads((OTEL / "semconv-tool-calls.json").read_text())
+    for span in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for kv in span["attributes"]:
+            if kv["key"] == "gen_ai.tool.call.arguments" and span["name"] == "execute_tool get_weather":
+                kv["value"] = {"stringValue": '{"location": "Paris", "id": 1152921504606846976}'}
+            elif kv["key"] == "gen_ai.request.max_tokens":
+                kv["value"] = {"intValue": str(2**70)}
+            elif kv["key"] == "gen_ai.usage.output_tokens":
+                kv["value"] = {"intValue": str(2**60)}
+    p = tmp_path / "big.otlp.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def test_big_integers_import_tagged_keyless_and_the_recording_saves(tmp_path):
+    [run] = runs(_otlp_with_big_integers(tmp_path))
+    rec = run.recording
+    m1, weather, _forecast, m2 = rec.records
+    assert weather.arguments == {"location": "Paris", "id": {"$bigint": "1152921504606846976"}}
+    assert decode_value(weather.arguments)["id"] == 2**60
+    assert m1.request.options["max_tokens"] == {"$bigint": str(2**70)}
+    # identities that held such an integer get no key (replay cannot match them)
+    assert weather.key is None and m1.key is None and m2.key is None
+    assert m1.response.usage is None  # a token count beyond 2**53 is not a count
+    msgs = [w.message for w in run.warnings]
+    assert sum("$bigint" in m for m in msgs) >= 3
+    assert any("token usage" in m and "dropped" in m for m in msgs)
+    out = tmp_path / "rec.json"
+    rec.save(out)
+    back = Recording.load(out, verify_keys=True)
+    assert [r.to_json_obj() for r in back.records] == [r.to_json_obj() for r in rec.records]
+    assert decode_value(back.records[0].request.options)["max_tokens"] == 2**70
+    # and an OTLP export of it imports back unchanged (the tags travel as JSON)
+    again = _roundtrip(back, tmp_path)
+    assert [r.to_json_obj() for r in again.records] == [r.to_json_obj() for r in back.records]
+
+
+def test_cli_import_of_otlp_holding_big_integers_end_to_end(tmp_path):
+    src = _otlp_with_big_integers(tmp_path)
+    out = tmp_path / "out.json"
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run([sys.executable, "-m", "inspector", "import", str(src), "-o", str(out)],
+                          capture_output=True, text=True, cwd=root, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "$bigint" in proc.stderr
+    back = Recording.load(out, verify_keys=True)
+    weather = back.records[1]
+    assert weather.key is None and decode_value(weather.arguments) == {"location": "Paris", "id": 2**60}
+    assert str(2**60) in out.read_text()  # the exact digits, not a rounded float
+    assert back.metadata["source"]["format"] == "otel"
+    proc = subprocess.run([sys.executable, "-m", "inspector", "validate", str(out)],
+                          capture_output=True, text=True, cwd=root, check=False)
+    assert proc.returncode == 0, proc.stderr
 
 
 # ------------------------------------------------------------------ CLI

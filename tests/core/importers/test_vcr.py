@@ -326,9 +326,55 @@ def test_uncanonicalizable_identity_kept_without_key(tmp_path):
     p = _two_step(tmp_path, _call("c1", "f", '{"id": 1152921504606846976}'), {"role": "tool", "tool_call_id": "c1", "content": "ok"})
     rec, warnings = load(p)
     [t] = tools(rec)
-    assert t.key is None and t.arguments == {"id": 2**60}
+    # 2**60 has no RFC 8785 form: kept exactly as a tag, and the call has no key
+    assert t.key is None and t.arguments == {"id": {"$bigint": "1152921504606846976"}}
+    assert decode_value(t.arguments) == {"id": 2**60}
+    assert display_text(t.arguments) == '{"id":1152921504606846976}'
     assert any("without a canonical key" in w.message and "replay cannot match" in w.message for w in warnings)
+    assert any("$bigint" in w.message for w in warnings)
     assert len(rec.records) == 3  # never dropped
+    m1, m2 = models(rec)
+    assert m1.key is not None  # its request does not hold the integer
+    assert m2.key is None  # its request history carries the call's arguments
+    # the recording saves (its digest is canonical JSON), loads back and keeps 2**60
+    out = tmp_path / "big.json"
+    rec.save(out)
+    back = Recording.load(out, verify_keys=True)
+    assert [r.to_json_obj() for r in back.records] == [r.to_json_obj() for r in rec.records]
+    [bt] = tools(back)
+    assert bt.key is None and decode_value(bt.arguments)["id"] == 2**60
+    assert decode_value(models(back)[1].request.messages[1].tool_calls[0].arguments) == {"id": 2**60}
+
+
+def test_big_integer_beyond_64_bits_in_a_tool_result_is_exact(tmp_path):
+    big = 2**70  # orjson alone would read it as a float
+    p = _two_step(tmp_path, _call("c1", "f", '{"a": 1}'), {"role": "tool", "tool_call_id": "c1", "content": "@CONTENT@"},
+                  tool_content_raw=str(big))
+    rec, warnings = load(p)
+    [t] = tools(rec)
+    m1, m2 = models(rec)
+    assert t.key is not None  # its arguments hold no big integer
+    assert t.result.content == {"$bigint": str(big)} and decode_value(t.result.content) == big
+    assert m2.request.messages[-1].content == [{"type": "json", "json": {"$bigint": str(big)}}]
+    assert m2.key is None and m1.key is not None
+    assert any("$bigint" in w.message for w in warnings)
+    out = tmp_path / "r.json"
+    rec.save(out)
+    back = Recording.load(out, verify_keys=True)
+    assert decode_value(models(back)[1].request.messages[-1].content) == [{"type": "json", "json": big}]
+
+
+def test_cli_import_of_a_cassette_holding_a_big_integer(tmp_path):
+    from inspector.cli import main
+
+    big = 2**60
+    p = _two_step(tmp_path, _call("c1", "f", f'{{"id": {big}}}'), {"role": "tool", "tool_call_id": "c1", "content": "ok"})
+    out = tmp_path / "out.json"
+    assert main(["import", str(p), "-o", str(out), "--from", "vcr"]) == 0
+    back = Recording.load(out, verify_keys=True)
+    [t] = tools(back)
+    assert t.key is None and decode_value(t.arguments) == {"id": big}
+    assert main(["validate", str(out)]) == 0
 
 
 def test_openai_stream_with_tool_call_fragments(tmp_path):
