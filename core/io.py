@@ -22,7 +22,9 @@ the digest, and replaces the file atomically: temp file in the same folder, fsyn
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -295,9 +297,39 @@ def verify_record_keys(records: list[Any], *, source: str) -> None:
                 )
 
 
+# A JSON number of 20+ digits in value position: orjson reads integers beyond 64 bits as
+# (inexact) floats without a word, so such a document is re-read exactly.
+_HUGE_INT = re.compile(rb"[:\[,][ \t\r\n]*-?[0-9]{20}")
+
+
+def _has_huge_integer(raw: bytes) -> bool:
+    for m in _HUGE_INT.finditer(raw):
+        if raw[max(0, m.start() - 6):m.start()] != b"sha256":  # hex digests of keys
+            return True
+    return False
+
+
+def _exact_reparse(raw: bytes, source: str) -> Any:
+    def refuse(name: str) -> Any:
+        raise FormatError(f"non-standard JSON literal {name}", file=source)
+
+    return json.loads(raw, parse_constant=refuse)
+
+
 def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: bool | str = "auto") -> Recording:
-    """Parse and verify a recording from bytes. Raises :class:`FormatError`."""
-    return recording_from_dict(parse_json(data, source=source), source=source, verify_keys=verify_keys)
+    """Parse and verify a recording from bytes. Raises :class:`FormatError`.
+
+    A document without a digest that holds a number of 20 or more digits is re-read
+    with exact integers (orjson would read an integer beyond 64 bits as a float), so
+    such an integer is rejected with its place instead of silently rounded. A matching
+    digest rules this out: the writer never seals such a value.
+    """
+    doc = parse_json(data, source=source)
+    if isinstance(doc, dict) and doc.get("digest") is None:
+        raw = data.encode() if isinstance(data, str) else data
+        if _has_huge_integer(raw):
+            doc = _exact_reparse(raw, source)
+    return recording_from_dict(doc, source=source, verify_keys=verify_keys)
 
 
 def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "auto") -> Recording:

@@ -367,3 +367,14 @@ def test_records_digest_equals_reference_canonical_hash(saved):
     raw[2]["request"]["messages"][1]["content"] = "emoji \U0001f600 and \ue000 private use"
     raw[3]["arguments"]["\ue001key"] = 1e21
     assert records_digest(raw) == "sha256:" + hashlib.sha256(rfc8785.dumps(raw)).hexdigest()
+
+
+def test_integer_beyond_64_bits_is_rejected_not_rounded(tmp_path, saved):
+    doc = _doc(saved)
+    doc.pop("digest")
+    text = orjson.dumps(doc).decode().replace('"path":"/tmp"}', '"path":"/tmp","inode": 18446744073709551616}', 1)
+    p = _write(tmp_path, text.encode())
+    with pytest.raises(FormatError) as e:
+        Recording.load(p)
+    assert "18446744073709551616" in str(e.value) and "safe range" in str(e.value)
+    assert e.value.path.endswith("/arguments/inode")
