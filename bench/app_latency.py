@@ -59,7 +59,7 @@ def child(path: str, spawn_wall: float) -> None:
     index_times: list[float] = []
     original_from_raw = TimelineIndex.from_raw.__func__
 
-    def timed_from_raw(cls, *a, **k):  # noqa: ANN001 - instrumentation
+    def timed_from_raw(cls, *a, **k):
         t = time.perf_counter()
         out = original_from_raw(cls, *a, **k)
         index_times.append(time.perf_counter() - t)
@@ -70,7 +70,7 @@ def child(path: str, spawn_wall: float) -> None:
     painted: list[float] = []
     original = TimelineTable.render_line
 
-    def render_line(self, y):  # noqa: ANN001 - instrumentation
+    def render_line(self, y):
         strip = original(self, y)
         painted.append(time.perf_counter())
         return strip
@@ -200,7 +200,7 @@ def main() -> int:
         spawn = time.time()
         proc = subprocess.run(
             [sys.executable, __file__, "--child", str(path), repr(spawn)],
-            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TEXTUAL": ""},
+            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TEXTUAL": ""}, check=False,
         )
         line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if proc.returncode != 0 or line is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -20,12 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.canonical import canonical_json, model_key, tool_key  # noqa: E402
+from core.canonical import canonical_json, model_key, tool_key
 
-_WORDS = (
-    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
-    "rho sigma tau upsilon phi chi psi omega"
-).split()
+_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega"]
 
 
 def _text(i: int, n_words: int) -> str:
@@ -34,7 +31,7 @@ def _text(i: int, n_words: int) -> str:
 
 def synthetic_records(n: int) -> list[dict]:
     """``n`` raw record dicts (see module docstring)."""
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     out: list[dict] = []
     tools = [{"name": "bash", "description": "run a shell command", "parameters": {"type": "object"}}]
     call_no = 0

@@ -41,8 +41,8 @@ from pydantic import TypeAdapter, ValidationError
 from .canonical import args_hash
 from .errors import FormatError
 from .recording import (
-    ChatMessage,
     RECORD_KINDS,
+    ChatMessage,
     InterruptRecord,
     LifecycleRecord,
     ModelRecord,
@@ -216,7 +216,7 @@ def _parse_at(at: str | None) -> float | None:
     if at is None:
         return None
     try:
-        return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(at).timestamp()
     except ValueError:
         return None
 
@@ -318,7 +318,7 @@ class TimelineIndex:
         self._finish(recording.metadata, counts, tokens_in, tokens_out, times)
 
     @classmethod
-    def from_raw(cls, header: Recording, raw_records: list[Any], *, source: str = "<raw>") -> "TimelineIndex":
+    def from_raw(cls, header: Recording, raw_records: list[Any], *, source: str = "<raw>") -> TimelineIndex:
         """Index records straight from parsed JSON (``orjson.loads``), without building
         the pydantic models first — the fast first paint for big files.
 

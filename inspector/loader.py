@@ -37,7 +37,7 @@ class LoadedRecording:
     verify: Callable[[], Recording] | None = None
 
     @classmethod
-    def from_recording(cls, recording: Recording, path: Path | str = "<memory>", notices: list[str] | None = None) -> "LoadedRecording":
+    def from_recording(cls, recording: Recording, path: Path | str = "<memory>", notices: list[str] | None = None) -> LoadedRecording:
         """Wrap an in-memory recording (builds the index)."""
         return cls(Path(path), recording, TimelineIndex(recording), list(notices or []))
 

@@ -28,6 +28,8 @@ LOUD_LOAD_BYTES = 50 * 1024 * 1024
 
 
 class Kind(str, Enum):
+    """The record kinds ``timeline --kind`` accepts."""
+
     model = "model"
     tool = "tool"
     interrupt = "interrupt"

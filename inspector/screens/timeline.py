@@ -7,6 +7,8 @@ runs in a thread worker (the first search over a big recording builds the haysta
 
 from __future__ import annotations
 
+import bisect
+
 import orjson
 from textual import on, work
 from textual.app import ComposeResult
@@ -223,8 +225,6 @@ class TimelineScreen(Screen[None]):
         self._update_match_info()
 
     def _next_in(self, positions: list[int], after: int, *, visible_only: bool) -> int | None:
-        import bisect
-
         i = bisect.bisect_right(positions, after)
         while i < len(positions):
             if not visible_only or self._visible(positions[i]):
@@ -233,8 +233,6 @@ class TimelineScreen(Screen[None]):
         return None
 
     def _previous_in(self, positions: list[int], before: int) -> int | None:
-        import bisect
-
         i = bisect.bisect_left(positions, before) - 1
         while i >= 0:
             if self._visible(positions[i]):
@@ -250,8 +248,6 @@ class TimelineScreen(Screen[None]):
         if not self.matches:
             bar.set_match_info("no match")
             return
-        import bisect
-
         here = self.table.cursor_position
         n = len(self.matches)
         if here is not None:

@@ -31,12 +31,12 @@ class Chip(Static):
     class Clicked(Message):
         """The chip was clicked."""
 
-        def __init__(self, chip: "Chip") -> None:
+        def __init__(self, chip: Chip) -> None:
             super().__init__()
             self.chip = chip
 
         @property
-        def control(self) -> "Chip":
+        def control(self) -> Chip:
             return self.chip
 
     def on_click(self) -> None:

@@ -12,6 +12,7 @@ Messages up: :class:`TimelineTable.RecordHighlighted` when the cursor moves,
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -60,16 +61,16 @@ class Columns:
     tokens: int
 
     @classmethod
-    def fit(cls, width: int, max_seq: int) -> "Columns":
+    def fit(cls, width: int, max_seq: int) -> Columns:
         """Lay out the columns for ``width`` cells (narrow widths drop the right columns)."""
         seq = max(3, len(str(max_seq)))
-        cols = dict(mark=1, seq=seq, offset=8, kind=9, name=22, status=15, duration=7, tokens=7)
+        cols = {"mark": 1, "seq": seq, "offset": 8, "kind": 9, "name": 22, "status": 15, "duration": 7, "tokens": 7}
         if width < 120:
-            cols.update(name=16, status=9, tokens=0)
+            cols.update({"name": 16, "status": 9, "tokens": 0})
         if width < 100:
-            cols.update(name=12, offset=0)
+            cols.update({"name": 12, "offset": 0})
         if width < 70:
-            cols.update(duration=0)
+            cols.update({"duration": 0})
         fixed = sum(cols.values()) + sum(1 for v in cols.values() if v) + 1
         return cls(summary=max(8, width - fixed), **cols)
 
@@ -153,25 +154,25 @@ class TimelineTable(ScrollView, can_focus=True):
     class RecordHighlighted(Message):
         """The cursor moved to the record at ``position`` (``None``: empty view)."""
 
-        def __init__(self, table: "TimelineTable", position: int | None) -> None:
+        def __init__(self, table: TimelineTable, position: int | None) -> None:
             super().__init__()
             self.table = table
             self.position = position
 
         @property
-        def control(self) -> "TimelineTable":
+        def control(self) -> TimelineTable:
             return self.table
 
     class RecordSelected(Message):
         """Enter (or a double click) on the record at ``position``."""
 
-        def __init__(self, table: "TimelineTable", position: int) -> None:
+        def __init__(self, table: TimelineTable, position: int) -> None:
             super().__init__()
             self.table = table
             self.position = position
 
         @property
-        def control(self) -> "TimelineTable":
+        def control(self) -> TimelineTable:
             return self.table
 
     def __init__(self, index: TimelineIndex, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
@@ -216,8 +217,6 @@ class TimelineTable(ScrollView, can_focus=True):
     def row_of_position(self, position: int, nearest: bool = False) -> int | None:
         """Row of ``position`` in the view (binary search: the view is ascending); with
         ``nearest`` the first row at or after it (or the last row)."""
-        import bisect
-
         view = self.view
         i = bisect.bisect_left(view, position)
         if i < len(view) and view[i] == position:

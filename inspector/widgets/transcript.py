@@ -132,7 +132,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
 
         self.call_next(scroll)
 
-    def _scroll_to_block(self, block: "MessageBlock") -> None:
+    def _scroll_to_block(self, block: MessageBlock) -> None:
         region = block.virtual_region_with_margin
         height = self.scrollable_content_region.height
         # bottom of the block at the bottom of the view, unless it is taller than the view

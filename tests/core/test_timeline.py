@@ -68,7 +68,7 @@ def test_header_summary(index):
 
 
 def test_status_precedence():
-    base = dict(seq=0, tool="t", arguments={})
+    base = {"seq": 0, "tool": "t", "arguments": {}}
     assert record_status(ToolRecord(**base)) == "ok"
     assert record_status(ToolRecord(**base, replayed=True)) == "replayed"
     assert record_status(ToolRecord(**base, replayed=True, live_fallback=True)) == "live-fallback"

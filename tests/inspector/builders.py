@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from pathlib import Path
 
 from core.io import save_recording
@@ -47,9 +48,9 @@ def build_recording(n_padding: int = 0) -> Recording:
     records = []
 
     def at(s: float) -> str:
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        return datetime.fromtimestamp(t0 + s, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+        return datetime.fromtimestamp(t0 + s, tz=UTC).isoformat().replace("+00:00", "Z")
 
     records.append(SnapshotRecord(seq=seq, at=at(0), generation_id="gen-1", run_id="run-1",
                                   composition={"plugins": ["shell", "editor"], "tools": ["bash", "edit"], "capabilities": ["exec", "fs.write"]}))

@@ -32,7 +32,7 @@ def _free_port() -> int:
 
 
 def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback only
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
         return resp.status, resp.read().decode("utf-8", "replace")
 
 
