@@ -32,6 +32,7 @@ _COMMAND_MODULES = (
     "inspector.cli.replay_cmds",
     "inspector.cli.export_cmds",
     "inspector.cli.analysis_cmds",
+    "inspector.cli.effects_cmds",
 )
 for _name in _COMMAND_MODULES:
     try:
