@@ -1,0 +1,159 @@
+"""Commands that rank explanations of an outcome: ``sweep`` and ``effects``.
+
+* ``sweep BASE [--executor M:F|recorded] [--candidates errors|tools|all]
+  [--strategy resample|knockout|fixture] [--jobs N] [--repeat N] [--fixtures F]
+  [--outcome M:F] [--no-store] [--json]`` — one branch per candidate call, replayed,
+  ranked (:func:`core.sweep.run_sweep`); ``--json`` prints the ranked effects best
+  first, each naming its target call's ``seq``.
+* ``effects [--base FILE] [--outcome M:F] [--refresh] [--json]`` — rank every replay of
+  a base stored in the workspace (:func:`core.causal.workspace_effects`), store and print.
+
+Both take ``--workspace DIR`` (default ``./.chassis-inspector``). Rules: docs/effects.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from core.canonical import canonical_json
+from core.causal import workspace_effects
+from core.effects import Effect
+from core.errors import AnalysisError
+from core.metrics import load_predicate
+from core.recording import Recording
+from core.sweep import CANDIDATE_SETS, STRATEGIES, run_sweep
+from core.workspace import Workspace
+
+from .common import echo_err, load_any, print_json
+
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option("--workspace", help="Workspace folder (default ./.chassis-inspector).", show_default=False),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+OutcomeOpt = Annotated[
+    str | None,
+    typer.Option("--outcome", help="Outcome predicate module:function (default: metadata.outcome)."),
+]
+
+
+def recording_digest(rec: Recording) -> str:
+    """The digest a recording is stored under (its own, or computed from its records)."""
+    if rec.digest:
+        return rec.digest
+    return "sha256:" + hashlib.sha256(canonical_json([r.to_json_obj() for r in rec.records])).hexdigest()
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _print_effects(effects: list[Effect] | list[dict[str, Any]], limit: int | None = None) -> None:
+    rows = [e.to_json() if isinstance(e, Effect) else e for e in effects]
+    if not rows:
+        typer.echo("no effects: no replay of this base")
+        return
+    typer.echo(f"{'rank':>4}  {'seq':>5}  {'effect':>6}  {'±':>4}  {'conf':>4}  {'direction':<9} {'replays':>7}  candidate")
+    for e in rows[:limit]:
+        o = e["outcome"]
+        seq = "-" if e["seq"] is None else str(e["seq"])
+        typer.echo(f"{e['rank']:>4}  {seq:>5}  {_fmt(o['effect']):>6}  {_fmt(o['spread']):>4}  "
+                   f"{_fmt(e['confidence']):>4}  {o['direction']:<9} {e['usable']:>3}/{e['replays']:<3}  "
+                   f"{e['description']}")
+    best = rows[0]
+    typer.echo("")
+    typer.echo(f"best: {best['summary']}")
+    for r in best["confidence_reasons"]:
+        typer.echo(f"  - {r}")
+    typer.echo(f"  evidence: replays {', '.join(best['evidence']['replay_ids'])}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def sweep(
+        base: Annotated[Path, typer.Argument(help="The base recording (a failed run, typically).")],
+        executor: Annotated[str | None, typer.Option(
+            "--executor", help="Executor module:function, or 'recorded' for the recording's metadata.executor.")] = None,
+        candidates: Annotated[str, typer.Option(
+            "--candidates", help=f"Calls to sweep: {', '.join(CANDIDATE_SETS)}.")] = "all",
+        strategy: Annotated[str, typer.Option(
+            "--strategy", help=f"What replaces each call's answer: {', '.join(STRATEGIES)}.")] = "resample",
+        jobs: Annotated[int, typer.Option("--jobs", help="Replays in parallel processes.")] = 1,
+        repeat: Annotated[int, typer.Option("--repeat", help="Replays per candidate (mean and spread).")] = 1,
+        fixtures: Annotated[Path | None, typer.Option(
+            "--fixtures", help="Fixture library (replay --fixtures format) for --strategy fixture.")] = None,
+        outcome: OutcomeOpt = None,
+        no_store: Annotated[bool, typer.Option("--no-store", help="Run in memory; store nothing in the workspace.")] = False,
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Replay one branch per candidate call and rank which calls change the outcome."""
+        rec = load_any(base)
+        ws_dir = None if no_store else (workspace if workspace is not None else Path(".chassis-inspector"))
+
+        def progress(r: dict[str, Any]) -> None:
+            if json:
+                return
+            if r["skipped"]:
+                echo_err(f"seq {r['seq']}: skipped ({r['skipped']})")
+
+        res = run_sweep(base, executor=executor, candidates=candidates, strategy=strategy, jobs=jobs,
+                        repeat=repeat, workspace=ws_dir, fixtures_path=fixtures, predicate=outcome, base=rec,
+                        on_result=progress)
+        if json:
+            print_json(res.to_json())
+            return
+        typer.echo(f"base      {base} (outcome {res.outcome_base})")
+        typer.echo(f"sweep     {res.strategy} of {len(res.calls)} call(s) ({res.candidates}), "
+                   f"executor {res.executor or 'none'}, {len(res.replays)} replay(s)"
+                   + (f", {len(res.skipped)} skipped" if res.skipped else ""))
+        if ws_dir is not None:
+            typer.echo(f"stored in {ws_dir} (see: chassis-inspector effects --base {base})")
+        typer.echo("")
+        _print_effects(res.effects)
+
+    @app.command()
+    def effects(
+        base: Annotated[Path | None, typer.Option("--base", help="Rank the replays of this base only.")] = None,
+        outcome: OutcomeOpt = None,
+        refresh: Annotated[bool, typer.Option("--refresh", help="Recompute every replay's comparison.")] = False,
+        workspace: WorkspaceOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Rank the effects of the replays stored in the workspace (per base), store them and print them."""
+        predicate = load_predicate(outcome) if outcome else None
+        with Workspace.open(workspace) as ws:
+            if base is not None:
+                rec = load_any(base)
+                digest = recording_digest(rec)
+                if not ws.list_replays(base_digest=digest):
+                    raise AnalysisError(f"{base}: no replay of this recording in {ws.path} "
+                                        f"(run: chassis-inspector sweep {base} --executor recorded)")
+                bases = [(str(base), digest, rec)]
+            else:
+                bases = [(r["path"] or r["digest"], r["digest"], None) for r in ws.list_recordings()
+                         if ws.list_replays(base_digest=r["digest"])]
+            docs = []
+            for path, digest, rec in bases:
+                ranked = workspace_effects(ws, digest, predicate=predicate, predicate_spec=outcome, base=rec,
+                                           refresh=refresh)
+                docs.append({"base": path, "digest": digest,
+                             "outcome_base": ranked[0].outcome_base if ranked else None,
+                             "replays": len(ws.list_replays(base_digest=digest)),
+                             "effects": [e.to_json() for e in ranked]})
+        if json:
+            print_json(docs[0] if base is not None else {"bases": docs})
+            return
+        if not docs:
+            typer.echo("no replays in the workspace")
+            return
+        for i, d in enumerate(docs):
+            if i:
+                typer.echo("")
+            typer.echo(f"base      {d['base']} (outcome {d['outcome_base']}, {d['replays']} replay(s))")
+            typer.echo("")
+            _print_effects(d["effects"])
