@@ -26,8 +26,9 @@
 
 **Knockout** (what happens to the outcome when one call is removed or answered
 differently) needs a replay with a wired executor. :func:`audit` accepts a
-:class:`KnockoutRunner`; none ships here yet — the replay engine provides one — so without
-it ``knockout`` is reported as not run, never guessed.
+:class:`KnockoutRunner` (:class:`core.knockout.ReplayKnockout` replays through the engine
+and an executor; ``audit --executor``); without one ``knockout`` is reported as not
+run, never guessed.
 """
 
 from __future__ import annotations

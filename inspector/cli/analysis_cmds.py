@@ -149,9 +149,16 @@ def register(app: typer.Typer) -> None:
     def audit(
         file: Annotated[Path, typer.Argument(help="Recording to audit.")],
         json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        executor: Annotated[str | None, typer.Option("--executor", help="Executor module:function or 'recorded': knock each call out by replaying (core.knockout).")] = None,
     ) -> None:
         """Lineage of the final output: contributing and unused calls, redactions."""
-        rep = audit_run(load_any(file))
+        rec = load_any(file)
+        if executor is not None:
+            from core.knockout import knockout_runner
+
+            rep = audit_run(rec, knockout=knockout_runner(executor, rec))
+        else:
+            rep = audit_run(rec)
         if json:
             print_json({"file": str(file), **rep.to_json()})
             return
@@ -171,6 +178,8 @@ def register(app: typer.Typer) -> None:
                     line += "  quoted: " + ", ".join(_short(q, 30) for q in c.quoted)
             if c.redacted:
                 line += "  [redacted: " + ", ".join(c.redacted) + "]"
+            if c.knockout is not None:
+                line += f"  knockout: {c.knockout.outcome} ({c.knockout.detail})"
             typer.echo(line)
         if rep.redactions:
             typer.echo("")
