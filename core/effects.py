@@ -54,6 +54,7 @@ Every effect links its evidence: replay ids, branch ids and diff ids (sorted).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -378,7 +379,7 @@ def rank_effects(observations: Iterable[Observation]) -> list[Effect]:
     if len({o.outcome_base for o in obs}) > 1:
         raise ValueError("observations of one base must agree on the base outcome: "
                          + ", ".join(sorted({o.outcome_base for o in obs})))
-    for a, b in zip(obs, obs[1:]):
+    for a, b in itertools.pairwise(obs):
         if a.replay_id == b.replay_id:
             raise ValueError(f"replay {a.replay_id} is observed twice")
 

@@ -42,14 +42,27 @@ from pathlib import Path
 from typing import Any
 
 from .boundary import load_executor
-from .branch import ModelResponseIntervention, Policy, ToolResultIntervention, new_branch
+from .branch import (
+    ModelResponseIntervention,
+    Policy,
+    ToolResultIntervention,
+    new_branch,
+)
 from .causal import compare_replay, workspace_effects
 from .effects import Effect, Observation, rank_effects
 from .errors import AnalysisError, BranchError, FixtureError
 from .fixtures import FixtureGateway, load_fixture_file
 from .io import dumps_recording
 from .metrics import load_predicate, run_metrics_row
-from .recording import ChatMessage, ErrorInfo, ModelRecord, ModelResponse, Recording, ToolRecord, ToolResult
+from .recording import (
+    ChatMessage,
+    ErrorInfo,
+    ModelRecord,
+    ModelResponse,
+    Recording,
+    ToolRecord,
+    ToolResult,
+)
 
 __all__ = [
     "CANDIDATE_SETS",
@@ -130,7 +143,7 @@ def candidate_intervention(base: Recording, seq: int, strategy: str, *, executor
                 result = executor.live_tool(rec.tool, rec.arguments)
                 if not isinstance(result, ToolResult):
                     result = ToolResult.model_validate(result)
-            except Exception as exc:  # the user's executor: a failed resample skips the call
+            except Exception as exc:  # noqa: BLE001 — the user's executor: a failed resample skips the call
                 raise _Skip(f"the executor could not resample tool {rec.tool}: {type(exc).__name__}: {exc}") from None
         elif strategy == "knockout":
             result = ToolResult(error=ErrorInfo(type="KnockedOut", message=f"{rec.tool} was knocked out (sweep)"))
@@ -147,7 +160,7 @@ def candidate_intervention(base: Recording, seq: int, strategy: str, *, executor
             response = executor.live_model(rec.model, rec.request)
             if not isinstance(response, ModelResponse):
                 response = ModelResponse.model_validate(response)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 — the user's executor
             raise _Skip(f"the executor could not resample model {rec.model}: {type(exc).__name__}: {exc}") from None
     elif strategy == "knockout":
         response = ModelResponse(message=ChatMessage(role="assistant", content=""), finish_reason="stop")
