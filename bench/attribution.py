@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sweep --strategy {args.strategy} --candidates all --executor recorded: "
           f"{sum(r['replays'] for r in results)} replays in {sweep_time:.2f} s "
           f"({sweep_time / n * 1000:.0f} ms per run, {args.jobs} job(s))")
-    print("")
+    print()
     print(f"{'fault kind':<18} {'runs':>4}  {'top-1':>7}  {'top-3':>7}  {'first-error':>11}  {'uniform':>7}")
     for kind in (*FAULT_KINDS, None):
         rs = [r for r in results if kind is None or r["kind"] == kind]
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         fe_ = sum(1 for r in rs if r["first_error"]) / k
         un_ = sum(1 / r["calls"] for r in rs) / k
         print(f"{kind or 'all':<18} {k:>4}  {t1_:>7.1%}  {t3_:>7.1%}  {fe_:>11.1%}  {un_:>7.1%}")
-    print("")
+    print()
     print(f"top-1 {top1}/{n} = {top1 / n:.1%} (target >= 90%), top-3 {top3}/{n} = {top3 / n:.1%}; "
           f"log-only baselines: first-error {fe / n:.1%}, uniform {uniform / n:.1%}")
     misses = [r for r in results if r["rank"] != 1]

@@ -38,7 +38,13 @@ from .canonical import canonical_json
 from .diff import output_diff, trace_diff
 from .effects import METRICS, Observation, Target
 from .errors import CanonicalizationError
-from .metrics import Predicate, comparison_metrics, final_output, outcome_of, run_metrics_row
+from .metrics import (
+    Predicate,
+    comparison_metrics,
+    final_output,
+    outcome_of,
+    run_metrics_row,
+)
 from .recording import ModelRecord, Recording, ToolRecord
 
 __all__ = [
