@@ -400,11 +400,12 @@ def rank_effects(observations: Iterable[Observation]) -> list[Effect]:
         group = by_call[seq]
         t = call_target[seq]
         descs = sorted({o.description for o in group})
+        sets = {o.intervention_set for o in group}
         desc = f"call {seq} ({t.kind} {t.name})"
-        if len(descs) == 1:
-            desc += f": {descs[0]}"
+        if len(sets) > 1:
+            desc += f": {len(sets)} intervention sets"
         else:
-            desc += f": {len(descs)} different interventions"
+            desc += f": {descs[0]}" + (f" (+{len(descs) - 1} with other notes)" if len(descs) > 1 else "")
         e = _aggregate("call", f"call:{seq}", group, [t], desc)
         effects.append(e)
         call_replays[tuple(e.replay_ids)] = e

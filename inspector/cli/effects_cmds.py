@@ -6,7 +6,8 @@
   ranked (:func:`core.sweep.run_sweep`); ``--json`` prints the ranked effects best
   first, each naming its target call's ``seq``.
 * ``effects [--base FILE] [--outcome M:F] [--refresh] [--json]`` — rank every replay of
-  a base stored in the workspace (:func:`core.causal.workspace_effects`), store and print.
+  a base stored in the workspace (:func:`core.causal.workspace_effects`), store and print;
+  ``effects --replay ID`` prints the stored evidence of one replay (causal record, diffs).
 
 Both take ``--workspace DIR`` (default ``./.chassis-inspector``). Rules: docs/effects.md.
 """
@@ -72,6 +73,33 @@ def _print_effects(effects: list[Effect] | list[dict[str, Any]], limit: int | No
     typer.echo(f"  evidence: replays {', '.join(best['evidence']['replay_ids'])}")
 
 
+def _print_evidence(diffs: list[dict[str, Any]]) -> None:
+    by_kind = {d["kind"]: d["body"] for d in diffs}
+    c = by_kind.get("causal")
+    if c is not None:
+        typer.echo(f"{c['id']}  {c['label']}")
+        for r in c["comparability"]["reasons"]:
+            typer.echo(f"  - {r}")
+        for name, ch in c["changes"].items():
+            if isinstance(ch, dict):
+                typer.echo(f"  {name:<14} {ch.get('base')} → {ch.get('replay')}")
+            else:
+                typer.echo(f"  {name:<14} {ch}")
+    t = by_kind.get("trace")
+    if t is not None:
+        fd = t["first_divergence"]
+        typer.echo(f"{t['id']}  ops same {t['counts']['same']}, changed {t['counts']['changed']}, removed "
+                   f"{t['counts']['removed']}, inserted {t['counts']['inserted']}; first divergence "
+                   + (f"{fd['dimension']} at base seq {fd['base_seq']}" if fd else "none"))
+    o = by_kind.get("output")
+    if o is not None:
+        typer.echo(f"{o['id']}  final output {'changed (' + o['mode'] + ')' if o['changed'] else 'same'}")
+    m = by_kind.get("metric")
+    if m is not None:
+        typer.echo(f"{m['id']}  steps {m['steps_delta']:+d}, tool_errors {m['tool_errors_delta']:+d}, "
+                   f"fixture uses {m['fixture_uses']}, drift uses {m['drift_uses']}")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def sweep(
@@ -121,12 +149,25 @@ def register(app: typer.Typer) -> None:
         base: Annotated[Path | None, typer.Option("--base", help="Rank the replays of this base only.")] = None,
         outcome: OutcomeOpt = None,
         refresh: Annotated[bool, typer.Option("--refresh", help="Recompute every replay's comparison.")] = False,
+        replay: Annotated[str | None, typer.Option(
+            "--replay", help="Print the stored evidence (causal record and diffs) of this replay instead.")] = None,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
         """Rank the effects of the replays stored in the workspace (per base), store them and print them."""
         predicate = load_predicate(outcome) if outcome else None
         with Workspace.open(workspace) as ws:
+            if replay is not None:
+                ws.get_replay(replay)  # WorkspaceError for an unknown id
+                diffs = ws.diffs(replay)
+                if not diffs:
+                    raise AnalysisError(f"replay {replay} has no stored comparison yet "
+                                        "(run: chassis-inspector effects --base BASE)")
+                if json:
+                    print_json({"replay_id": replay, "diffs": [d["body"] for d in diffs]})
+                else:
+                    _print_evidence(diffs)
+                return
             if base is not None:
                 rec = load_any(base)
                 digest = recording_digest(rec)

@@ -120,3 +120,20 @@ def test_knockout_runner_on_a_faulty_run():
     assert all(c.knockout is not None for c in rep.calls if c.seq < rep.final_seq)
     with pytest.raises(SweepError, match="names no executor"):
         knockout_runner("recorded", Recording.load(SAMPLES / "tau-bench-airline-task0-trial0.json"))
+
+
+def test_effects_replay_prints_the_evidence(capsys, tmp_path):
+    ws = tmp_path / "ws"
+    doc = run_json(capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--candidates", "errors",
+                   "--workspace", ws, "--json")
+    best = doc["effects"][0]
+    rid = best["evidence"]["replay_ids"][0]
+    ev = run_json(capsys, "effects", "--replay", rid, "--workspace", ws, "--json")
+    assert ev["replay_id"] == rid
+    assert sorted(d["id"] for d in ev["diffs"]) == best["evidence"]["diff_ids"]
+    causal = next(d for d in ev["diffs"] if d["id"].endswith("-causal"))
+    assert causal["label"].startswith("tool_result at seq 8 (sweep resample) → outcome failure → success")
+    assert main(["effects", "--replay", rid, "--workspace", str(ws)]) == 0
+    out = capsys.readouterr().out
+    assert f"df-{rid}-trace  ops same" in out and "first divergence tool result at base seq 8" in out
+    assert "no replay 'nope'" in fails(capsys, "effects", "--replay", "nope", "--workspace", ws)
