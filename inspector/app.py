@@ -51,9 +51,11 @@ class InspectorApp(App[None]):
             super().__init__()
             self.error = error
 
-    def __init__(self, loaded: LoadedRecording) -> None:
+    def __init__(self, loaded: LoadedRecording, keymap: dict[str, str] | None = None) -> None:
         super().__init__()
         self.loaded = loaded
+        if keymap:
+            self.set_keymap(keymap)
         #: set when the recording turned out invalid; the CLI prints it and exits 2
         self.load_error: InspectorError | None = None
 

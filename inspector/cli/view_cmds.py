@@ -77,9 +77,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open a recording in the inspector app (the default command)."""
         from inspector.app import InspectorApp
+        from inspector.keymap import load_keymap
 
+        keymap = load_keymap()
         loaded = _load(resolve_recording(file))
-        app = InspectorApp(loaded)
+        app = InspectorApp(loaded, keymap)
         app.run()
         if app.load_error is not None:
             # a fast-opened file failed its background verification

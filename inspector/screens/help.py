@@ -18,7 +18,8 @@ INTRO = (
 
 
 def _key_label(app, binding: Binding) -> str:
-    return ", ".join(app.get_key_display(Binding(k.strip(), binding.action)) for k in binding.key.split(","))
+    keys = getattr(app, "_keymap", {}).get(binding.id, binding.key) if binding.id else binding.key
+    return ", ".join(app.get_key_display(Binding(k.strip(), binding.action)) for k in keys.split(","))
 
 
 def bindings_table(app, groups: list[tuple[str, list[Binding]]]) -> Table:

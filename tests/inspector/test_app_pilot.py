@@ -362,3 +362,43 @@ async def test_raw_index_equals_the_verified_index(built_path, built):
     assert fast.summary == slow.summary
     assert (fast.requested_by, fast.answered_by) == (slow.requested_by, slow.answered_by)
     assert fast.search("zebra") == slow.search("zebra")
+
+
+# ---------------------------------------------------------------- keymaps
+
+
+async def test_a_keymap_remaps_a_binding_by_id(built, tmp_path, monkeypatch):
+    from inspector.keymap import load_keymap
+
+    path = tmp_path / "keymap.json"
+    path.write_text('{"timeline.next_error": "ctrl+n"}')
+    monkeypatch.setenv("CHASSIS_INSPECTOR_KEYMAP", str(path))
+    app = InspectorApp(built, load_keymap())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")
+        assert seq_at_cursor(app) == 0  # e no longer jumps
+        await pilot.press("ctrl+n")
+        assert seq_at_cursor(app) == 7
+        await pilot.press("question_mark")
+        from inspector.screens.help import _key_label
+
+        binding = next(b for b in TimelineScreen.BINDINGS if b.id == "timeline.next_error")
+        assert _key_label(app, binding) == "^n"
+
+
+@pytest.mark.parametrize("content,reason", [
+    ("{", "malformed JSON"),
+    ("[]", "must be a JSON object"),
+    ('{"timeline.teleport": "t"}', "unknown binding id 'timeline.teleport'"),
+    ('{"app.quit": ""}', "non-empty string"),
+])
+async def test_bad_keymaps_are_rejected(tmp_path, content, reason):
+    from core.errors import FormatError
+    from inspector.keymap import load_keymap
+
+    path = tmp_path / "keymap.json"
+    path.write_text(content)
+    with pytest.raises(FormatError, match=reason) as info:
+        load_keymap(path)
+    assert str(path) in str(info.value)

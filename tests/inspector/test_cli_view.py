@@ -179,3 +179,12 @@ def test_serve_public_warns_and_serves_the_app_command(built_path, capsys, monke
     (server,) = served
     assert (server.host, server.port) == ("0.0.0.0", 8123)
     assert server.command.endswith(f"-m inspector open {built_path.resolve()}")
+
+
+def test_open_with_a_bad_keymap_exits_2(built_path, tmp_path, capsys, monkeypatch, no_app):
+    bad = tmp_path / "keys.json"
+    bad.write_text('{"nope": "x"}')
+    monkeypatch.setenv("CHASSIS_INSPECTOR_KEYMAP", str(bad))
+    assert main([str(built_path)]) == 2
+    assert "unknown binding id 'nope'" in capsys.readouterr().err
+    assert no_app == []
