@@ -30,3 +30,11 @@ def real() -> LoadedRecording:
     if not REAL_SAMPLE.exists():  # pragma: no cover - the file is committed
         pytest.fail(f"missing real sample recording {REAL_SAMPLE}")
     return load_for_view(REAL_SAMPLE)
+
+
+@pytest.fixture
+def default() -> LoadedRecording:
+    """The bundled default recording (the real SWE-agent run, once it is in the repo)."""
+    from inspector.defaults import default_recording_path
+
+    return load_for_view(default_recording_path())

@@ -37,7 +37,7 @@ def seq_at_cursor(app) -> int:
     return s.index.seqs[s.table.cursor_position]
 
 
-@pytest.mark.parametrize("which", ["built", "real"])
+@pytest.mark.parametrize("which", ["built", "real", "default"])
 async def test_opens_with_one_row_per_record(which, request):
     loaded = request.getfixturevalue(which)
     app = InspectorApp(loaded)
@@ -130,12 +130,21 @@ async def test_jump_to_first_and_next_error(built):
         assert "shown" in detail.query_one("#detail-error").classes
 
 
-async def test_first_error_in_real_recording(real):
-    app = InspectorApp(real)
+@pytest.mark.parametrize("which", ["real", "default"])
+async def test_first_error_in_real_recordings(which, request):
+    loaded = request.getfixturevalue(which)
+    app = InspectorApp(loaded)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("e")
-        assert seq_at_cursor(app) == real.recording.first_error().seq
+        first = loaded.recording.first_error()
+        assert first is not None and seq_at_cursor(app) == first.seq
+        await pilot.press("t")
+        await settle(pilot, app)
+        blocks = list(app.screen.query_one(TranscriptView).query(MessageBlock))
+        # the failing call is the last, current block; the model's request comes before it
+        assert blocks[-1].entry.current
+        assert len(blocks) > 1
 
 
 async def test_transcript_of_a_model_call_shows_the_tool_message(real):
