@@ -142,6 +142,9 @@ def register(app: typer.Typer) -> None:
         if ws_dir is not None:
             typer.echo(f"stored in {ws_dir} (see: chassis-inspector effects --base {base})")
         typer.echo("")
+        if not res.calls:
+            typer.echo(f"no candidate calls: the run has no call of the set '{res.candidates}'")
+            return
         _print_effects(res.effects)
 
     @app.command()

@@ -137,3 +137,24 @@ def test_effects_replay_prints_the_evidence(capsys, tmp_path):
     out = capsys.readouterr().out
     assert f"df-{rid}-trace  ops same" in out and "first divergence tool result at base seq 8" in out
     assert "no replay 'nope'" in fails(capsys, "effects", "--replay", "nope", "--workspace", ws)
+
+
+def test_sweep_with_no_candidate_calls(capsys):
+    assert main(["sweep", str(SUCCESS), "--executor", "recorded", "--candidates", "errors", "--no-store"]) == 0
+    assert "no candidate calls: the run has no call of the set 'errors'" in capsys.readouterr().out
+    doc = run_json(capsys, "sweep", SUCCESS, "--executor", "recorded", "--candidates", "errors", "--no-store", "--json")
+    assert doc["effects"] == [] and doc["calls"] == [] and doc["replays"] == []
+
+
+def test_parallel_sweep_in_a_workspace_stores_every_replay(capsys, tmp_path):
+    from core.workspace import Workspace
+
+    ws_dir = tmp_path / "ws"
+    doc = run_json(capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--jobs", "2", "--workspace", ws_dir,
+                   "--json")
+    with Workspace.open(ws_dir) as ws:
+        assert ws.check() == []
+        stored = ws.list_replays(base_digest=doc["digest"])
+        assert sorted(r.id for r in stored) == sorted(r["replay_id"] for r in doc["replays"])
+        assert all(ws.diffs(r.id, "causal") for r in stored)
+        assert [e["seq"] for e in ws.effects(doc["digest"])] == [e["seq"] for e in doc["effects"]]
