@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.widgets import Input
 
@@ -411,3 +413,46 @@ async def test_bad_keymaps_are_rejected(tmp_path, content, reason):
     with pytest.raises(FormatError, match=reason) as info:
         load_keymap(path)
     assert str(path) in str(info.value)
+
+
+# ---------------------------------------------------------------- virtualization
+
+
+async def test_only_visible_rows_are_rendered_in_a_big_recording(monkeypatch):
+    """200,000 records: opening, End and PgUp render and summarize only what is visible."""
+    from core.recording import Recording
+    from core.timeline import TimelineIndex
+    from inspector.loader import LoadedRecording
+
+    n = 200_000
+    raw = [{"seq": i, "kind": "tool", "tool": "bash", "arguments": {"command": f"echo {i}"},
+            "result": {"content": f"out {i}"}} for i in range(n)]
+    index = TimelineIndex.from_raw(Recording(), raw, source="<synthetic>")
+    loaded = LoadedRecording(Path("big.json"), Recording(), index)
+    summarized: list[int] = []
+    original = TimelineIndex.summary_of
+
+    def counting(self, position):
+        summarized.append(position)
+        return original(self, position)
+
+    monkeypatch.setattr(TimelineIndex, "summary_of", counting)
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        table = app.screen.query_one(TimelineTable)
+        height = table.scrollable_content_region.height
+        assert len(table.view) == n
+        assert len(set(summarized)) <= height
+        summarized.clear()
+        await pilot.press("end")
+        await settle(pilot, app)
+        assert seq_at_cursor(app) == n - 1
+        assert summarized and min(summarized) >= n - height and len(set(summarized)) <= height
+        summarized.clear()
+        await pilot.press("pageup")
+        await settle(pilot, app)
+        assert len(set(summarized)) <= height
+        await pilot.press("slash", *"out 123456", "enter")
+        await settle(pilot, app)
+        assert seq_at_cursor(app) == 123456
