@@ -20,6 +20,8 @@ tasks other than the default samples) as recordings into DIR (the set shipped in
 from __future__ import annotations
 
 import argparse
+import os
+import random
 import sys
 import tempfile
 import time
@@ -30,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson
 
-from core.recording import ModelRecord, Recording, ToolRecord
-from core.sample_agent import FAULT_KINDS, TASKS, Fault, SampleAgentError, record_run
+from core.recording import ErrorInfo, ModelRecord, Recording, ToolCall, ToolRecord, ToolResult
+from core.sample_agent import FAULT_KINDS, TASKS, Fault, SampleAgentError, SampleAgentExecutor, record_run
 from core.sweep import run_sweep
 
 #: the runs written by --write-samples: (task, kind, step)
@@ -68,12 +70,42 @@ def first_error_guess(rec: Recording) -> int | None:
     return None
 
 
-def _one(job: tuple[str, str, str, int, str]) -> dict:
-    path, task, kind, step, strategy = job
+class NoisyExecutor(SampleAgentExecutor):
+    """The sample agent with flaky live answers: each live call goes wrong with
+    probability ``BENCH_NOISE`` — a tool answers ``ServiceUnavailable``, the model picks
+    ``cancel_order`` — drawn from a seeded generator (same sequence on every run)."""
+
+    def __init__(self) -> None:
+        self.noise = float(os.environ.get("BENCH_NOISE", "0"))
+        self.rnd = random.Random(int(os.environ.get("BENCH_SEED", "1")))
+
+    def live_model(self, model, request):
+        response = super().live_model(model, request)
+        if self.rnd.random() < self.noise and response.message.tool_calls:
+            call = response.message.tool_calls[0]
+            wrong = ToolCall(id=call.id, name="cancel_order", arguments={"order_id": "A1001"})
+            response = response.model_copy(update={"message": response.message.model_copy(
+                update={"tool_calls": [wrong]})})
+        return response
+
+    def live_tool(self, name, arguments):
+        if self.rnd.random() < self.noise:
+            return ToolResult(error=ErrorInfo(type="ServiceUnavailable", message=f"{name}: flaky backend"))
+        return super().live_tool(name, arguments)
+
+
+def make_noisy_executor() -> NoisyExecutor:
+    """Entry point ``bench.attribution:make_noisy_executor``."""
+    return NoisyExecutor()
+
+
+def _one(job: tuple[str, str, str, int, str, int, float]) -> dict:
+    path, task, kind, step, strategy, repeat, noise = job
     rec = Recording.load(path)
     fault = rec.metadata["fault"]
+    executor = "bench.attribution:make_noisy_executor" if noise else "recorded"
     t0 = time.perf_counter()
-    res = run_sweep(path, executor="recorded", candidates="all", strategy=strategy, base=rec)
+    res = run_sweep(path, executor=executor, candidates="all", strategy=strategy, base=rec, repeat=repeat)
     dt = time.perf_counter() - t0
     ranked = [e.seq for e in res.effects if e.kind == "call"]
     calls = [r.seq for r in rec.records if isinstance(r, (ToolRecord, ModelRecord))]
@@ -92,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="runs swept in parallel processes")
     ap.add_argument("--json", action="store_true", help="print the per-run results as JSON too")
     ap.add_argument("--write-samples", type=Path, default=None)
+    ap.add_argument("--noise", type=float, default=0.0,
+                    help="probability that a live answer goes wrong (a flaky executor; 0 = the sample agent's)")
+    ap.add_argument("--repeat", type=int, default=1, help="replays per candidate call (sweep --repeat)")
     args = ap.parse_args(argv)
+    os.environ["BENCH_NOISE"] = str(args.noise)
 
     t0 = time.perf_counter()
     runs = failing_runs()
@@ -102,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         for task, kind, step, rec in runs:
             p = Path(tmp) / f"{task}-{kind}-step{step}.json"
             rec.save(p)
-            jobs.append((str(p), task, kind, step, args.strategy))
+            jobs.append((str(p), task, kind, step, args.strategy, args.repeat, args.noise))
         t1 = time.perf_counter()
         if args.jobs > 1:
             with ProcessPoolExecutor(args.jobs) as pool:
@@ -125,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     uniform = sum(1 / r["calls"] for r in results)
     print(f"attribution benchmark: {n} failing sample-agent runs, one planted fault each "
           f"(generated in {gen:.2f} s)")
-    print(f"sweep --strategy {args.strategy} --candidates all --executor recorded: "
+    who = f"a flaky executor (noise {args.noise:g})" if args.noise else "--executor recorded"
+    print(f"sweep --strategy {args.strategy} --candidates all --repeat {args.repeat}, {who}: "
           f"{sum(r['replays'] for r in results)} replays in {sweep_time:.2f} s "
           f"({sweep_time / n * 1000:.0f} ms per run, {args.jobs} job(s))")
     print()
