@@ -32,8 +32,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson
 
-from core.recording import ErrorInfo, ModelRecord, Recording, ToolCall, ToolRecord, ToolResult
-from core.sample_agent import FAULT_KINDS, TASKS, Fault, SampleAgentError, SampleAgentExecutor, record_run
+from core.recording import (
+    ErrorInfo,
+    ModelRecord,
+    Recording,
+    ToolCall,
+    ToolRecord,
+    ToolResult,
+)
+from core.sample_agent import (
+    FAULT_KINDS,
+    TASKS,
+    Fault,
+    SampleAgentError,
+    SampleAgentExecutor,
+    record_run,
+)
 from core.sweep import run_sweep
 
 #: the runs written by --write-samples: (task, kind, step)
