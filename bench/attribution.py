@@ -1,6 +1,7 @@
 """Attribution benchmark: does ``sweep`` find the planted decisive fault?
 
-    python bench/attribution.py [--strategy resample] [--jobs N] [--json] [--write-samples DIR]
+    python bench/attribution.py [--strategy resample|knockout] [--noise P] [--repeat N] [--jobs N]
+                                [--json] [--write-samples DIR]
 
 Generates every failing run of the sample agent (``core.sample_agent``) with one planted
 fault — each fault kind (``corrupted-result``, ``tool-error``, ``wrong-tool``) at every
@@ -11,6 +12,10 @@ every call a candidate) and reports top-1 and top-3 accuracy of the ranking agai
 ``metadata.fault.seq`` — overall and per fault kind — with two log-only baselines on the
 same runs: *first error* (the first call whose answer is an error) and *uniform* (the
 expected accuracy of picking one call at random). Target: top-1 ≥ 90%.
+
+``--noise P --repeat N`` sweeps with a *flaky* executor instead (each live answer goes
+wrong with probability P, from a seeded generator) and N replays per call: what
+repeated attempts buy when a resample is not guaranteed to be right.
 
 ``--write-samples DIR`` also writes a few of the runs (one per fault kind, at steps and
 tasks other than the default samples) as recordings into DIR (the set shipped in
