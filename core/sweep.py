@@ -186,13 +186,16 @@ _EXECUTORS: dict[str, Any] = {}
 _PREDICATES: dict[str, Any] = {}
 
 
+def _init_worker(data: bytes, digest: str, path: str) -> None:
+    """Worker-process initializer: parse the base once per process (not once per task)."""
+    _BASES.clear()
+    _BASES[digest] = Recording.loads(data, source=path, verify_keys=False)
+
+
 def _base_of(task: dict[str, Any]) -> Recording:
-    key = task["digest"]
-    rec = _BASES.get(key)
+    rec = _BASES.get(task["digest"])
     if rec is None:
-        rec = Recording.loads(task["base_bytes"], source=task["base_path"], verify_keys=False)
-        _BASES.clear()
-        _BASES[key] = rec
+        raise SweepError(f"{task['base_path']}: the sweep worker has no base recording")
     return rec
 
 
@@ -397,7 +400,7 @@ def run_sweep(
             ws.put_recording(base, path)
     base_row = run_metrics_row(base, "base", predicate=pred)
     tasks = [{
-        "base_bytes": data, "digest": digest, "base_path": path, "seq": c.seq, "attempt": n,
+        "digest": digest, "base_path": path, "seq": c.seq, "attempt": n,
         "repeat": repeat, "strategy": strategy, "executor": spec, "predicate": predicate,
         "workspace": str(workspace) if workspace is not None else None, "fixtures": fixtures_json,
         "base_row": base_row,
@@ -411,7 +414,8 @@ def run_sweep(
             if on_result:
                 on_result(r)
     else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=_init_worker,
+                                 initargs=(data, digest, path)) as pool:
             for r in pool.map(_run_candidate, tasks, chunksize=1):
                 results.append(r)
                 if on_result:
