@@ -27,7 +27,7 @@ from core.errors import AnalysisError
 from core.metrics import load_predicate
 from core.recording import Recording
 from core.sweep import CANDIDATE_SETS, STRATEGIES, run_sweep
-from core.workspace import Workspace
+from core.workspace import DEFAULT_DIR, Workspace
 
 from .common import echo_err, load_any, print_json
 
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Replay one branch per candidate call and rank which calls change the outcome."""
         rec = load_any(base)
-        ws_dir = None if no_store else (workspace if workspace is not None else Path(".chassis-inspector"))
+        ws_dir = None if no_store else (workspace if workspace is not None else Path(DEFAULT_DIR))
 
         def progress(r: dict[str, Any]) -> None:
             if json:
