@@ -71,8 +71,10 @@ __all__ = [
     "SweepError",
     "SweepResult",
     "candidate_intervention",
+    "fixture_from_json",
     "run_sweep",
     "sweep_candidates",
+    "sweep_policy",
 ]
 
 STRATEGIES = ("resample", "knockout", "fixture")
