@@ -220,7 +220,7 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
     Raises:
         FormatError: any of the cases listed in the module docstring.
     """
-    doc, _original = migrate(obj, source=source)
+    doc, original = migrate(obj, source=source)
     raw_records = doc.get("records")
     if not isinstance(raw_records, list):
         raise FormatError("'records' must be an array", file=source, path="/records")
@@ -272,7 +272,12 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
     if verify_keys is True or (verify_keys == "auto" and shell.digest is None):
         verify_record_keys(records, source=source)
     shell.records = records
-    shell.digest = digest
+    if original < FORMAT_VERSION:
+        # not a file's digest: saving the migrated recording computes the real one
+        shell.digest = None
+        shell._migrated_from = original
+    else:
+        shell.digest = digest
     return shell
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator
 
 from .canonical import model_key, normalize_stop, tool_key
 
@@ -297,6 +297,14 @@ class Recording(_Model):
     session: SessionInfo = Field(default_factory=SessionInfo)
     records: list[Record] = Field(default_factory=list)
     digest: str | None = None
+    _migrated_from: int | None = PrivateAttr(default=None)
+
+    @property
+    def migrated_from(self) -> int | None:
+        """The format version this recording was migrated from on load (``0`` for the
+        0.8.1 legacy layout), or ``None`` when it was read as the current version.
+        A migrated recording has no ``digest`` until it is saved."""
+        return self._migrated_from
 
     # -- io (implemented in core.io; thin wrappers for the curated API) -----------------
 

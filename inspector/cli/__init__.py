@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args or (args[0] not in commands and args[0] not in ("--help", "-h")):
             args = ["open", *args]
     try:
-        app(args=args, prog_name="chassis-inspector")
+        result = app(args=args, prog_name="chassis-inspector", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
@@ -75,7 +75,28 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
-    return 0
+    except Exception as exc:  # typer's (vendored click) usage errors: one line, exit 2
+        if _is_usage_error(exc):
+            typer.echo(_usage_line(exc, args), err=True)
+            return int(getattr(exc, "exit_code", 2) or 2)
+        if type(exc).__name__ == "Abort":
+            typer.echo("aborted", err=True)
+            return 130
+        raise
+    return result if isinstance(result, int) else 0
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    return hasattr(exc, "format_message") and hasattr(exc, "exit_code") and hasattr(exc, "show")
+
+
+def _usage_line(exc: BaseException, args: list[str]) -> str:
+    """``chassis-inspector CMD: <reason> (see 'chassis-inspector CMD --help')``."""
+    message = exc.format_message().replace("Value error, ", "")  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "chassis-inspector"
+    message = message[:1].lower() + message[1:] if message[:1].isupper() and message[1:2].islower() else message
+    return f"{path}: {message.rstrip('.')} (see '{path} --help')"
 
 
 def run() -> None:

@@ -23,6 +23,7 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
     runs: list[str] = []
     seen_runs: set[str] = set()
     tokens_in = tokens_out = 0
+    usage_seen = False
     for r in rec.records:
         if r.run_id and r.run_id not in seen_runs:
             seen_runs.add(r.run_id)
@@ -30,6 +31,7 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
         if isinstance(r, ModelRecord):
             models[r.model] = models.get(r.model, 0) + 1
             if r.response and r.response.usage:
+                usage_seen = True
                 tokens_in += r.response.usage.input_tokens
                 tokens_out += r.response.usage.output_tokens
         elif isinstance(r, ToolRecord):
@@ -49,6 +51,7 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
         "format": rec.format,
         "format_version": rec.format_version,
         "digest": rec.digest,
+        "migrated_from": rec.migrated_from,
         "session": rec.session.to_json_obj(),
         "metadata": rec.metadata,
         "records": len(rec.records),
@@ -56,13 +59,15 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
         "models": models,
         "tools": tools,
         "run_ids": runs,
-        "tokens": {"input": tokens_in, "output": tokens_out},
+        "tokens": {"input": tokens_in, "output": tokens_out} if usage_seen else None,
         "first_error": first_error,
     }
 
 
 def _short(v: Any, n: int = 100) -> str:
+    """One line of at most ``n`` characters (newlines shown as ``⏎``)."""
     s = v if isinstance(v, str) else orjson.dumps(v).decode()
+    s = " ⏎ ".join(part.strip() for part in s.strip().splitlines()) if "\n" in s else s
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
@@ -82,7 +87,11 @@ def register(app: typer.Typer) -> None:
                 bad += 1
                 continue
             if not quiet:
-                typer.echo(f"{f}: ok (format version {rec.format_version}, {len(rec.records)} records, {rec.digest})")
+                if rec.migrated_from is not None:
+                    typer.echo(f"{f}: ok (format version {rec.migrated_from}, migrates to {rec.format_version}; "
+                               f"{len(rec.records)} records)")
+                else:
+                    typer.echo(f"{f}: ok (format version {rec.format_version}, {len(rec.records)} records, {rec.digest})")
         if bad:
             raise typer.Exit(2)
 
@@ -98,15 +107,19 @@ def register(app: typer.Typer) -> None:
             print_json({"file": str(file), **s})
             return
         typer.echo(f"file            {file}")
-        typer.echo(f"format          {s['format']} version {s['format_version']}")
-        typer.echo(f"digest          {s['digest']}")
+        typer.echo(f"format          {s['format']} version {s['format_version']}"
+                   + (f" (migrated in memory from version {rec.migrated_from}; "
+                      f"'chassis-inspector migrate' writes it)" if rec.migrated_from is not None else ""))
+        typer.echo(f"digest          {s['digest'] or 'none (not saved in this version yet)'}")
         sess = s["session"]
         typer.echo(f"session         mode={sess.get('mode')} fallback={sess.get('fallback')}"
                    + (f" producer={sess['producer']}" if sess.get("producer") else ""))
         typer.echo(f"records         {s['records']}  (" + ", ".join(f"{k} {v}" for k, v in s["counts"].items()) + ")")
         typer.echo("models          " + (", ".join(f"{k} ×{v}" for k, v in s["models"].items()) or "-"))
         typer.echo("tools           " + (", ".join(f"{k} ×{v}" for k, v in s["tools"].items()) or "-"))
-        typer.echo(f"tokens          input {s['tokens']['input']}, output {s['tokens']['output']}")
+        tok = s["tokens"]
+        typer.echo(f"tokens          input {tok['input']}, output {tok['output']}" if tok else
+                   "tokens          not recorded")
         typer.echo("run ids         " + (", ".join(s["run_ids"]) or "-"))
         fe = s["first_error"]
         if fe:
@@ -115,8 +128,9 @@ def register(app: typer.Typer) -> None:
             typer.echo("first error     none")
         if s["metadata"]:
             typer.echo("metadata")
+            width = max(14, max(len(k) for k in s["metadata"]) + 2)
             for k, v in s["metadata"].items():
-                typer.echo(f"  {k:<14}{_short(v)}")
+                typer.echo(f"  {k:<{width}}{_short(v)}")
 
     @app.command()
     def migrate(

@@ -83,3 +83,53 @@ def test_migrate_bad_input_leaves_no_output(tmp_path, capsys):
 
 def test_usage_error_exit_code(capsys):
     assert main(["info"]) == 2
+
+
+def test_usage_errors_are_one_line(capsys, saved):
+    assert main(["timeline", str(saved), "--kind", "foo"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("chassis-inspector timeline: invalid value for '--kind'")
+    assert "Value error" not in err
+    assert main(["diff"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "chassis-inspector diff: missing argument 'base' (see 'chassis-inspector diff --help')"
+
+
+def test_info_on_legacy_file_says_it_was_migrated(capsys):
+    legacy = DATA / "legacy" / "chassis-0.8.1-recording.json"
+    assert main(["info", str(legacy)]) == 0
+    out = capsys.readouterr().out
+    assert "migrated in memory from version 0" in out
+    assert "digest          none" in out
+    assert main(["validate", str(legacy)]) == 0
+    assert "ok (format version 0, migrates to 1; 5 records)" in capsys.readouterr().out
+
+
+def test_info_without_usage_says_tokens_not_recorded(tmp_path, capsys):
+    from tests.conftest import make_recording
+
+    rec = make_recording()
+    for r in rec.records:
+        if r.kind == "model":
+            r.response = r.response.model_copy(update={"usage": None})
+    p = tmp_path / "nousage.json"
+    rec.save(p)
+    assert main(["info", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "tokens          not recorded" in out
+    assert main(["info", "--json", str(p)]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"] is None
+
+
+def test_info_metadata_layout(tmp_path, capsys):
+    from tests.conftest import make_recording
+
+    rec = make_recording()
+    rec.metadata = {"a_rather_long_metadata_key": "value", "patch": "\ndiff --git a/x b/x\n+line"}
+    p = tmp_path / "meta.json"
+    rec.save(p)
+    assert main(["info", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "  a_rather_long_metadata_key  value" in out
+    assert "  patch" in out and "diff --git a/x b/x ⏎ +line" in out
