@@ -692,15 +692,18 @@ def format_offset(seconds: float | None) -> str:
 
 
 def format_duration(seconds: float | None) -> str:
-    """``850ms`` / ``2.4s`` / ``3m12s`` (``""`` for ``None``)."""
+    """``850ms`` / ``2.4s`` / ``3m12s`` / ``13h53m`` (``""`` for ``None``)."""
     if seconds is None:
         return ""
     if seconds < 1:
         return f"{seconds * 1000:.0f}ms"
     if seconds < 60:
         return f"{seconds:.1f}s"
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s"
+    if seconds < 3600:
+        m, s = divmod(int(seconds), 60)
+        return f"{m}m{s:02d}s"
+    h, rem = divmod(int(seconds), 3600)
+    return f"{h}h{rem // 60:02d}m"
 
 
 # ---------------------------------------------------------------------- transcripts
@@ -736,14 +739,21 @@ def transcript_for(index: TimelineIndex, position: int) -> tuple[list[Transcript
                 ChatMessage(role="assistant", content=f"✗ model call failed: {_error_text(rec.error)}"),
                 caption=f"error of seq {rec.seq}", current=True,
             ))
-        note = f"model call seq {rec.seq} · {rec.model} · {len(rec.request.messages)} request messages"
+        n = len(rec.request.messages)
+        note = f"model call seq {rec.seq} · {rec.model} · {n} request message{'' if n == 1 else 's'}"
         return entries, note
     if type(rec) is ToolRecord:
         links = index.linked(position)
         if rec.result.error is not None:
-            content: Any = f"✗ {_error_text(rec.result.error)}"
-            if rec.result.content not in (None, ""):
-                content += "\n" + (rec.result.content if isinstance(rec.result.content, str) else one_line(rec.result.content, 1 << 20))
+            # the error once: its type, and its message unless the content repeats it
+            err = rec.result.error
+            body = rec.result.content
+            body_text = "" if body in (None, "") else (body if isinstance(body, str) else one_line(body, 1 << 20))
+            message = str(getattr(err, "message", "") or "")
+            if message and _repeats(message, body_text):
+                content: Any = f"✗ {getattr(err, 'type', 'error')}\n{body_text}"
+            else:
+                content = f"✗ {_error_text(err)}" + (f"\n{body_text}" if body_text else "")
         else:
             content = rec.result.content if isinstance(rec.result.content, str) else one_line(rec.result.content, 1 << 20)
         result_msg = ChatMessage(role="tool", content=content, tool_call_id=rec.tool_call_id, name=rec.tool)
@@ -764,4 +774,31 @@ def transcript_for(index: TimelineIndex, position: int) -> tuple[list[Transcript
         note = (f"tool call seq {rec.seq} · {rec.tool}: transcript of model call seq "
                 f"{index.seqs[model_pos]} {how}, then this result")
         return entries, note
-    return [], f"a {rec.kind} record has no chat transcript"
+    if type(rec) is InterruptRecord:
+        return [TranscriptEntry(ChatMessage(role="interrupt", content=interrupt_text(rec.value)),
+                                caption=f"seq {rec.seq}", current=True)], (
+            f"interrupt seq {rec.seq}: the run paused with this value (no chat transcript)")
+    article = "an" if rec.kind[:1] in "aeiou" else "a"
+    return [], f"{article} {rec.kind} record has no chat transcript"
+
+
+def _repeats(message: str, body: str) -> bool:
+    """Whether a tool result's content already says its error message: the message,
+    whitespace-normalized, is in the content, or the content opens with its first
+    60 characters (importers often shorten the content into the message)."""
+    m = " ".join(message.split())
+    b = " ".join(body.split())
+    return m in b or (len(m) >= 20 and b.startswith(m[:60]))
+
+
+def interrupt_text(value: Any) -> str:
+    """An interrupt's value, readable: a string as itself; an object's ``question`` /
+    ``prompt`` / ``message`` first, then its other fields as indented JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        head = [str(value[k]) for k in ("question", "prompt", "message") if isinstance(value.get(k), str)]
+        rest = {k: v for k, v in value.items() if not (k in ("question", "prompt", "message") and isinstance(v, str))}
+        body = orjson.dumps(rest, option=orjson.OPT_INDENT_2, default=str).decode() if rest else ""
+        return "\n".join([*head, body]).strip() or "{}"
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()

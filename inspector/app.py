@@ -18,6 +18,7 @@ from core.recording import Recording
 
 from .commands import TimelineCommands
 from .loader import LoadedRecording
+from .runinfo import open_notice
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
 from .screens.timeline import TimelineScreen
@@ -30,8 +31,9 @@ class InspectorApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "Chassis Inspector"
     COMMANDS = App.COMMANDS | {TimelineCommands}
-    #: below 120 columns the detail pane goes under the timeline (class -narrow)
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    #: below 120 columns the detail pane goes under the timeline (class -narrow); from
+    #: 160 columns the table takes the larger share (class -xwide)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide"), (160, "-xwide")]
     BINDINGS = [
         Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="List every key"),
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit the inspector"),
@@ -61,10 +63,11 @@ class InspectorApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(TimelineScreen(self.loaded))
-        for notice in self.loaded.notices[:8]:
-            self.notify(notice, title="converted on open", timeout=10)
-        if len(self.loaded.notices) > 8:
-            self.notify(f"… and {len(self.loaded.notices) - 8} more notices", timeout=10)
+        # one grouped notice; every warning is listed in the run-info view (i)
+        notice = open_notice(self.loaded.recording, self.loaded.notices)
+        if notice:
+            warned = any(n.startswith("warning:") for n in self.loaded.notices)
+            self.notify(notice, title="opened", severity="warning" if warned else "information", timeout=8)
         if self.loaded.verify is not None:
             self._verify()
 

@@ -17,9 +17,10 @@ class GotoSeqScreen(ModalScreen[int | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="goto.cancel")]
 
     DEFAULT_CSS = """
-    GotoSeqScreen { align: center middle; }
-    GotoSeqScreen > Vertical { width: 50; height: auto; border: thick $primary; background: $surface; padding: 1 2; }
-    GotoSeqScreen Input { margin-top: 1; }
+    GotoSeqScreen { align: center middle; background: $background 0%; }
+    GotoSeqScreen > Vertical { width: 64; max-width: 100%; height: auto; border: thick $primary; background: $surface; padding: 0 1; }
+    GotoSeqScreen Input { margin-top: 0; }
+    GotoSeqScreen .goto-hint { color: $text-muted; }
     """
 
     def __init__(self, first: int, last: int) -> None:
@@ -29,7 +30,8 @@ class GotoSeqScreen(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Go to seq ({self.first}–{self.last}), enter to go, escape to cancel")
+            yield Label(f"Go to seq {self.first}–{self.last}")
+            yield Label("enter: go · escape: cancel", classes="goto-hint")
             yield Input(placeholder="seq", id="goto-seq", type="integer", validators=[Integer()])
 
     @on(Input.Submitted, "#goto-seq")

@@ -20,11 +20,12 @@ from textual.timer import Timer
 from textual.widgets import Footer
 
 from core.errors import FormatError
-from core.recording import ToolRecord
+from core.recording import ModelRecord, ToolRecord
 from core.timeline import VIEW_KINDS as RECORD_KINDS
 from core.timeline import TimelineIndex
 
 from ..loader import LoadedRecording
+from ..runinfo import marked_seqs
 from ..widgets.detail_pane import DetailPane
 from ..widgets.filter_bar import FilterBar
 from ..widgets.json_tree import JsonTree
@@ -32,6 +33,7 @@ from ..widgets.recording_header import RecordingHeader, header_text
 from ..widgets.timeline_table import TimelineTable
 from ..widgets.transcript import TranscriptView
 from .goto import GotoSeqScreen
+from .run_info import RunInfoScreen
 
 #: seconds the detail pane waits for the cursor to settle before it redraws
 DETAIL_DELAY = 0.06
@@ -63,6 +65,8 @@ class TimelineScreen(Screen[None]):
         Binding("y", "copy('key')", "Copy key", show=False, id="copy.key", tooltip="Copy the canonical key"),
         Binding("a", "copy('args_hash')", "Copy args hash", show=False, id="copy.args_hash", tooltip="Copy the args hash of a tool call"),
         Binding("c", "copy('json')", "Copy JSON", show=False, id="copy.json", tooltip="Copy the record as JSON"),
+        Binding("i", "run_info", "Run info", id="timeline.run_info", tooltip="Run info: outcome, ground truth, fault, task, source, import warnings, all metadata"),
+        Binding("m", "jump_mark", "Marked step", show=False, id="timeline.jump_mark", tooltip="Jump to the step the metadata marks (annotated mistake, planted fault)"),
         Binding("w", "focus_other", "Switch pane", show=False, id="timeline.switch_pane", tooltip="Move focus between the timeline and the detail"),
     ]
 
@@ -70,7 +74,12 @@ class TimelineScreen(Screen[None]):
     TimelineScreen #main { height: 1fr; }
     TimelineScreen TimelineTable { width: 3fr; }
     TimelineScreen DetailPane { width: 2fr; border-left: vkey $panel-lighten-2; }
+    TimelineScreen.-xwide TimelineTable { width: 1fr; }
+    TimelineScreen.-xwide DetailPane { width: 36%; max-width: 100; }
     TimelineScreen.-narrow #main { layout: vertical; }
+    TimelineScreen.-narrow #header { border-bottom: none; }
+    TimelineScreen.-narrow DetailPane > #detail-identity { max-height: 2; }
+    TimelineScreen.-narrow DetailPane > #detail-error { max-height: 1; }
     TimelineScreen.-narrow TimelineTable { width: 1fr; height: 1fr; }
     TimelineScreen.-narrow DetailPane { width: 1fr; height: 1fr; border-left: none; border-top: hkey $panel-lighten-2; }
     """
@@ -93,6 +102,8 @@ class TimelineScreen(Screen[None]):
         self.matches: list[int] = []
         self.history: list[int] = []
         self._detail_timer: Timer | None = None
+        self._searching = False
+        self._search_from: int | None = None
 
     def compose(self) -> ComposeResult:
         yield RecordingHeader(self._header_text(), id="header")
@@ -106,6 +117,9 @@ class TimelineScreen(Screen[None]):
         self.title = f"Chassis Inspector — {self.loaded.path.name}"
         self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
         table = self.table
+        marks = marked_seqs(self.loaded.recording)
+        table.set_marks({m.seq: m.label for m in marks})
+        self.detail.marks = {m.seq: (m.label, m.reason) for m in marks}
         table.focus()
         self.detail.show(self.index, table.cursor_position)
 
@@ -134,10 +148,16 @@ class TimelineScreen(Screen[None]):
             view = range(len(self.index))
         else:
             view = self.index.select(self.kinds, errors_only=self.errors_only)
+        if self.errors_only and not self.index.error_positions:
+            table.empty_message = "no errors in this recording (x or 0: show everything)"
+        elif self.errors_only:
+            table.empty_message = "no error among the kinds shown (0: show everything)"
+        else:
+            table.empty_message = "every kind is hidden (0: show everything)"
         table.set_view(view, keep_position=keep)
         self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
         self._update_match_info()
-        self.detail.show(self.index, table.cursor_position)
+        self.detail.show(self.index, table.cursor_position, empty_message=table.empty_message)
 
     def jump_to(self, position: int, *, remember: bool = True) -> bool:
         """Move the cursor to ``position``; if the filter hides it, clear the filter.
@@ -152,7 +172,7 @@ class TimelineScreen(Screen[None]):
         if remember and here is not None and here != position:
             self.history.append(here)
             del self.history[:-100]
-        return table.go_to_position(position)
+        return table.go_to_position(position, center=True)
 
     def _visible(self, position: int) -> bool:
         return self.table.row_of_position(position) is not None
@@ -164,7 +184,7 @@ class TimelineScreen(Screen[None]):
         if self._detail_timer is not None:
             self._detail_timer.stop()
         position = event.position
-        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self.detail.show(self.index, position))
+        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self.detail.show(self.index, position, empty_message=self.table.empty_message))
         self._update_match_info()
 
     @on(TimelineTable.RecordSelected)
@@ -193,11 +213,16 @@ class TimelineScreen(Screen[None]):
     def start_search(self, text: str) -> None:
         """Search for ``text`` (empty: clear the search) in a worker."""
         self.search_text = text
+        self.detail.term = ""
+        self._search_from = self.table.cursor_position
         if not text:
             self.matches = []
+            self._searching = False
             self.table.set_matches(frozenset(), "")
+            self.detail.show(self.index, self.table.cursor_position)
             self._update_match_info()
             return
+        self._searching = True
         self.query_one(FilterBar).set_match_info("searching…")
         self._search_worker(text)
 
@@ -210,8 +235,15 @@ class TimelineScreen(Screen[None]):
     def _search_finished(self, event: SearchFinished) -> None:
         if event.text != self.search_text:
             return
+        self._searching = False
         self.matches = event.positions
+        self.detail.term = event.text
         self.table.set_matches(frozenset(event.positions), event.text)
+        if self.table.cursor_position != self._search_from:
+            # the user moved on while the search ran: mark the matches, do not yank the cursor
+            self.detail.show(self.index, self.table.cursor_position)
+            self._update_match_info()
+            return
         if not event.positions:
             self.notify(f"no record contains {event.text!r}", severity="warning", timeout=3)
             self._update_match_info()
@@ -242,6 +274,9 @@ class TimelineScreen(Screen[None]):
 
     def _update_match_info(self) -> None:
         bar = self.query_one(FilterBar)
+        if self._searching:
+            bar.set_match_info("searching…")
+            return
         if not self.search_text:
             bar.set_match_info("")
             return
@@ -368,10 +403,25 @@ class TimelineScreen(Screen[None]):
             return
         if not links:
             rec = self.index.record(here)
-            what = "requested this tool call" if type(rec) is ToolRecord else "answers this record"
-            self.notify(f"no record in this recording {what} (by tool_call_id)", timeout=3)
+            if type(rec) is ToolRecord:
+                # no tool_call_id link: the model call just before it (as the transcript does)
+                p = self.index.preceding_model_call(here)
+                if p is None:
+                    self.notify("no model call precedes this tool call", timeout=3)
+                    return
+                self.jump_to(p)
+                self.notify(f"no tool_call_id links this call: went to the model call just before it (seq {self.index.seqs[p]})", timeout=4)
+                return
+            if type(rec) is ModelRecord:
+                self.notify("no tool call in this recording answers this model call (by tool_call_id)", timeout=3)
+                return
+            self.notify(f"not a call: {self._article(rec.kind)} {rec.kind} record links to nothing (l follows tool_call_id links)", timeout=3)
             return
         self.jump_to(links[0])
+
+    @staticmethod
+    def _article(word: str) -> str:
+        return "an" if word[:1] in "aeiou" else "a"
 
     def action_back(self) -> None:
         """Return to where the last jump started."""
@@ -437,6 +487,37 @@ class TimelineScreen(Screen[None]):
             label = f"{what.replace('_', ' ')} {value[:20]}…"
         self.app.copy_to_clipboard(text)
         self.notify(f"copied {label}", timeout=2)
+
+    def action_run_info(self) -> None:
+        """Open the run-info view; it may hand back a seq to jump to (``m``)."""
+
+        def done(seq: int | None) -> None:
+            if seq is not None:
+                self._jump_to_seq_or_say(seq)
+
+        self.app.push_screen(RunInfoScreen(self.loaded.recording, self.loaded.notices), done)
+
+    def _jump_to_seq_or_say(self, seq: int) -> None:
+        p = self.index.position_of_seq(seq)
+        if p is None:
+            self.notify(f"no record has seq {seq}", severity="warning", timeout=3)
+            return
+        self.jump_to(p)
+
+    def action_jump_mark(self) -> None:
+        """Jump to the record the metadata marks (annotated mistake step, planted
+        fault); repeated presses cycle when there are several."""
+        marks = marked_seqs(self.loaded.recording)
+        if not marks:
+            self.notify("the metadata marks no step (no annotation, no planted fault)", timeout=3)
+            return
+        here = self.table.cursor_position
+        here_seq = None if here is None else self.index.seqs[here]
+        seqs = [m.seq for m in marks]
+        nxt = next((s for s in seqs if here_seq is None or s > here_seq), seqs[0])
+        mark = marks[seqs.index(nxt)]
+        self._jump_to_seq_or_say(mark.seq)
+        self.notify(f"{mark.label} (seq {mark.seq}): {mark.reason}", timeout=6)
 
     def action_focus_other(self) -> None:
         """Move the focus between the timeline and the detail pane."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -28,13 +29,13 @@ class DetailPane(Vertical):
 
     DEFAULT_CSS = """
     DetailPane { background: $surface; }
-    DetailPane > #detail-identity { height: auto; padding: 0 1; background: $panel; }
-    DetailPane > #detail-error { height: auto; padding: 0 1; background: $panel; color: #ff5f5f; text-style: bold; display: none; }
+    DetailPane > #detail-identity { height: auto; max-height: 4; padding: 0 1; background: $panel; }
+    DetailPane > #detail-error { height: auto; max-height: 2; padding: 0 1; background: $panel; color: #ff5f5f; text-style: bold; display: none; }
     DetailPane > #detail-error.shown { display: block; }
+    DetailPane.-on-transcript > #detail-error.shown { display: none; }
     DetailPane TabbedContent { height: 1fr; }
     DetailPane TabPane { padding: 0; }
     DetailPane JsonTree, DetailPane TranscriptView { height: 1fr; }
-    DetailPane JsonTree { scrollbar-size-horizontal: 1; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -42,6 +43,10 @@ class DetailPane(Vertical):
         self.index: TimelineIndex | None = None
         self.position: int | None = None
         self._transcript_for: int | None = None
+        #: the search text: the identity block says where the record matched it
+        self.term = ""
+        #: seq → (label, reason) of the records the metadata marks (see inspector.runinfo)
+        self.marks: dict[int, tuple[str, str]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-identity")
@@ -54,8 +59,9 @@ class DetailPane(Vertical):
 
     # ------------------------------------------------------------------ data
 
-    def show(self, index: TimelineIndex, position: int | None) -> None:
-        """Show the record at ``position`` of ``index`` (``None``: nothing selected)."""
+    def show(self, index: TimelineIndex, position: int | None, empty_message: str = "") -> None:
+        """Show the record at ``position`` of ``index`` (``None``: nothing selected,
+        ``empty_message`` says why)."""
         self.index = index
         self.position = position
         self._transcript_for = None
@@ -63,9 +69,9 @@ class DetailPane(Vertical):
         error = self.query_one("#detail-error", Static)
         tree = self.query_one(JsonTree)
         if position is None:
-            identity.update("no record selected (the filter hides every record)")
+            identity.update(empty_message or "no record selected (the filter hides every record)")
             error.remove_class("shown")
-            tree.show({}, "record")
+            tree.show_nothing()
             self.query_one(TranscriptView).show([], "")
             return
         try:
@@ -79,7 +85,8 @@ class DetailPane(Vertical):
         identity.update(identity_text)
         err = rec.result.error if type(rec) is ToolRecord else getattr(rec, "error", None)
         if err is not None:
-            error.update(Text(one_line(f"✗ {err.type}: {err.message}", 180)))
+            # at most two lines here; the whole error is in the tabs
+            error.update(Text(one_line(f"✗ {err.type}: {err.message}", 2 * max(40, self.size.width - 2) - 2)))
             error.add_class("shown")
         else:
             error.remove_class("shown")
@@ -104,8 +111,17 @@ class DetailPane(Vertical):
             self.query_one(JsonTree).focus()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # the transcript frames the error in the result: the banner would repeat it
+        self.set_class(event.pane.id == "tab-transcript", "-on-transcript")
         if event.pane.id == "tab-transcript":
             self._show_transcript()
+
+    def on_resize(self) -> None:
+        if self.index is not None and self.position is not None:
+            try:
+                self.query_one("#detail-identity", Static).update(self._identity_text(self.index, self.position))
+            except FormatError:
+                pass
 
     def _show_transcript(self) -> None:
         if self.index is None or self.position is None or self._transcript_for == self.position:
@@ -145,14 +161,61 @@ class DetailPane(Vertical):
         if links:
             label = "requested by" if type(rec) is ToolRecord else "answered by"
             rows.append((label, ", ".join(f"seq {index.seqs[p]}" for p in links) + " (l)"))
-        # compact: label value pairs that wrap, so the tree keeps the room
-        t.append("\n")
-        for i, (k, v) in enumerate(rows):
+        if self.marks.get(rec.seq):
+            label, reason = self.marks[rec.seq]
+            rows.insert(0, (f"⚑ {label}", reason or "marked by the metadata"))
+        if self.term:
+            where = matched_fields(rec.to_json_obj(), self.term)
+            if where:
+                rows.insert(0, ("matched in", ", ".join(where)))
+        # label+value pairs packed into lines; a pair never breaks between its label
+        # and its value; at most three lines (the tree has every field)
+        width = max(30, (self.size.width or 60) - 2)
+        lines: list[Text] = [Text()]
+        for k, v in rows:
             v = str(v)
             if k in ("key", "args hash") and len(v) > 25:
                 v = v[:24] + "…"
-            if i:
-                t.append("  ")
-            t.append(f"{k} ", style="#4fb0b0")
-            t.append(v)
-        return t
+            pair = Text()
+            pair.append(f"{k} ", style="#4fb0b0")
+            pair.append(v, style="bold #d7af00" if k == "matched in" or k.startswith("⚑") else "")
+            pair.truncate(width, overflow="ellipsis")
+            line = lines[-1]
+            if len(line) and len(line) + 2 + len(pair) > width:
+                lines.append(Text())
+                line = lines[-1]
+            if len(line):
+                line.append("  ")
+            line.append_text(pair)
+        head = t
+        head.truncate(width, overflow="ellipsis")
+        out = Text()
+        out.append_text(head)
+        for line in [ln for ln in lines if len(ln)][:3]:
+            out.append("\n")
+            out.append_text(line)
+        return out
+
+
+def matched_fields(obj: Any, term: str, limit: int = 4) -> list[str]:
+    """Where a record (``to_json_obj()`` form) contains ``term`` (case-insensitive): up
+    to ``limit`` short JSON paths (``arguments.command``, ``result.content``, ...)."""
+    needle = term.lower()
+    out: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{path}.{k}" if path else str(k))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]")
+        elif value is not None:
+            text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+            if needle in text.lower() and path not in out:
+                out.append(path)
+
+    walk(obj, "")
+    return out

@@ -17,6 +17,9 @@ from textual.widgets import Input, Static
 from core.timeline import VIEW_KINDS as RECORD_KINDS
 
 KIND_KEYS = {kind: str(i + 1) for i, kind in enumerate(RECORD_KINDS)}
+#: chip labels when the bar is narrower than :data:`COMPACT_BELOW` cells
+SHORT_NAMES = {"model": "mdl", "tool": "tool", "interrupt": "intr", "snapshot": "snap", "lifecycle": "life"}
+COMPACT_BELOW = 110
 
 
 class Chip(Static):
@@ -59,7 +62,11 @@ class FilterBar(Horizontal):
     FilterBar { height: 1; background: $surface; }
     FilterBar > SearchInput { width: 1fr; height: 1; border: none; padding: 0 1; background: $boost; }
     FilterBar > SearchInput:focus { border: none; background: $primary 20%; }
+    FilterBar > SearchInput { min-width: 16; }
     FilterBar > #match-info { width: auto; padding: 0 1; color: $text-muted; }
+    FilterBar > Chip.empty { display: none; }
+    FilterBar.-searching > Chip { display: none; }
+    FilterBar.-compact > Chip { padding: 0 0 0 1; }
     """
 
     class KindToggled(Message):
@@ -83,6 +90,7 @@ class FilterBar(Horizontal):
         """The user left the search box with escape."""
 
     _match_info = ""
+    _state: tuple[frozenset[str], bool, dict[str, int]] | None = None
 
     def compose(self) -> ComposeResult:
         for kind in RECORD_KINDS:
@@ -92,12 +100,26 @@ class FilterBar(Horizontal):
         yield Static("", id="match-info")
 
     def set_state(self, kinds: frozenset[str], errors_only: bool, counts: dict[str, int]) -> None:
-        """Show which kinds are visible and whether only errors are shown."""
+        """Show which kinds are visible and whether only errors are shown. Below
+        :data:`COMPACT_BELOW` cells the chips are short (``1 mdl``, no counts: the header
+        has them) so the search box and the match counter keep their room."""
+        self._state = (kinds, errors_only, counts)
+        compact = 0 < self.size.width < COMPACT_BELOW
+        self.set_class(compact, "-compact")
         for kind in RECORD_KINDS:
             chip = self.query_one(f"#chip-{kind}", Chip)
             chip.set_class(kind in kinds, "on")
-            chip.update(f"{KIND_KEYS[kind]} {kind} {counts.get(kind, 0):,}")
-        self.query_one("#chip-errors", Chip).set_class(errors_only, "on")
+            # a kind the recording has none of takes no room (its key still works)
+            chip.set_class(not counts.get(kind, 0), "empty")
+            chip.update(f"{KIND_KEYS[kind]} {SHORT_NAMES[kind]}" if compact
+                        else f"{KIND_KEYS[kind]} {kind} {counts.get(kind, 0):,}")
+        errors = self.query_one("#chip-errors", Chip)
+        errors.set_class(errors_only, "on")
+        errors.update("x err" if compact else "x errors")
+
+    def on_resize(self) -> None:
+        if self._state is not None:
+            self.set_state(*self._state)
 
     def set_match_info(self, text: str) -> None:
         """Show e.g. ``match 3/17`` next to the search box."""
@@ -113,6 +135,13 @@ class FilterBar(Horizontal):
             self.post_message(self.ErrorsToggled())
         elif cid.startswith("chip-"):
             self.post_message(self.KindToggled(cid[5:]))
+
+    def on_descendant_focus(self, event) -> None:
+        # while typing a search the chips make way for the box and the match counter
+        self.set_class(isinstance(event.widget, SearchInput), "-searching")
+
+    def on_descendant_blur(self, event) -> None:
+        self.remove_class("-searching")
 
     @on(Input.Submitted, "#search")
     def _submitted(self, event: Input.Submitted) -> None:

@@ -8,12 +8,15 @@ the node (enter, or a click) shows the whole text, one line per tree line.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
+
+from core.jsonvalues import display_text, is_tagged
 
 FOLD_AT = 100
 WRAP_AT = 110
@@ -22,7 +25,9 @@ EAGER_DEPTH = 2
 KEY_STYLE = "bold cyan"
 STRING_STYLE = "green"
 NUMBER_STYLE = "magenta"
-CONST_STYLE = "yellow"
+#: true/false/null: a blue that stays blue in 16 colours (yellow turns brown-red
+#: there and reads like an error)
+CONST_STYLE = "italic #5fafd7"
 MUTED_STYLE = "dim"
 
 
@@ -37,6 +42,12 @@ class JsonNode:
 
 
 def _scalar(value: Any) -> Text:
+    if is_tagged(value):
+        # {"$bigint": ...}, {"$nonfinite": ...}, {"$invalid_unicode": ...}: what it stands for
+        tag = next(iter(value))
+        t = Text(display_text(value), style=NUMBER_STYLE if tag != "$invalid_unicode" else STRING_STYLE)
+        t.append(f"  ({tag})", style=MUTED_STYLE)
+        return t
     if isinstance(value, str):
         return Text(repr_json_string(value), style=STRING_STYLE)
     if isinstance(value, bool) or value is None:
@@ -62,8 +73,10 @@ def label_for(key: str | int | None, value: Any) -> Text:
     label = Text()
     if key is not None:
         label.append(str(key) if isinstance(key, str) else f"[{key}]", style=KEY_STYLE)
-        label.append(": " if not isinstance(value, (dict, list)) else " ")
-    if isinstance(value, dict):
+        label.append(": " if not isinstance(value, (dict, list)) or is_tagged(value) else " ")
+    if is_tagged(value):
+        label.append_text(_scalar(value))
+    elif isinstance(value, dict):
         label.append(f"{{{len(value)}}}", style=MUTED_STYLE)
     elif isinstance(value, list):
         label.append(f"[{len(value)}]", style=MUTED_STYLE)
@@ -81,7 +94,7 @@ class JsonTree(Tree[JsonNode]):
     """Tree view of a JSON value. Call :meth:`show` with the value and a root label."""
 
     DEFAULT_CSS = """
-    JsonTree { background: $surface; }
+    JsonTree { background: $surface; overflow-x: hidden; }
     """
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
@@ -110,9 +123,16 @@ class JsonTree(Tree[JsonNode]):
                 child.expand()
         self.scroll_home(animate=False)
 
+    def show_nothing(self, label: str = "(no record)") -> None:
+        """An empty tree with a dim root label (nothing selected)."""
+        self.clear()
+        self.root.set_label(Text(label, style=MUTED_STYLE))
+        self.root.data = JsonNode(None, populated=True)
+        self.root.allow_expand = False
+
     def _add_child(self, parent: TreeNode[JsonNode], key: str | int | None, value: Any, path: list[str | int]) -> None:
         label = label_for(key, value)
-        if isinstance(value, (dict, list)):
+        if isinstance(value, (dict, list)) and not is_tagged(value):
             parent.add(label, JsonNode(value, path=path), allow_expand=bool(value))
         elif isinstance(value, str) and needs_fold(value):
             parent.add(label, JsonNode(value, folded_string=True, path=path), allow_expand=True)
@@ -126,8 +146,17 @@ class JsonTree(Tree[JsonNode]):
         data.populated = True
         value = data.value
         if data.folded_string:
+            # wrapped at words to the room the tree has at this depth (no side scrolling)
+            depth = 0
+            parent = node
+            while parent.parent is not None:
+                depth += 1
+                parent = parent.parent
+            room = (self.scrollable_content_region.width or WRAP_AT) - (depth + 1) * self.guide_depth - 2
+            width = max(20, min(WRAP_AT * 2, room))
             for line in value.split("\n"):
-                chunks = [line[i : i + WRAP_AT] for i in range(0, len(line), WRAP_AT)] or [""]
+                chunks = textwrap.wrap(line, width, drop_whitespace=False, replace_whitespace=False,
+                                       break_on_hyphens=False) or [""]
                 for chunk in chunks:
                     node.add_leaf(Text(chunk, style=STRING_STYLE), JsonNode(chunk, populated=True))
         elif isinstance(value, dict):

@@ -11,6 +11,10 @@ from core.recording import Recording
 from core.timeline import VIEW_KINDS as RECORD_KINDS
 from core.timeline import TimelineSummary, format_duration, one_line
 
+from ..runinfo import marked_seqs, run_outcome
+
+OUTCOME_STYLES = {"success": "bold #5faf5f", "failure": "bold #ff5f5f"}
+
 KIND_STYLES = {
     "model": "bold #5f87ff",
     "tool": "bold #5faf5f",
@@ -21,24 +25,31 @@ KIND_STYLES = {
 
 
 def header_text(path: Path | str, recording: Recording, summary: TimelineSummary, verifying: bool = False) -> Text:
-    """Two lines: file · format · producer · outcome, then counts, errors, tokens, time;
+    """Two lines (never wrapped): file · outcome · marked steps · format · producer ·
+    a few metadata fields, then counts, errors, tokens, time;
     ``verifying`` adds a note that the full verification is still running."""
     t = Text()
     t.append(Path(path).name, style="bold")
+    # the outcome as `chassis-inspector metrics` computes it (core.metrics.outcome_of);
+    # fields such as exit_status are shown as what they are
+    outcome, _ = run_outcome(recording)
+    t.append("  outcome ", style="dim")
+    t.append(outcome, style=OUTCOME_STYLES.get(outcome, "bold"))
+    for mark in marked_seqs(recording):
+        t.append(f"  ⚑ {mark.label} seq {mark.seq} (m)", style="bold #d7af00")
+    t.append("  i: run info", style="dim italic")
     t.append(f"  format v{recording.format_version}", style="dim")
     producer = recording.session.producer
     if producer:
         t.append(f"  {producer}", style="dim")
-    if summary.outcome is not None:
-        t.append("  outcome ", style="dim")
-        t.append(summary.outcome, style="bold")
     meta = [f"{k}={one_line(v, 32)}" for k, v in recording.metadata.items()
-            if k != "outcome" and v not in (None, "") and not isinstance(v, (dict, list))
-            and one_line(v, 1000) != summary.outcome][:3]
+            if k not in ("outcome", "outcome_reason") and v not in (None, "") and not isinstance(v, (dict, list))][:3]
     if meta:
         t.append("  " + " ".join(meta), style="dim")
     t.append("\n")
     t.append(f"{summary.records:,} records", style="bold")
+    if verifying:
+        t.append("  verifying digest and keys…", style="bold #d7af00")
     for kind in RECORD_KINDS:
         n = summary.counts.get(kind, 0)
         if n:
@@ -53,9 +64,10 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     if summary.span_seconds:
         t.append(f"  wall {format_duration(summary.span_seconds)}")
     if summary.busy_seconds:
-        t.append(f"  in calls {format_duration(summary.busy_seconds)}", style="dim")
-    if verifying:
-        t.append("  verifying digest and keys…", style="bold #d7af00")
+        t.append(f"  sum of call durations {format_duration(summary.busy_seconds)}", style="dim")
+    # exactly two lines whatever the width: each is cut with an ellipsis
+    t.no_wrap = True
+    t.overflow = "ellipsis"
     return t
 
 
@@ -63,5 +75,6 @@ class RecordingHeader(Static):
     """Shows :func:`header_text` for the open recording."""
 
     DEFAULT_CSS = """
-    RecordingHeader { height: auto; padding: 0 1; background: $panel; color: $foreground; }
+    RecordingHeader { height: auto; padding: 0 1; background: $panel; color: $foreground;
+                      text-wrap: nowrap; text-overflow: ellipsis; }
     """

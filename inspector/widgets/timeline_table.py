@@ -61,18 +61,36 @@ class Columns:
     tokens: int
 
     @classmethod
-    def fit(cls, width: int, max_seq: int) -> Columns:
-        """Lay out the columns for ``width`` cells (narrow widths drop the right columns)."""
+    def fit(cls, width: int, max_seq: int, *, has_offset: bool = True, has_duration: bool = True,
+            has_tokens: bool = True, name_width: int = 22, status_width: int = 15) -> Columns:
+        """Lay out the columns for ``width`` cells.
+
+        Columns empty for the whole recording (``has_offset``/``has_duration``/
+        ``has_tokens`` false) are never shown. ``name_width`` is the longest name (the
+        column is 8–32 cells), ``status_width`` the longest status label present. The
+        summary keeps at least :data:`MIN_SUMMARY` cells: the name shrinks first (to 12),
+        then tokens, time and duration are dropped in that order."""
         seq = max(3, len(str(max_seq)))
-        cols = {"mark": 1, "seq": seq, "offset": 8, "kind": 9, "name": 22, "status": 15, "duration": 7, "tokens": 7}
-        if width < 120:
-            cols.update({"name": 16, "status": 9, "tokens": 0})
-        if width < 100:
-            cols.update({"name": 12, "offset": 0})
-        if width < 70:
-            cols.update({"duration": 0})
-        fixed = sum(cols.values()) + sum(1 for v in cols.values() if v) + 1
-        return cls(summary=max(8, width - fixed), **cols)
+        name = max(8, min(32, name_width))
+        cols = {"mark": 1, "seq": seq, "offset": 8 if has_offset else 0, "kind": 9, "name": name,
+                "status": max(6, min(15, status_width)), "duration": 7 if has_duration else 0,
+                "tokens": 7 if has_tokens else 0}
+
+        def summary_room() -> int:
+            return width - (sum(cols.values()) + sum(1 for v in cols.values() if v) + 1)
+
+        while summary_room() < MIN_SUMMARY and cols["name"] > 12:
+            cols["name"] -= 1
+        for drop in ("tokens", "offset", "duration"):
+            if summary_room() < MIN_SUMMARY:
+                cols[drop] = 0
+        while summary_room() < MIN_SUMMARY and cols["name"] > 8:
+            cols["name"] -= 1
+        return cls(summary=max(8, summary_room()), **cols)
+
+
+#: the summary column keeps at least this many cells (other columns give way)
+MIN_SUMMARY = 30
 
 
 def _cell(text: str, width: int, right: bool = False) -> str:
@@ -109,6 +127,7 @@ class TimelineTable(ScrollView, can_focus=True):
         "timeline--match",
         "timeline--dim",
         "timeline--separator",
+        "timeline--marked",
         "timeline--kind-model",
         "timeline--kind-tool",
         "timeline--kind-interrupt",
@@ -133,6 +152,7 @@ class TimelineTable(ScrollView, can_focus=True):
     TimelineTable > .timeline--cursor-blurred { background: $block-cursor-blurred-background; }
     TimelineTable > .timeline--match { background: #e0c000; color: #000000; text-style: bold; }
     TimelineTable > .timeline--dim { color: $text-muted; }
+    TimelineTable > .timeline--marked { color: #d7af00; text-style: bold reverse; }
     TimelineTable > .timeline--separator { color: #4fb0b0; text-style: italic; }
     /* hues chosen so that Rich's downgrade keeps them: bright blue, bright green, yellow,
        bright magenta, cyan, bright red in 16 colours (see docs/app.md) */
@@ -184,7 +204,39 @@ class TimelineTable(ScrollView, can_focus=True):
         self._line_cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._style_cache: dict[tuple[str, bool], Style] = {}
         self._max_seq = index.seqs[-1] if len(index) else 0
+        #: seq → label ("mistake", "fault") of the records the metadata marks
+        self.marks: dict[int, str] = {}
+        #: shown when the view is empty (e.g. "no errors in this recording")
+        self.empty_message = "no record matches the filter"
+        self._column_facts = self._facts()
         self._update_virtual_size()
+
+    def _facts(self) -> dict:
+        """Which optional columns have data, the longest name and status (for :meth:`Columns.fit`)."""
+        idx = self.index
+        n = len(idx)
+        sample = range(n) if n <= 200_000 else range(0, n, max(1, n // 200_000))
+        names = [len(idx.names[p]) for p in sample if idx.kinds[p] not in ("snapshot", "lifecycle")]
+        statuses = {idx.statuses[p] for p in sample}
+        return {
+            "has_offset": any(o is not None for o in idx.offsets),
+            "has_duration": any(d is not None for d in idx.durations),
+            "has_tokens": any(t is not None for t in idx.tokens),
+            "name_width": max(names, default=8),
+            "status_width": max([len(STATUS_MARKS.get(st, st)) for st in statuses]
+                                + [2 + len(m) for m in self.marks.values()]),
+        }
+
+    def set_marks(self, marks: dict[int, str]) -> None:
+        """Mark records by seq (``{seq: "mistake"}``): shown as ``⚑ mistake`` in the
+        status column."""
+        self.marks = dict(marks)
+        self._column_facts = self._facts()
+        self._line_cache.clear()
+        self.refresh()
+
+    def _columns(self, width: int) -> Columns:
+        return Columns.fit(width, self._max_seq, **self._column_facts)
 
     # ------------------------------------------------------------------ data (attributes down)
 
@@ -225,11 +277,17 @@ class TimelineTable(ScrollView, can_focus=True):
             return min(i, len(view) - 1)
         return None
 
-    def go_to_position(self, position: int) -> bool:
-        """Move the cursor to ``position``; ``False`` when it is not in the view."""
+    def go_to_position(self, position: int, center: bool = False) -> bool:
+        """Move the cursor to ``position``; ``False`` when it is not in the view. With
+        ``center`` a row outside the visible lines is scrolled to the middle (so the
+        records after it show too)."""
         row = self.row_of_position(position)
         if row is None:
             return False
+        if center:
+            top = round(self.scroll_y)
+            if not top <= row < top + self._page:
+                self.scroll_to(y=max(0, row - self._page // 2), animate=False, immediate=True)
         self.cursor = row
         return True
 
@@ -330,11 +388,13 @@ class TimelineTable(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        cols = Columns.fit(width, self._max_seq)
+        cols = self._columns(width)
         if y == 0:
             return self._header_strip(cols, width)
         row = round(self.scroll_y) + y - 1
         if row >= len(self.view):
+            if y == 1 and not len(self.view):
+                return Strip([Segment(_cell("  " + self.empty_message, width), self._style("timeline--dim"))], width)
             return Strip.blank(width, self._style(""))
         position = self.view[row]
         is_cursor = row == self.cursor
@@ -384,7 +444,11 @@ class TimelineTable(ScrollView, can_focus=True):
         idx = self.index
         base = self._style("")
         if is_cursor:
-            base = base + self._style("timeline--cursor" if self.has_focus else "timeline--cursor-blurred", partial=False)
+            if self.app.console.color_system in ("standard", "windows"):
+                # 16 colours: the theme's cursor colours collapse to low contrast; reverse video reads
+                base = base + Style(reverse=True, bold=self.has_focus)
+            else:
+                base = base + self._style("timeline--cursor" if self.has_focus else "timeline--cursor-blurred", partial=False)
         dim = self._style("timeline--dim")
         match_style = self._style("timeline--match")
         kind = idx.kinds[position]
@@ -415,7 +479,12 @@ class TimelineTable(ScrollView, can_focus=True):
         segs.extend(self._highlight(summary, base, match_style))
         segs.append(Segment(" ", base))
         status_style = self._style(f"timeline--status-{status}")
-        segs.append(Segment(_cell(STATUS_MARKS.get(status, status), cols.status), base + status_style))
+        label = STATUS_MARKS.get(status, status)
+        mark_label = self.marks.get(idx.seqs[position])
+        if mark_label:
+            segs.append(Segment(_cell("⚑ " + mark_label, cols.status), base + self._style("timeline--marked")))
+        else:
+            segs.append(Segment(_cell(label, cols.status), base + status_style))
         if cols.duration:
             segs.append(Segment(" " + _cell(format_duration(idx.durations[position]), cols.duration, right=True), base + dim))
         if cols.tokens:

@@ -8,49 +8,102 @@ answers; an assistant message lists its tool calls with their ids. Messages long
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from core.jsonvalues import display_text, is_tagged
 from core.recording import STANDARD_ROLES, ChatMessage
 from core.timeline import TranscriptEntry, one_line
 
 FOLD_LINES = 8
 
 
+def _fold(lines: list[str], expanded: bool, limit: int = FOLD_LINES) -> tuple[list[str], int]:
+    if expanded or len(lines) <= limit:
+        return lines, 0
+    return lines[:limit], len(lines) - limit
+
+
+def arguments_text(arguments: Any) -> str:
+    """Tool-call arguments, pretty-printed: a JSON object (or a string holding one) as
+    indented JSON with real newlines; tagged values (``$bigint``, ``$nonfinite``,
+    ``$invalid_unicode``) shown as what they stand for; other strings as they are."""
+    value = arguments
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return arguments
+        if isinstance(value, str):
+            return value
+    if is_tagged(value):
+        return display_text(value)
+    try:
+        shown = orjson.loads(display_text(value))
+    except orjson.JSONDecodeError:
+        return display_text(value)
+    return orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode()
+
+
 def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
-    """The body of a message block and the number of lines hidden by folding."""
+    """The body of a message block and the number of lines hidden by folding.
+
+    Text parts are shown as text; ``thinking`` parts as a dimmed block (folded to its
+    first lines until expanded); other parts as ``[type]`` and their JSON; tagged
+    values through :func:`core.jsonvalues.display_text`; tool calls with their
+    arguments pretty-printed (:func:`arguments_text`)."""
     body = Text()
     content = msg.content
-    if isinstance(content, list):
-        text_parts = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                text_parts.append(part["text"])
-            elif isinstance(part, str):
-                text_parts.append(part)
-            else:
-                text_parts.append(f"[{part.get('type', 'part') if isinstance(part, dict) else 'part'}] {one_line(part, 80)}")
-        content = "\n".join(text_parts)
     hidden = 0
-    if content:
-        lines = content.split("\n")
-        if not expanded and len(lines) > FOLD_LINES:
-            hidden = len(lines) - FOLD_LINES
-            lines = lines[:FOLD_LINES]
-        body.append("\n".join(lines))
-        if hidden:
-            body.append(f"\n… {hidden} more lines (z: expand long messages)", style="dim italic")
-    elif not msg.tool_calls:
+    blocks: list[tuple[str, str]] = []  # (style, text)
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                blocks.append(("", part))
+            elif isinstance(part, dict) and part.get("type") in ("thinking", "reasoning", "redacted_thinking"):
+                text = part.get("thinking", part.get("reasoning", part.get("text", part.get("data", ""))))
+                blocks.append(("thinking", text if isinstance(text, str) else display_text(text)))
+            elif is_tagged(part):
+                blocks.append(("", display_text(part)))
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                blocks.append(("", part["text"]))
+            else:
+                kind = part.get("type", "part") if isinstance(part, dict) else "part"
+                blocks.append(("part", f"[{kind}] {one_line(display_text(part), 300 if not expanded else 1 << 20)}"))
+    elif content is not None and content != "":
+        blocks.append(("", content if isinstance(content, str) else display_text(content)))
+    for style, text in blocks:
+        if len(body):
+            body.append("\n")
+        lines, h = _fold(text.split("\n"), expanded, 3 if style == "thinking" else FOLD_LINES)
+        hidden += h
+        if style == "thinking":
+            body.append("thinking\n", style="dim bold italic")
+            body.append("\n".join(lines), style="dim italic")
+        elif style == "part":
+            body.append("\n".join(lines), style="dim")
+        else:
+            body.append("\n".join(lines))
+        if h:
+            body.append(f"\n… {h} more lines (z: expand long messages)", style="dim italic")
+    if not blocks and not msg.tool_calls:
         body.append("(empty)", style="dim italic")
     for call in msg.tool_calls or ():
         if len(body):
             body.append("\n")
         body.append("→ tool call ", style="bold")
         body.append(call.name, style="bold green")
-        body.append(f"  id={call.id}\n   ", style="dim")
-        body.append(one_line(call.arguments, 400 if not expanded else 1 << 20))
+        body.append(f"  id={call.id}\n", style="dim")
+        lines, h = _fold(arguments_text(call.arguments).split("\n"), expanded, 2 * FOLD_LINES)
+        hidden += h
+        body.append("\n".join(lines))
+        if h:
+            body.append(f"\n… {h} more lines (z: expand long messages)", style="dim italic")
     return body, hidden
 
 
@@ -69,11 +122,12 @@ class MessageBlock(Static):
     MessageBlock.role-assistant { border: round #5faf5f; }
     MessageBlock.role-tool { border: round #d7af00; }
     MessageBlock.role-other { border: round #c060c0; }
+    MessageBlock.role-interrupt { border: round #d7af00; }
     MessageBlock.current { border: double #4fb0b0; }
     """
 
     def __init__(self, entry: TranscriptEntry, expanded: bool) -> None:
-        role = entry.message.role if entry.message.role in STANDARD_ROLES else "other"
+        role = entry.message.role if entry.message.role in (*STANDARD_ROLES, "interrupt") else "other"
         body, _ = message_text(entry.message, expanded)
         super().__init__(body, classes=f"role-{role}" + (" current" if entry.current else ""))
         title = entry.message.role if role != "other" else f"other ({entry.message.role})"
@@ -111,9 +165,16 @@ class TranscriptView(VerticalScroll, can_focus=True):
         self._rebuild(scroll_to_current=True)
 
     def watch_expanded(self) -> None:
-        self._rebuild(scroll_to_current=False)
+        # keep the reader where they are: the block at the top of the view stays there
+        anchor = None
+        top = self.scroll_y
+        for i, w in enumerate(self.query(MessageBlock)):
+            if w.virtual_region_with_margin.bottom > top:
+                anchor = (i, top - w.virtual_region_with_margin.y)
+                break
+        self._rebuild(scroll_to_current=False, anchor=anchor)
 
-    def _rebuild(self, scroll_to_current: bool) -> None:
+    def _rebuild(self, scroll_to_current: bool, anchor: tuple[int | None, float] | None = None) -> None:
         with self.app.batch_update():
             self.remove_children()
             widgets: list[Static] = []
@@ -125,8 +186,13 @@ class TranscriptView(VerticalScroll, can_focus=True):
         async def scroll() -> None:
             await mounted
             current = [w for w in widgets if isinstance(w, MessageBlock) and w.entry.current]
+            blocks = [w for w in widgets if isinstance(w, MessageBlock)]
             if scroll_to_current and current:
                 self.call_after_refresh(self._scroll_to_block, current[-1])
+            elif anchor is not None and anchor[0] is not None and anchor[0] < len(blocks):
+                block, offset = blocks[anchor[0]], anchor[1]
+                self.call_after_refresh(lambda: self.scroll_to(
+                    y=max(0, block.virtual_region_with_margin.y + offset), animate=False))
             else:
                 self.scroll_home(animate=False)
 

@@ -1,0 +1,314 @@
+"""Pilot and unit tests of the fixes from the UX review: run info, grouped import
+warnings, adaptive columns, transcript rendering, link fallback, empty filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.text import Text
+
+from core.io import load_recording as load
+from core.metrics import outcome_of
+from core.recording import (
+    ChatMessage,
+    InterruptRecord,
+    ModelRecord,
+    ModelRequest,
+    ModelResponse,
+    Recording,
+    ToolCall,
+    ToolRecord,
+    ToolResult,
+)
+from core.timeline import format_duration, transcript_for
+from inspector.app import InspectorApp
+from inspector.loader import LoadedRecording, load_for_view
+from inspector.runinfo import group_warnings, marked_seqs, open_notice
+from inspector.screens.run_info import RunInfoScreen, run_info_text
+from inspector.widgets.detail_pane import DetailPane, matched_fields
+from inspector.widgets.filter_bar import FilterBar
+from inspector.widgets.recording_header import RecordingHeader
+from inspector.widgets.timeline_table import Columns, TimelineTable
+from inspector.widgets.transcript import MessageBlock, TranscriptView, arguments_text, message_text
+
+from .test_app_pilot import screen_of, seq_at_cursor, settle
+
+pytestmark = pytest.mark.asyncio
+
+REPO = Path(__file__).resolve().parents[2]
+WHO_AND_WHEN = REPO / "sample_recordings" / "who-and-when-hand-crafted-1.json"
+FAULT = REPO / "sample_recordings" / "sample-agent-fault-tool-error.json"
+SWE = REPO / "sample_recordings" / "swe-agent-pydicom-1458.json"
+TAU = REPO / "sample_recordings" / "tau-bench-airline-task0-trial0.json"
+
+
+def plain(widget) -> str:
+    r = widget.render()
+    return r.plain if isinstance(r, Text) else str(r)
+
+
+# ---------------------------------------------------------------------- run info
+
+
+async def test_run_info_shows_ground_truth_and_m_jumps_to_the_mistake_step():
+    loaded = load_for_view(WHO_AND_WHEN)
+    ann = loaded.recording.metadata["annotation"]
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        header = plain(app.screen.query_one(RecordingHeader))
+        assert "outcome failure" in header and f"mistake seq {ann['mistake_seq']}" in header
+        # the marked record carries a flag in the status column
+        table = app.screen.query_one(TimelineTable)
+        assert table.marks == {ann["mistake_seq"]: "mistake"}
+        await pilot.press("i")
+        await settle(pilot, app)
+        assert isinstance(app.screen, RunInfoScreen)
+        text = plain(app.screen.query_one("#runinfo-text"))
+        for needle in (ann["mistake_agent"], ann["mistake_reason"], "outcome", "failure",
+                       "mistake_step is the string '12'"):
+            assert needle in text
+        await pilot.press("m")
+        await settle(pilot, app)
+        assert seq_at_cursor(app) == ann["mistake_seq"]
+        # m from the timeline too
+        await pilot.press("home", "m")
+        await settle(pilot, app)
+        assert seq_at_cursor(app) == ann["mistake_seq"]
+
+
+def test_run_info_of_a_sample_agent_fault_and_of_swe_agent():
+    fault = load(FAULT)
+    assert [(m.seq, m.label) for m in marked_seqs(fault)] == [(fault.metadata["fault"]["seq"], "fault")]
+    text = run_info_text(fault, []).plain
+    assert "Planted fault" in text and fault.metadata["fault"]["description"] in text
+    assert fault.metadata["outcome_reason"] in text
+    # SWE-agent: exit_status is not an outcome; the app agrees with `metrics`
+    swe = load(SWE)
+    outcome, _ = outcome_of(swe)
+    text = run_info_text(swe, []).plain
+    assert f"outcome{' ' * 12}{outcome}" in text and f"exit_status{' ' * 8}submitted" in text
+
+
+async def test_header_outcome_agrees_with_metrics_not_exit_status():
+    loaded = load_for_view(SWE)
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot, app)
+        header = plain(app.screen.query_one(RecordingHeader))
+        assert f"outcome {outcome_of(loaded.recording)[0]}" in header
+        assert "outcome submitted" not in header
+        # two lines, never wrapped
+        assert app.screen.query_one(RecordingHeader).content_size.height == 2
+
+
+def test_tau_bench_run_info_lists_expected_actions():
+    tau = load(TAU)
+    text = run_info_text(tau, []).plain
+    name = tau.metadata["expected_actions"][0]["name"]
+    assert f"expected [0]{' ' * 7}{name}(" in text and "reward" in text
+
+
+# ---------------------------------------------------------------------- import warnings
+
+
+def test_near_identical_warnings_are_grouped():
+    ws = [f"samples[0].messages[{i}]: the tool call's arguments are not in the source" for i in range(13)]
+    ws.insert(0, "samples[0]: old layout: no events")
+    groups = group_warnings(ws)
+    assert groups == [("samples[0]: old layout: no events", 1),
+                      ("samples[*].messages[*]: the tool call's arguments are not in the source", 13)]
+
+
+async def test_one_grouped_notice_on_open_and_every_warning_in_run_info():
+    rec = load(FAULT)
+    notices = ["converted from inspect_ai (x.json) in memory; save it with: chassis-inspector import x.json -o OUT"]
+    notices += [f"warning: samples[0].messages[{i}]: no arguments" for i in range(13)]
+    loaded = LoadedRecording.from_recording(rec, "x.json", notices)
+    assert open_notice(rec, notices) == "converted from inspect_ai with 13 warnings — press i for run info"
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        shown = [n.message for n in app._notifications]
+        assert shown == ["converted from inspect_ai with 13 warnings — press i for run info"]
+        await pilot.press("i")
+        await settle(pilot, app)
+        text = plain(app.screen.query_one("#runinfo-text"))
+        assert "13 import warnings" in text and "samples[*].messages[*]: no arguments  (×13)" in text
+
+
+# ---------------------------------------------------------------------- columns
+
+
+def test_columns_hide_empty_ones_and_widen_names():
+    # nothing recorded for time/duration/tokens: those columns never show
+    cols = Columns.fit(96, 30, has_offset=False, has_duration=False, has_tokens=False,
+                       name_width=20, status_width=7)
+    assert (cols.offset, cols.duration, cols.tokens) == (0, 0, 0)
+    assert cols.name == 20 and cols.summary >= 30
+    # recorded: shown at 100 columns, and the summary keeps its room
+    cols = Columns.fit(100, 30, name_width=18, status_width=7)
+    assert cols.offset and cols.tokens and cols.duration and cols.summary >= 30
+    # narrow: the optional columns give way before the summary shrinks below 30
+    cols = Columns.fit(80, 30, name_width=30, status_width=15)
+    assert cols.summary >= 30 and cols.tokens == 0
+
+
+async def test_table_at_160_columns_shows_full_names_and_no_empty_columns():
+    loaded = load_for_view(TAU)
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot, app)
+        table = app.screen.query_one(TimelineTable)
+        header = table.render_line(0).text
+        assert "dur" not in header and "tokens" not in header  # nothing recorded
+        longest = max(loaded.index.names, key=len)
+        lines = [table.render_line(y).text for y in range(1, 25)]
+        assert any(longest in line for line in lines)
+
+
+# ---------------------------------------------------------------------- transcript
+
+
+def test_tool_call_arguments_are_pretty_printed_and_thinking_is_dimmed():
+    msg = ChatMessage(role="assistant", content=[
+        {"type": "thinking", "thinking": "step 1\nstep 2\nstep 3\nstep 4\nstep 5"},
+        {"type": "text", "text": "the answer"},
+        {"$bigint": "123456789012345678901234567890"},
+    ], tool_calls=[ToolCall(id="c1", name="book", arguments={"user": "mia", "flights": [{"n": "HAT136"}]})])
+    body, hidden = message_text(msg, expanded=False)
+    text = body.plain
+    assert "thinking\nstep 1" in text and "step 5" not in text and hidden == 2
+    assert "the answer" in text and "123456789012345678901234567890" in text
+    assert '{\n  "user": "mia",\n  "flights": [\n    {\n      "n": "HAT136"' in text
+    assert any("dim" in str(span.style) for span in body.spans)
+    full, hidden = message_text(msg, expanded=True)
+    assert "step 5" in full.plain and hidden == 0
+    # a string holding JSON is parsed; a plain string stays as it is
+    assert arguments_text('{"a":1}') == '{\n  "a": 1\n}'
+    assert arguments_text("ls -la") == "ls -la"
+    assert arguments_text({"x": {"$nonfinite": "NaN"}}) == '{\n  "x": "NaN"\n}'
+
+
+def _interrupt_recording() -> Recording:
+    return Recording(records=[
+        InterruptRecord(seq=0, run_id="r", value={"question": "May I delete the repo?", "state": {"step": 3}}),
+        ModelRecord(seq=1, run_id="r", model="m", request=ModelRequest(messages=[ChatMessage(role="user", content="go")]),
+                    response=ModelResponse(message=ChatMessage(role="assistant", content="ok"))),
+        ToolRecord(seq=2, run_id="r", tool="bash", arguments={"command": "ls"}, result=ToolResult(content="a")),
+    ])
+
+
+def test_interrupt_transcript_is_readable_and_grammar():
+    loaded = LoadedRecording.from_recording(_interrupt_recording())
+    entries, note = transcript_for(loaded.index, 0)
+    assert note.startswith("interrupt seq 0")
+    assert entries[0].message.content.startswith("May I delete the repo?")
+    assert '"step": 3' in entries[0].message.content
+    _, note = transcript_for(loaded.index, 1)
+    assert note.endswith("1 request message")
+
+
+def test_format_duration_hours():
+    assert format_duration(50_000) == "13h53m"
+
+
+async def test_z_in_the_transcript_keeps_the_scroll_position(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("G", "k", "t")  # the final model call
+        await settle(pilot, app)
+        view = app.screen.query_one(TranscriptView)
+        await pilot.pause(0.2)
+        before = view.scroll_y
+        assert before > 0
+        await pilot.press("z")
+        await settle(pilot, app)
+        await pilot.pause(0.2)
+        assert view.scroll_y >= before - 1 and view.scroll_y > 0
+
+
+# ---------------------------------------------------------------------- navigation
+
+
+async def test_follow_link_falls_back_to_the_model_call_before():
+    loaded = LoadedRecording.from_recording(_interrupt_recording())
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("G", "l")  # tool call without tool_call_id
+        await settle(pilot, app)
+        assert seq_at_cursor(app) == 1
+        await pilot.press("home", "l")  # an interrupt: not a call
+        await settle(pilot, app)
+        assert seq_at_cursor(app) == 0
+        assert any("not a call" in n.message for n in app._notifications)
+
+
+async def test_errors_only_on_a_run_without_errors_says_so():
+    loaded = LoadedRecording.from_recording(_interrupt_recording())
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("x")
+        await settle(pilot, app)
+        table = app.screen.query_one(TimelineTable)
+        assert "no errors in this recording" in table.render_line(1).text
+        assert "no errors in this recording" in plain(app.screen.query_one("#detail-identity"))
+
+
+async def test_error_jump_centres_the_row(built_path, tmp_path):
+    from .builders import write_recording
+
+    loaded = load_for_view(write_recording(tmp_path / "padded.json", n_padding=200))
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("G", "e")  # wraps to the first error, far above
+        await settle(pilot, app)
+        table = app.screen.query_one(TimelineTable)
+        top = round(table.scroll_y)
+        assert table.cursor - top >= 3  # rows before it, and rows after it, are visible
+
+
+async def test_search_box_has_room_at_80_columns(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash", *"pytest")
+        bar = app.screen.query_one(FilterBar)
+        box = app.screen.query_one("#search")
+        info = app.screen.query_one("#match-info")
+        assert bar.has_class("-searching")
+        assert box.region.right <= 80 and box.region.width >= 16 and info.region.right <= 80
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert not bar.has_class("-searching")
+        assert "match" in plain(info) and info.region.right <= 80
+
+
+async def test_detail_says_where_the_record_matched(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash", *"zebra-quartz", "enter")
+        await settle(pilot, app)
+        await pilot.pause(0.2)
+        assert "matched in result.content" in plain(app.screen.query_one("#detail-identity"))
+    assert matched_fields({"arguments": {"command": "ls"}, "result": {"content": "LS"}}, "ls") == [
+        "arguments.command", "result.content"]
+
+
+async def test_detail_identity_at_80x24_leaves_room_for_the_tabs(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")
+        await settle(pilot, app)
+        detail = app.screen.query_one(DetailPane)
+        assert app.screen.query_one("#detail-identity").size.height <= 3
+        assert app.screen.query_one("#detail-error").size.height <= 2
+        tabs = detail.query_one("#detail-tabs")
+        assert tabs.size.height >= 5
