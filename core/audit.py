@@ -8,14 +8,19 @@
 2. **Links.** For every model call, each message of its request is traced to the call
    that produced it: a ``tool`` message by its ``tool_call_id`` (or, without one, by
    equal content — or, for a ``user`` message of a text-mode agent, by containing the
-   tool's output) to the tool record that answered it; an ``assistant`` message to the
+   tool's output) to the tool record that answered it. Content matches are attributed
+   by position: the messages of one request are taken from the last back, each to the
+   latest earlier tool result no later message of that request claimed, so identical
+   results repeated in the transcript count once each; an ``assistant`` message to the
    earlier model call whose response it is (transcript inclusion: same text and same
    tool-call ids). A tool record is also linked to the model call whose response
    *issued* it (its ``tool_call_id`` among that response's ``tool_calls``).
 3. **Lineage.** Walking those links back from the final call gives the calls that
    *contributed*; every other call did not, with the reason (its result never reached a
    later request; it reached only calls outside the lineage; its response is not in the
-   final transcript; it failed; it came after the final output).
+   final transcript; it failed; it came after the final output). A tool without
+   ``tool_call_id`` whose result is empty is ``unknown`` ("cannot tell (empty result)"):
+   an empty output leaves nothing to match.
 4. **Quoted values.** For each contributing tool, the values of its result that appear
    verbatim in the final output (strings of 4+ characters, numbers of 3+ digits) — a
    hint of *how* it was used, not a proof.
@@ -58,16 +63,20 @@ __all__ = [
 @dataclass(frozen=True)
 class KnockoutResult:
     """What one knockout replay found: the call ``seq``, the replay's ``outcome``,
-    whether the final output changed, and a free ``detail`` (e.g. a replay id)."""
+    whether the final output changed, a free ``detail`` (e.g. a replay id) and
+    ``outcome_changed`` (whether the outcome differs from the recorded run's; ``None``
+    when the runner does not say or the replay did not finish)."""
 
     seq: int
     outcome: str
     final_output_changed: bool
     detail: str = ""
+    outcome_changed: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"seq": self.seq, "outcome": self.outcome,
-                "final_output_changed": self.final_output_changed, "detail": self.detail}
+                "final_output_changed": self.final_output_changed, "detail": self.detail,
+                "outcome_changed": self.outcome_changed}
 
 
 @runtime_checkable
@@ -111,9 +120,10 @@ class Redaction:
 class CallLineage:
     """One call's part in the final output.
 
-    ``status``: ``final`` (the call that produced it), ``contributed`` or ``unused``;
+    ``status``: ``final`` (the call that produced it), ``contributed``, ``unused`` or
+    ``unknown`` (cannot tell: an empty result of a tool without ``tool_call_id``);
     ``via``: how it flowed (edge kinds out of it toward the lineage); ``reason``: why an
-    unused call did not contribute; ``included_at``: seq of the first model request that
+    unused call did not contribute (or why an unknown one cannot be told); ``included_at``: seq of the first model request that
     included its result/response; ``quoted``: values of a tool result found verbatim in
     the final output; ``redacted``: pointers of hidden content; ``knockout``: a
     :class:`KnockoutResult` when a runner was given."""
@@ -142,7 +152,9 @@ class CallLineage:
 class AuditReport:
     """Result of :func:`audit`: ``final_seq`` (``None`` when the run has no final
     output), ``final_output``, one :class:`CallLineage` per tool/model call in order,
-    the ``edges``, the ``redactions`` and the ``knockout`` status text."""
+    the ``edges``, the ``redactions`` and the ``knockout`` status text (``not run: …``
+    without a runner; with one, ``run: …`` and how many knockouts changed the outcome,
+    the final output, or could not be replayed)."""
 
     final_seq: int | None
     final_output: Any
@@ -159,12 +171,19 @@ class AuditReport:
         """Calls with status ``unused``."""
         return [c for c in self.calls if c.status == "unused"]
 
+    def unknown(self) -> list[CallLineage]:
+        """Calls with status ``unknown``: the recording cannot tell whether they
+        contributed (a tool without a ``tool_call_id`` whose result is empty has nothing
+        to match in the transcript)."""
+        return [c for c in self.calls if c.status == "unknown"]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "final_seq": self.final_seq,
             "final_output": self.final_output,
             "contributed": [c.seq for c in self.contributed()],
             "unused": [c.seq for c in self.unused()],
+            "unknown": [c.seq for c in self.unknown()],
             "calls": [c.to_json() for c in self.calls],
             "edges": [e.to_json() for e in self.edges],
             "redactions": [r.to_json() for r in self.redactions],
@@ -201,18 +220,19 @@ def _tool_content_text(r: ToolRecord) -> str:
 _MIN_CONTAINED = 8
 
 
-def _match_content(
+def _content_candidates(
     text: str, by_text: dict[str, list[int]], texts: list[tuple[int, str]], *, allow_exact: bool
-) -> int | None:
-    """The latest earlier tool record whose result *is* ``text`` (exact), else whose
-    result (8+ characters) is contained in ``text`` — text-mode agents wrap observations
-    in a ``user`` message with decorations around the tool's output."""
-    if allow_exact and by_text.get(text):
-        return by_text[text][-1]
+) -> list[int]:
+    """Every earlier tool record whose result could be ``text``, best first: those whose
+    result *is* ``text`` (latest first), then those whose result (8+ characters) is
+    contained in ``text`` (latest first) — text-mode agents wrap observations in a
+    ``user`` message with decorations around the tool's output."""
+    out: list[int] = list(reversed(by_text.get(text, ()))) if allow_exact and text else []
+    seen = set(out)
     for seq, t in reversed(texts):
-        if t in text:
-            return seq
-    return None
+        if seq not in seen and t in text:
+            out.append(seq)
+    return out
 
 
 def _walk_redacted(value: Any, path: list[Any], out: list[str]) -> None:
@@ -270,7 +290,8 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
     response_fp: dict[tuple[str, tuple[str, ...]], list[int]] = {}
     tool_by_text: dict[str, list[int]] = {}
     tool_texts: list[tuple[int, str]] = []  # tool results seen so far (long enough to search for)
-    content_cache: dict[tuple[str, str], int | None] = {}
+    n_tools = 0  # tool records seen so far (part of the content-match cache key)
+    content_cache: dict[tuple[str, str, int], list[int]] = {}
     edges: set[tuple[int, int, str]] = set()
     deps: dict[int, set[int]] = {}
     included_at: dict[int, int] = {}
@@ -285,13 +306,19 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                     edges.add((src, r.seq, "issued"))
                     deps.setdefault(r.seq, set()).add(src)
             text = _tool_content_text(r)
+            n_tools += 1
             tool_by_text.setdefault(text, []).append(r.seq)
             if len(text) >= _MIN_CONTAINED:
                 tool_texts.append((r.seq, text))
             continue
         # a model call: trace its request messages to earlier calls
         mine = deps.setdefault(r.seq, set())
-        for m in r.request.messages:
+        # Content matches are attributed message by message from the end of the request
+        # back: each message goes to the latest earlier tool result that no later message
+        # of this request has claimed, so two identical results repeated in the
+        # transcript are attributed one each, by position.
+        claimed: set[int] = set()
+        for m in reversed(r.request.messages):
             src_seq: int | None = None
             via = ""
             if m.role == "tool" and m.tool_call_id:
@@ -299,11 +326,13 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                 if t is not None and t.seq < r.seq:
                     src_seq, via = t.seq, "tool_call_id"
             elif m.role in ("tool", "user") and not m.tool_call_id:
-                ck = (m.role, m.text)
+                ck = (m.role, m.text, n_tools)
                 if ck not in content_cache:
-                    content_cache[ck] = _match_content(m.text, tool_by_text, tool_texts, allow_exact=True)
-                src_seq = content_cache[ck]
+                    content_cache[ck] = _content_candidates(m.text, tool_by_text, tool_texts, allow_exact=True)
+                cands_c = content_cache[ck]
+                src_seq = next((c for c in cands_c if c not in claimed), cands_c[0] if cands_c else None)
                 if src_seq is not None:
+                    claimed.add(src_seq)
                     via = "content"
             elif m.role == "assistant":
                 cands = [s for s in response_fp.get(_message_fp(m), ()) if s < r.seq]
@@ -312,7 +341,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
             if src_seq is not None:
                 mine.add(src_seq)
                 edges.add((src_seq, r.seq, via))
-                included_at.setdefault(src_seq, r.seq)
+                included_at[src_seq] = min(included_at.get(src_seq, r.seq), r.seq)
         if r.response is not None and r.error is None:
             response_fp.setdefault(_message_fp(r.response.message), []).append(r.seq)
             for tc in r.response.message.tool_calls or ():
@@ -361,7 +390,8 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
         elif on:
             status, reason = "contributed", ""
         else:
-            status, reason = "unused", _why_unused(r, final, reached.get(r.seq, set()), lineage)
+            reason = _why_unused(r, final, reached.get(r.seq, set()), lineage)
+            status = "unknown" if reason.startswith("cannot tell") else "unused"
         quoted: list[str] = []
         if on and isinstance(r, ToolRecord) and final_text:
             seen: set[str] = set()
@@ -377,7 +407,20 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
         lineage_calls.append(entry)
 
     if knockout is not None:
-        ko = "run"
+        kos = [c.knockout for c in lineage_calls if c.knockout is not None]
+        if not kos:
+            ko = "run: no call before the final output to knock out"
+        else:
+            unk = sum(1 for k in kos if k.outcome == "unknown")
+            done = [k for k in kos if k.outcome != "unknown"]
+            told = [k for k in done if k.outcome_changed is not None]
+            ko = (f"run: each of the {len(kos)} call(s) before the final output was replayed "
+                  f"with that call knocked out; ")
+            if told:
+                ko += f"the outcome changed for {sum(1 for k in told if k.outcome_changed)}, "
+            ko += f"the final output changed for {sum(1 for k in done if k.final_output_changed)}"
+            if unk:
+                ko += f"; {unk} could not be replayed (outcome unknown)"
     else:
         ko = "not run: knockout needs a replay with an executor (no runner given)"
     return AuditReport(
@@ -397,6 +440,8 @@ def _why_unused(r: Any, final: ModelRecord | None, reached: set[int], lineage: s
         return "after the final output"
     if isinstance(r, ToolRecord):
         if not reached:
+            if _tool_content_text(r) == "" and not r.tool_call_id:
+                return "cannot tell (empty result)"
             return "its result never reached a later model request"
         return "its result reached only calls outside the lineage (seq " + ", ".join(map(str, sorted(reached))) + ")"
     if r.error is not None or r.response is None:

@@ -69,7 +69,8 @@ class ReplayKnockout:
         verdict = "outcome changed" if outcome != base_outcome else "outcome unchanged"
         return KnockoutResult(seq, outcome, changed,
                               f"{verdict} ({base_outcome} → {outcome}); comparability "
-                              f"{out.comparability.level}, {out.steps} step(s)")
+                              f"{out.comparability.level}, {out.steps} step(s)",
+                              outcome_changed=outcome != base_outcome)
 
 
 def knockout_runner(spec: str, recording: Recording, *, predicate: Predicate | None = None) -> ReplayKnockout:

@@ -40,6 +40,14 @@ def _short(v: Any, n: int = 80) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _oneline(v: Any, n: int = 80) -> str:
+    """``v`` on one line for prose: runs of whitespace (newlines included) become one
+    space, then cut to ``n`` characters."""
+    s = v if isinstance(v, str) else orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
 def _seq(v: int | None) -> str:
     return "-" if v is None else str(v)
 
@@ -165,12 +173,15 @@ def register(app: typer.Typer) -> None:
         if rep.final_seq is None:
             typer.echo(f"{file}: no final output (the run ended on an error or a tool request)")
         else:
-            typer.echo(f"final output (seq {rep.final_seq}): {_short(rep.final_output, 100)}")
-        typer.echo(f"contributed {len(rep.contributed())}, unused {len(rep.unused())}")
+            typer.echo(f"final output (seq {rep.final_seq}): {_oneline(rep.final_output, 100)}")
+        counts = f"contributed {len(rep.contributed())}, unused {len(rep.unused())}"
+        if rep.unknown():
+            counts += f", cannot tell {len(rep.unknown())}"
+        typer.echo(counts)
         typer.echo("")
         for c in rep.calls:
             line = f"{c.seq:>6}  {c.kind:<5} {_short(c.name, 24):<24} {c.status:<11}"
-            if c.status == "unused":
+            if c.status in ("unused", "unknown"):
                 line += f" {c.reason}"
             else:
                 line += " " + ", ".join(c.via)

@@ -136,9 +136,11 @@ def test_knockout_extension_point():
     runner = RecordingRunner()
     assert isinstance(runner, KnockoutRunner)
     rep = audit(rec, knockout=runner)
-    assert runner.asked == [0, 1, 2] and rep.knockout == "run"
+    assert runner.asked == [0, 1, 2] and rep.knockout.startswith("run: each of the 3 call(s)")
+    assert "the final output changed for 1" in rep.knockout and "outcome changed" not in rep.knockout
     assert by_seq(rep)[1].knockout.to_json() == {
-        "seq": 1, "outcome": "failure", "final_output_changed": True, "detail": "replay-1"
+        "seq": 1, "outcome": "failure", "final_output_changed": True, "detail": "replay-1",
+        "outcome_changed": None,
     }
 
 
@@ -154,3 +156,45 @@ def test_text_mode_observation_is_linked_by_containment():
     calls = by_seq(audit(rec))
     assert calls[1].status == "contributed" and calls[1].via == ["content"]
     assert calls[2].status == "unused"
+
+
+def test_identical_results_are_attributed_by_position():
+    """Two tool calls with the same output (a rejected edit retried): the later request
+    carries both observations; each goes to its own tool, the last one to the latest
+    (the SWE-agent pydicom-1458 case: seq 13 and 15)."""
+    rejected = "Your edit has a syntax error: unmatched ')'"
+    rec = recording(
+        model(0, [USER], "edit 1"),
+        tool(1, "edit", {"n": 1}, rejected),
+        model(2, [USER, msg("assistant", "edit 1"), msg("user", rejected)], "edit 2"),
+        tool(3, "edit", {"n": 2}, rejected),
+        model(4, [USER, msg("assistant", "edit 1"), msg("user", rejected),
+                  msg("assistant", "edit 2"), msg("user", rejected)], "giving up"),
+    )
+    rep = audit(rec)
+    calls = by_seq(rep)
+    assert calls[1].status == "contributed" and calls[1].included_at == 2
+    assert calls[3].status == "contributed" and calls[3].included_at == 4
+    assert (3, 4, "content") in {(e.source, e.target, e.via) for e in rep.edges}
+    assert rep.unused() == []
+
+
+def test_empty_result_cannot_be_told():
+    rec = recording(
+        model(0, [USER], "rm x"),
+        tool(1, "bash", {"cmd": "rm x"}, ""),
+        model(2, [USER, msg("assistant", "rm x"), msg("user", "ran with no output")], "done"),
+    )
+    rep = audit(rec)
+    c = by_seq(rep)[1]
+    assert c.status == "unknown" and c.reason == "cannot tell (empty result)"
+    assert rep.unused() == [] and rep.to_json()["unknown"] == [1]
+
+
+def test_swe_agent_sample_repeated_edit_and_empty_output():
+    path = Path(__file__).parents[3] / "sample_recordings" / "swe-agent-pydicom-1458.json"
+    rec = Recording.load(path)
+    calls = by_seq(audit(rec))
+    assert calls[13].status == calls[15].status == "contributed"
+    assert calls[15].included_at == 16
+    assert calls[21].status == "unknown" and "empty result" in calls[21].reason

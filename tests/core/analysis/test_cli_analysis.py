@@ -106,3 +106,13 @@ def test_malformed_recording_in_a_subprocess_has_no_traceback(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "inspector", *cmd], capture_output=True, text=True, cwd=ROOT, check=False)
         assert proc.returncode == 2, cmd
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1 and str(bad) in proc.stderr
+
+
+def test_audit_final_output_on_one_line_without_escapes(capsys, tmp_path):
+    from .builders import model, msg, recording
+
+    f = tmp_path / "run.json"
+    recording(model(0, [msg("user", "hi")], "line one\nline two")).save(f)
+    assert main(["audit", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "final output (seq 0): line one line two" in out and "\\n" not in out

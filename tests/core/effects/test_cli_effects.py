@@ -96,14 +96,17 @@ def test_effects_of_an_empty_workspace(capsys, tmp_path):
 
 def test_audit_knockout_per_call(capsys):
     doc = run_json(capsys, "audit", SUCCESS, "--executor", "recorded", "--json")
-    assert doc["knockout"] == "run"
     calls = {c["seq"]: c for c in doc["calls"]}
     final = doc["final_seq"]
+    n = sum(1 for s in calls if s < final)
+    assert doc["knockout"] == (f"run: each of the {n} call(s) before the final output was replayed with "
+                               f"that call knocked out; the outcome changed for {n}, the final output "
+                               f"changed for {n}")
     assert calls[final]["knockout"] is None
     for seq, c in calls.items():
         if seq < final:
             assert c["knockout"]["seq"] == seq and c["knockout"]["outcome"] == "failure"
-            assert c["knockout"]["final_output_changed"] is True
+            assert c["knockout"]["final_output_changed"] is True and c["knockout"]["outcome_changed"] is True
             assert "outcome changed (success → failure)" in c["knockout"]["detail"]
     assert main(["audit", str(SUCCESS), "--executor", "recorded"]) == 0
     assert "knockout: failure (outcome changed" in capsys.readouterr().out
