@@ -104,6 +104,19 @@ class InspectorApp(App[None]):
         self.push_screen(ErrorScreen(f"{event.error.title} error — this recording is not valid",
                                      str(event.error), "enter: quit (exit code 2)"), close)
 
+    def action_command_palette(self) -> None:
+        """The command palette; in a browser its search icon is a plain ``›`` (the
+        default emoji is missing from the web font and shows as a box)."""
+        super().action_command_palette()
+        if self.is_web:
+            from textual.command import SearchIcon
+
+            def plain_icon() -> None:
+                for icon in self.screen.query(SearchIcon):
+                    icon.icon = "›"
+
+            self.call_after_refresh(plain_icon)
+
     def help_groups(self) -> list[tuple[str, list[Binding]]]:
         """The key groups the help screen lists (from the bindings themselves)."""
         screen_bindings = [b for b in TimelineScreen.BINDINGS if isinstance(b, Binding)]

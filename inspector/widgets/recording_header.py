@@ -47,7 +47,7 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     if meta:
         t.append("  " + " ".join(meta), style="dim")
     t.append("\n")
-    t.append(f"{summary.records:,} records", style="bold")
+    t.append(f"{summary.records:,} record{'' if summary.records == 1 else 's'}", style="bold")
     if verifying:
         t.append("  verifying digest and keys…", style="bold #d7af00")
     for kind in RECORD_KINDS:

@@ -21,6 +21,8 @@ from core.recording import STANDARD_ROLES, ChatMessage
 from core.timeline import TranscriptEntry, one_line
 
 FOLD_LINES = 8
+#: a thinking part is shown folded to this many characters (and 3 lines) until z
+THINKING_CHARS = 160
 
 
 def _fold(lines: list[str], expanded: bool, limit: int = FOLD_LINES) -> tuple[list[str], int]:
@@ -81,6 +83,16 @@ def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
         if len(body):
             body.append("\n")
         lines, h = _fold(text.split("\n"), expanded, 3 if style == "thinking" else FOLD_LINES)
+        if style == "thinking" and not expanded and sum(len(ln) for ln in lines) > THINKING_CHARS:
+            # one long paragraph: fold by characters too
+            cut, kept = THINKING_CHARS, []
+            for ln in lines:
+                kept.append(ln[:cut])
+                cut -= len(kept[-1])
+                if cut <= 0:
+                    break
+            kept[-1] += "…"
+            lines, h = kept, max(h, 1)
         hidden += h
         if style == "thinking":
             body.append("thinking\n", style="dim bold italic")
@@ -89,7 +101,9 @@ def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
             body.append("\n".join(lines), style="dim")
         else:
             body.append("\n".join(lines))
-        if h:
+        if h and style == "thinking":
+            body.append("\n(z: show all the thinking)", style="dim italic")
+        elif h:
             body.append(f"\n… {h} more lines (z: expand long messages)", style="dim italic")
     if not blocks and not msg.tool_calls:
         body.append("(empty)", style="dim italic")
