@@ -14,9 +14,10 @@ trimmed, then Myers). Each aligned position becomes one :class:`TraceOp`:
 * ``inserted`` — a record of the other recording with no counterpart in the base.
 
 Inside one gap (records removed and inserted at the same place) removed and inserted
-records of the same kind are *paired* in order (``counterpart_seq``): a paired model
-call differs in its **request**, a paired tool call in its **tool arguments** (the tool
-name is part of the call). Unpaired removed records are **missing**, unpaired inserted
+records are *paired* in order (``counterpart_seq``) — model calls with model calls,
+tool calls only with calls of the same tool: a paired model call differs in its
+**request**, a paired tool call in its **tool arguments** (calls of two different tools
+are never paired: one is missing, the other extra). Unpaired removed records are **missing**, unpaired inserted
 ones **extra**; a ``changed`` model call differs in its **response**, a ``changed`` tool
 call in its **tool result**. These six are :data:`DIMENSIONS`.
 
@@ -249,23 +250,32 @@ def _records(run: Recording | Sequence[Any], kinds: Sequence[str]) -> list[Any]:
     return [r for r in recs if r.kind in kinds]
 
 
+def _pair_key(r: Any) -> tuple[str, str]:
+    """What a removed record may pair with: a tool call with a call of the same tool
+    (two different tools are a missing and an extra call, not changed arguments), a
+    model call with any model call."""
+    return (r.kind, r.tool) if r.kind == "tool" else (r.kind, "")
+
+
 def _gap_ops(base_recs: list[Any], other_recs: list[Any]) -> list[TraceOp]:
-    """Ops of one gap: removed base records then inserted ones, same-kind pairs linked."""
-    by_kind_b: dict[str, list[Any]] = {}
+    """Ops of one gap: removed base records then inserted ones, pairs linked (model
+    calls pair with model calls, tool calls with calls of the *same tool*, in order)."""
+    by_kind_b: dict[tuple[str, str], list[Any]] = {}
     for r in other_recs:
-        by_kind_b.setdefault(r.kind, []).append(r)
+        by_kind_b.setdefault(_pair_key(r), []).append(r)
     pair_of_base: dict[int, Any] = {}
     pair_of_other: dict[int, Any] = {}
-    used: dict[str, int] = {}
+    used: dict[tuple[str, str], int] = {}
     for r in base_recs:
         if r.kind not in ("model", "tool"):
             continue
-        lst = by_kind_b.get(r.kind, [])
-        k = used.get(r.kind, 0)
+        key = _pair_key(r)
+        lst = by_kind_b.get(key, [])
+        k = used.get(key, 0)
         if k < len(lst):
             pair_of_base[r.seq] = lst[k]
             pair_of_other[lst[k].seq] = r
-            used[r.kind] = k + 1
+            used[key] = k + 1
     ops: list[TraceOp] = []
     for r in base_recs:
         p = pair_of_base.get(r.seq)

@@ -95,7 +95,8 @@ def register(app: typer.Typer) -> None:
                            f"{_short(o['name'] or '', 24):<24} {o.get('dimension', '')}")
         for t in doc["tool_diffs"]:
             typer.echo("")
-            typer.echo(f"tool {t['tool']} (base seq {t['base_seq']} ↔ other seq {t['other_seq']})")
+            names = t["tool"] if t["tool"] == t["other_tool"] else f"{t['tool']} ↔ {t['other_tool']}"
+            typer.echo(f"tool {names} (base seq {t['base_seq']} ↔ other seq {t['other_seq']})")
             for part in ("arguments", "result"):
                 for ch in t[part]:
                     typer.echo(f"  {part} {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))

@@ -101,6 +101,41 @@ def test_tool_arguments_dimension_pairs_the_calls():
     assert td.result == []
 
 
+def test_calls_of_different_tools_are_never_paired(capsys):
+    """tau-bench task5: base ``think`` and other ``update_reservation_passengers`` at the
+    same place are a missing and an extra call, not one tool with changed arguments."""
+    base = recording(tool(0, "search", {"q": "a"}), tool(1, "think", {"thought": "t"}, ""),
+                     tool(2, "update", {"id": 1}, "ok"))
+    other = recording(tool(0, "search", {"q": "a"}), tool(1, "update_passengers", {"id": 1}, "ok"),
+                      tool(2, "update", {"id": 2}, "ok"))
+    d = trace_diff(base, other)
+    assert ops(d)[1:] == [
+        ("removed", 1, None, "missing"), ("removed", 2, None, "tool arguments"),
+        ("inserted", None, 1, "extra"), ("inserted", None, 2, "tool arguments"),
+    ]
+    (td,) = tool_diffs(base, other, d)
+    assert (td.tool, td.other_tool, td.base_seq, td.other_seq) == ("update", "update", 2, 2)
+
+
+def test_a_mixed_pair_keeps_both_tool_names_and_the_cli_does_not_pair_them(capsys, tmp_path):
+    """A trace whose pair mixes two tools (as a caller may build) is labelled with both."""
+    from core.diff import TraceDiff, TraceOp
+    from inspector.cli import main
+
+    base = recording(tool(0, "think", {"thought": "t"}, ""))
+    other = recording(tool(0, "update_passengers", {"id": 1}, "ok"))
+    trace = TraceDiff([TraceOp("removed", "tool", "think", 0, None, "tool arguments", 0)], None,
+                      {"same": 0, "changed": 0, "removed": 1, "inserted": 0}, 1, 1)
+    (td,) = tool_diffs(base, other, trace)
+    assert (td.tool, td.other_tool) == ("think", "update_passengers")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    base.save(a)
+    other.save(b)
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "tool think (base" not in out and "missing" in out and "extra" in out
+
+
 def test_request_and_response_dimensions():
     sys = msg("system", "be brief")
     base = recording(model(0, [sys, msg("user", "hi")], "hello"))
@@ -114,8 +149,8 @@ def test_first_divergence_is_the_earliest_difference():
     base = stream("ABCDE")
     other = stream("ABXDE", results={"D": "changed"})
     d = trace_diff(base, other)
-    # C → X is a paired tool pair (same kind) → tool arguments, before D's changed result
-    assert d.first_divergence == FirstDivergence(2, 2, "tool arguments")
+    # C → X: two different tools are not paired → C missing, before D's changed result
+    assert d.first_divergence == FirstDivergence(2, 2, "missing")
     assert [o.op for o in d.changes()] == ["removed", "inserted", "changed"]
 
 
@@ -153,7 +188,7 @@ def test_empty_runs():
 
 def test_json_shape():
     j = trace_diff(stream("AB"), stream("AC")).to_json()
-    assert j["first_divergence"] == {"base_seq": 1, "replay_seq": 1, "dimension": "tool arguments"}
+    assert j["first_divergence"] == {"base_seq": 1, "replay_seq": 1, "dimension": "missing"}
     assert j["ops"][0] == {"op": "same", "kind": "tool", "name": "A", "base_seq": 0, "other_seq": 0}
     assert set(j) == {"first_divergence", "counts", "kinds", "base_records", "other_records", "ops"}
 
