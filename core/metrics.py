@@ -7,11 +7,16 @@
   (a tool-only capture) counts each tool call as a turn;
 * ``model_calls``, ``tool_calls``, ``tool_errors`` (tool results with an ``error``),
   ``model_errors`` (model records with an ``error``);
-* ``input_tokens``, ``output_tokens`` — sums of ``response.usage``;
-* ``duration_seconds`` — sum of the recorded ``duration_seconds`` of every call;
+* ``input_tokens``, ``output_tokens`` — sums of ``response.usage`` over the model calls
+  that recorded it; when none did, the run totals of ``metadata.usage_totals`` (an
+  importer's mapping of totals the source keeps per run, e.g. SWE-agent's
+  ``model_stats``), else null — *not recorded*, never 0;
+* ``duration_seconds`` — sum of the recorded ``duration_seconds`` of the calls that
+  recorded one; null when no call did;
   ``wall_seconds`` — last ``at`` minus first ``at`` (null without timestamps);
 * ``cost`` — with a price table (:func:`load_price_table`): Σ tokens × price per million
-  tokens, per model; null without a table or when a model has no price;
+  tokens, per model; null when a model has no price or no call recorded usage. Without
+  a table: the recorded ``metadata.usage_totals.cost`` when there is one, else null;
 * ``outcome`` / ``outcome_source`` — from a user predicate ``module:function`` when given
   (``predicate``), else ``metadata.outcome`` (``metadata``), else ``unknown``; booleans
   map to ``success`` / ``failure``;
@@ -58,6 +63,7 @@ __all__ = [
     "run_metrics",
     "run_metrics_row",
     "step_of",
+    "usage_totals",
 ]
 
 RUN_SCHEMA: dict[str, Any] = {
@@ -260,6 +266,24 @@ def _parse_at(at: str | None) -> datetime | None:
         return None
 
 
+def usage_totals(rec: Recording) -> dict[str, Any]:
+    """``metadata.usage_totals`` of ``rec`` (run totals an importer mapped from its source:
+    ``input_tokens``/``output_tokens`` ints, ``cost`` in USD), keeping only well-typed
+    values; ``{}`` when absent or malformed."""
+    raw = rec.metadata.get("usage_totals") if isinstance(rec.metadata, dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for k in ("input_tokens", "output_tokens"):
+        v = raw.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[k] = v
+    v = raw.get("cost")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        out["cost"] = float(v)
+    return out
+
+
 def run_metrics_row(
     rec: Recording,
     label: str = "",
@@ -270,7 +294,9 @@ def run_metrics_row(
     """The :data:`RUN_SCHEMA` row of one recording (see module docstring)."""
     model_calls = tool_calls = tool_errors = model_errors = 0
     tin = tout = 0
+    with_usage = 0  # model calls that recorded usage
     duration = 0.0
+    with_duration = 0  # calls that recorded a duration
     cost: float | None = 0.0 if prices is not None else None
     first = last = None
     for r in rec.records:
@@ -285,10 +311,12 @@ def run_metrics_row(
             i = o = 0
             if r.response is not None and r.response.usage is not None:
                 i, o = r.response.usage.input_tokens, r.response.usage.output_tokens
+                with_usage += 1
             tin += i
             tout += o
-            if r.duration_seconds:
+            if r.duration_seconds is not None:
                 duration += r.duration_seconds
+                with_duration += 1
             if cost is not None:
                 price = prices.get(r.model) or prices.get("*")  # type: ignore[union-attr]
                 if price is None:
@@ -299,8 +327,15 @@ def run_metrics_row(
             tool_calls += 1
             if r.result.error is not None:
                 tool_errors += 1
-            if r.duration_seconds:
+            if r.duration_seconds is not None:
                 duration += r.duration_seconds
+                with_duration += 1
+    tokens_in: int | None = tin
+    tokens_out: int | None = tout
+    if not with_usage:
+        totals = usage_totals(rec)
+        tokens_in, tokens_out = totals.get("input_tokens"), totals.get("output_tokens")
+        cost = totals.get("cost") if prices is None else None
     outcome, source = outcome_of(rec, predicate, label=label)
     return {
         "run": label,
@@ -310,9 +345,9 @@ def run_metrics_row(
         "tool_calls": tool_calls,
         "tool_errors": tool_errors,
         "model_errors": model_errors,
-        "input_tokens": tin,
-        "output_tokens": tout,
-        "duration_seconds": duration,
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "duration_seconds": duration if with_duration else None,
         "wall_seconds": (last - first).total_seconds() if first is not None and last is not None else None,
         "cost": cost,
         "outcome": outcome,

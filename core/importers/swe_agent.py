@@ -15,7 +15,9 @@
 Observations SWE-agent writes when it refuses or aborts an action are tool errors
 (so "jump to first error" lands on them): ``edit_rejected`` ("Your proposed edit has
 introduced new syntax error(s)"), ``syntax_error`` (bash syntax check), ``timeout``,
-``blocked``. ``info`` (exit status, submission, model stats) → metadata; the file
+``blocked``. ``info`` (exit status, submission, model stats) → metadata, and the model
+stats' run totals (tokens sent/received, total cost) also → ``metadata.usage_totals``
+(SWE-agent records no per-call usage; :mod:`core.metrics` reports these totals); the file
 name's stem is the instance id (SWE-agent names files ``<instance_id>.traj``).
 """
 
@@ -53,6 +55,34 @@ def refusal(observation: Any) -> ErrorInfo | None:
             msg = first + ("" if not details else " " + "; ".join(details))
             return ErrorInfo(type=typ, message=msg)
     return None
+
+
+def usage_totals_from_model_stats(stats: Any) -> dict[str, Any] | None:
+    """SWE-agent's ``info.model_stats`` (``tokens_sent``, ``tokens_received``,
+    ``total_cost`` in USD) as the run totals ``metadata.usage_totals`` that
+    :func:`core.metrics.run_metrics_row` uses when no model call recorded its usage:
+    ``{"input_tokens", "output_tokens", "cost", "source": "swe_agent model_stats"}``
+    (a key is left out when the trajectory lacks it or it is not a number; ``None`` when
+    none is there). SWE-agent records the totals per run, not per call."""
+    if not isinstance(stats, dict):
+        return None
+
+    def num(k: str, kind: type) -> Any:
+        v = stats.get(k)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        return kind(v)
+
+    out: dict[str, Any] = {}
+    for src, dst, kind in (("tokens_sent", "input_tokens", int), ("tokens_received", "output_tokens", int),
+                           ("total_cost", "cost", float)):
+        v = num(src, kind)
+        if v is not None:
+            out[dst] = v
+    if not out:
+        return None
+    out["source"] = "swe_agent model_stats"
+    return out
 
 
 class SweAgentImporter(JsonImporter, Importer):
@@ -145,6 +175,9 @@ class SweAgentImporter(JsonImporter, Importer):
                 meta[k] = info[k]
         if doc.get("environment") is not None:
             meta["environment"] = doc["environment"]
+        totals = usage_totals_from_model_stats(info.get("model_stats"))
+        if totals is not None:
+            meta["usage_totals"] = totals
         return b.build(meta, incomplete=incomplete)
 
     def _message(self, b: RunBuilder, m: Any, place: str) -> ChatMessage:

@@ -216,6 +216,11 @@ _CMP_COLS = ("steps_delta", "tool_errors_delta", "input_tokens_delta", "output_t
              "divergence_dimension", "divergence_step")
 
 
+# columns that are null because the recording holds no such figure (not zero)
+_RECORDED_COLS = ("input_tokens", "output_tokens", "duration_seconds")
+_NOT_RECORDED = "not recorded"
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -226,7 +231,8 @@ def _fmt(v: Any) -> str:
 
 def _print_table(rows: list[dict[str, Any]], compare: bool) -> None:
     cols = ("base", "other", *_CMP_COLS) if compare else ("run", *_RUN_COLS)
-    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
+    cells = [[_NOT_RECORDED if c in _RECORDED_COLS and r.get(c) is None else _fmt(r.get(c)) for c in cols]
+             for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(cols)]
     typer.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
     for row in cells:

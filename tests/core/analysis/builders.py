@@ -41,14 +41,14 @@ def msg(role: str, content: Any = None, *, tool_calls: list[tuple[str, str, dict
 
 
 def model(seq: int, messages: list[ChatMessage], reply: ChatMessage | str | None = "done", *,
-          name: str = "m", usage: tuple[int, int] = (0, 0), duration: float | None = None,
+          name: str = "m", usage: tuple[int, int] | None = None, duration: float | None = None,
           error: str | None = None, finish: str = "stop") -> ModelRecord:
     if isinstance(reply, str):
         reply = msg("assistant", reply)
     r = ModelRecord(
         seq=seq, model=name, request=ModelRequest(messages=messages),
         response=ModelResponse(message=reply, finish_reason=finish,
-                               usage=Usage(input_tokens=usage[0], output_tokens=usage[1]))
+                               usage=Usage(input_tokens=usage[0], output_tokens=usage[1]) if usage else None)
         if reply is not None else None,
         error=ErrorInfo(type="ModelError", message=error) if error else None,
         duration_seconds=duration,

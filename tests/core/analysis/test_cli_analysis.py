@@ -116,3 +116,14 @@ def test_audit_final_output_on_one_line_without_escapes(capsys, tmp_path):
     assert main(["audit", str(f)]) == 0
     out = capsys.readouterr().out
     assert "final output (seq 0): line one line two" in out and "\\n" not in out
+
+
+def test_metrics_table_says_not_recorded(capsys, tmp_path):
+    from .builders import model, msg, recording
+
+    f = tmp_path / "run.json"
+    recording(model(0, [msg("user", "hi")], "answer")).save(f)
+    assert main(["metrics", str(f)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].count("not recorded") == 3
+    (row,) = run_json(capsys, "metrics", str(f), "--json")
+    assert row["input_tokens"] is None and row["duration_seconds"] is None

@@ -62,6 +62,42 @@ def test_cost_is_null_without_a_price_for_a_model():
     assert run_metrics([known_run()], prices={"*": {"input": 1e6, "output": 0}}).item(0, "cost") == 30.0
 
 
+def test_unrecorded_tokens_and_durations_are_null_not_zero():
+    """tau-bench / Who&When / SWE-agent record no usage nor durations: null, not 0."""
+    rec = recording(model(0, [msg("user", "go")], "answer"), tool(1, "t", {}, "r"))
+    row = run_metrics([rec]).row(0, named=True)
+    assert row["input_tokens"] is None and row["output_tokens"] is None
+    assert row["duration_seconds"] is None and row["cost"] is None
+    # a recorded zero is still zero
+    zero = recording(model(0, [msg("user", "go")], "answer", usage=(0, 0), duration=0.0))
+    row = run_metrics([zero]).row(0, named=True)
+    assert (row["input_tokens"], row["output_tokens"], row["duration_seconds"]) == (0, 0, 0.0)
+
+
+def test_run_totals_from_metadata_when_no_call_recorded_usage():
+    totals = {"input_tokens": 122612, "output_tokens": 1369, "cost": 1.26719, "source": "swe_agent model_stats"}
+    rec = recording(model(0, [msg("user", "go")], "answer"), metadata={"usage_totals": totals})
+    row = run_metrics([rec]).row(0, named=True)
+    assert (row["input_tokens"], row["output_tokens"], row["cost"]) == (122612, 1369, 1.26719)
+    # per-call usage wins over the totals; a price table prices tokens, not the recorded cost
+    assert run_metrics([known_run(usage_totals=totals)]).item(0, "input_tokens") == 30
+    assert run_metrics([rec], prices={"*": {"input": 1, "output": 1}}).item(0, "cost") is None
+    bad = recording(model(0, [msg("user", "go")], "a"), metadata={"usage_totals": {"input_tokens": "x"}})
+    assert run_metrics([bad]).item(0, "input_tokens") is None
+
+
+def test_swe_agent_model_stats_become_usage_totals():
+    from core.importers.swe_agent import usage_totals_from_model_stats
+
+    rec = Recording.load(Path(__file__).parents[3] / "sample_recordings" / "swe-agent-pydicom-1458.json")
+    assert rec.metadata["usage_totals"] == {"input_tokens": 122612, "output_tokens": 1369, "cost": 1.26719,
+                                            "source": "swe_agent model_stats"}
+    row = run_metrics([rec]).row(0, named=True)
+    assert (row["input_tokens"], row["output_tokens"], row["duration_seconds"]) == (122612, 1369, None)
+    assert usage_totals_from_model_stats({"tokens_sent": True, "api_calls": 3}) is None
+    assert usage_totals_from_model_stats(None) is None
+
+
 def test_metrics_on_a_sample_recording():
     rec = Recording.load(DATA / "sample-agent-fault-corrupted-result.json")
     row = run_metrics([("s", rec)]).row(0, named=True)
