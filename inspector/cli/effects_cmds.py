@@ -65,8 +65,18 @@ def _print_effects(effects: list[Effect] | list[dict[str, Any]], limit: int | No
         typer.echo(f"{e['rank']:>4}  {seq:>5}  {_fmt(o['effect']):>6}  {_fmt(o['spread']):>4}  "
                    f"{_fmt(e['confidence']):>4}  {o['direction']:<9} {e['usable']:>3}/{e['replays']:<3}  "
                    f"{e['description']}")
-    best = rows[0]
     typer.echo("")
+    best = next((e for e in rows if e["usable"] > 0 and e["outcome"]["effect"] is not None), None)
+    if best is None:
+        total = sum(e["replays"] for e in rows)
+        typer.echo(f"no best candidate: none of the {total} replay(s) is usable as evidence, so no call "
+                   "can be ranked above another")
+        reasons = rows[0]["confidence_reasons"]
+        for r in reasons:
+            typer.echo(f"  - e.g. {rows[0]['description']}: {r}")
+        typer.echo("  replays that cannot answer a call from the recording need a live executor "
+                   "(--executor module:function, or 'recorded' when metadata.executor names one)")
+        return
     typer.echo(f"best: {best['summary']}")
     for r in best["confidence_reasons"]:
         typer.echo(f"  - {r}")

@@ -161,3 +161,16 @@ def test_parallel_sweep_in_a_workspace_stores_every_replay(capsys, tmp_path):
         assert sorted(r.id for r in stored) == sorted(r["replay_id"] for r in doc["replays"])
         assert all(ws.diffs(r.id, "causal") for r in stored)
         assert [e["seq"] for e in ws.effects(doc["digest"])] == [e["seq"] for e in doc["effects"]]
+
+
+def test_sweep_without_a_usable_replay_names_no_best(capsys, tmp_path):
+    """A knockout sweep with no executor: every replay diverges at the knocked-out call
+    and cannot answer what follows (comparability none) — nothing may be called best."""
+    rec = Recording.load(TOOL_ERROR)
+    rec.metadata.pop("executor", None)
+    f = tmp_path / "no-executor.json"
+    rec.save(f)
+    assert main(["sweep", str(f), "--strategy", "knockout", "--candidates", "tools", "--no-store"]) == 0
+    out = capsys.readouterr().out
+    assert "best:" not in out
+    assert "no best candidate: none of the" in out and "usable as evidence" in out
