@@ -153,7 +153,7 @@ class TimelineScreen(Screen[None]):
         elif self.errors_only:
             table.empty_message = "no error among the kinds shown (0: show everything)"
         else:
-            table.empty_message = "every kind is hidden (0: show everything)"
+            table.empty_message = "no record of the kinds shown (0: show everything)"
         table.set_view(view, keep_position=keep)
         self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
         self._update_match_info()

@@ -440,13 +440,33 @@ class TimelineTable(ScrollView, can_focus=True):
             out.append(Segment(text[start:], base))
         return out
 
+    #: ``None``: detect 16-colour terminals from the console; tests pin it
+    FORCE_LOW_COLOUR: bool | None = None
+
+    @property
+    def _low_colour(self) -> bool:
+        """16 colours (e.g. ``TERM=xterm``): the cursor row is drawn black on white."""
+        if self.FORCE_LOW_COLOUR is not None:
+            return self.FORCE_LOW_COLOUR
+        return self.app.console.color_system in ("standard", "windows")
+
+    def _finish_row(self, strip: Strip, width: int, base: Style, is_cursor: bool) -> Strip:
+        strip = strip.adjust_cell_length(width, base).crop(0, width)
+        if is_cursor and self._low_colour:
+            over = (Style(color="#000000", bgcolor="#ffffff", bold=True) if self.has_focus
+                    else Style(color="#000000", bgcolor="#808080"))
+            strip = Strip(list(Segment.apply_style(list(strip), post_style=over)), width)
+        return strip
+
     def _row_strip(self, position: int, cols: Columns, width: int, is_cursor: bool, is_match: bool) -> Strip:
         idx = self.index
         base = self._style("")
         if is_cursor:
-            if self.app.console.color_system in ("standard", "windows"):
-                # 16 colours: the theme's cursor colours collapse to low contrast; reverse video reads
-                base = base + Style(reverse=True, bold=self.has_focus)
+            if self._low_colour:
+                # 16 colours: the theme's cursor colours collapse to low contrast: black
+                # on white (grey when the table has no focus) reads in any palette
+                # (applied over every cell at the end, see _finish_row)
+                pass
             else:
                 base = base + self._style("timeline--cursor" if self.has_focus else "timeline--cursor-blurred", partial=False)
         dim = self._style("timeline--dim")
@@ -472,7 +492,7 @@ class TimelineTable(ScrollView, can_focus=True):
             text = text + " " + "─" * max(0, rest - len(text) - 1) if len(text) < rest else text
             segs.append(Segment(label, base + kind_style))
             segs.extend(self._highlight(text[len(label):], base + sep_style, match_style))
-            return Strip(segs, width).adjust_cell_length(width, base).crop(0, width)
+            return self._finish_row(Strip(segs, width), width, base, is_cursor)
         segs.append(Segment(_cell(KIND_LABELS.get(kind, kind), cols.kind) + " ", base + kind_style))
         segs.append(Segment(_cell(idx.names[position], cols.name) + " ", base))
         summary = _cell(idx.summary_of(position), cols.summary)
@@ -490,5 +510,4 @@ class TimelineTable(ScrollView, can_focus=True):
         if cols.tokens:
             tok = idx.tokens[position]
             segs.append(Segment(" " + _cell("" if tok is None else f"{tok:,}", cols.tokens, right=True), base + dim))
-        strip = Strip(segs)
-        return strip.adjust_cell_length(width, base).crop(0, width)
+        return self._finish_row(Strip(segs), width, base, is_cursor)

@@ -15,6 +15,15 @@ REPO = Path(__file__).resolve().parents[2]
 REAL_SAMPLE = REPO / "sample_recordings" / "sample-agent-fault-tool-error.json"
 
 
+@pytest.fixture(autouse=True)
+def _truecolour_cursor(monkeypatch):
+    """The terminal running the tests decides the colour system (``TERM``): pin the
+    cursor style so that snapshots do not depend on it."""
+    from inspector.widgets.timeline_table import TimelineTable
+
+    monkeypatch.setattr(TimelineTable, "FORCE_LOW_COLOUR", False)
+
+
 @pytest.fixture
 def built_path(tmp_path: Path) -> Path:
     return write_recording(tmp_path / "built.json")

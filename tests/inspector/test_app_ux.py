@@ -30,7 +30,11 @@ from inspector.widgets.detail_pane import DetailPane, matched_fields
 from inspector.widgets.filter_bar import FilterBar
 from inspector.widgets.recording_header import RecordingHeader
 from inspector.widgets.timeline_table import Columns, TimelineTable
-from inspector.widgets.transcript import MessageBlock, TranscriptView, arguments_text, message_text
+from inspector.widgets.transcript import (
+    TranscriptView,
+    arguments_text,
+    message_text,
+)
 
 from .test_app_pilot import screen_of, seq_at_cursor, settle
 
@@ -312,3 +316,30 @@ async def test_detail_identity_at_80x24_leaves_room_for_the_tabs(built):
         assert app.screen.query_one("#detail-error").size.height <= 2
         tabs = detail.query_one("#detail-tabs")
         assert tabs.size.height >= 5
+
+
+async def test_moving_while_a_search_runs_keeps_the_cursor(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        s = screen_of(app)
+        s.start_search("pytest")
+        # the result arrives on the event loop: the user presses G first
+        assert str(app.screen.query_one("#match-info").render()) == "searching…"
+        s.table.action_last()
+        last = s.table.cursor
+        await settle(pilot, app)
+        assert s.table.cursor == last  # not yanked back to a match
+        assert s.matches and "match" in str(app.screen.query_one("#match-info").render())
+
+
+async def test_cursor_row_is_black_on_white_in_16_colours(built, monkeypatch):
+    monkeypatch.setattr(TimelineTable, "FORCE_LOW_COLOUR", True)
+    app = InspectorApp(built)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        table = app.screen.query_one(TimelineTable)
+        strip = table.render_line(1 + table.cursor)
+        styles = {(str(seg.style.color), str(seg.style.bgcolor)) for seg in strip if seg.text.strip()}
+        assert styles and all(c.endswith("#000000'>") or "000000" in c for c, _ in styles)
+        assert all("ffffff" in b for _, b in styles)
