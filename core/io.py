@@ -183,7 +183,7 @@ class _MessageMemo:
         out: list[Any] = []
         for j, m in enumerate(raw_msgs):
             content = m.get("content") if type(m) is dict else None
-            if type(content) is not str:
+            if type(content) is not str or type(m.get("role")) is not str:
                 out.append(m)  # validated with the record
                 continue
             key = (m.get("role"), content)
@@ -205,7 +205,7 @@ class _MessageMemo:
     @staticmethod
     def _validate(m: dict[str, Any], record: int, j: int, source: str) -> ChatMessage:
         try:
-            return ChatMessage.model_validate(m)
+            return ChatMessage.model_validate(m, strict=True)
         except ValidationError as exc:
             err = _validation_to_format_error(exc, source, None)
             raise FormatError(
@@ -226,9 +226,16 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
         raise FormatError("'records' must be an array", file=source, path="/records")
     header = {k: v for k, v in doc.items() if k != "records"}
     try:
-        shell = Recording.model_validate(header)
+        shell = Recording.model_validate(header, strict=True)
     except ValidationError as exc:
         raise _validation_to_format_error(exc, source, None) from None
+
+    try:
+        canonical_json(shell.metadata)
+    except CanonicalizationError as exc:
+        raise FormatError(
+            f"value cannot be canonicalized: {exc.reason}", file=source, path="/metadata" + exc.path
+        ) from None
 
     records = []
     validate = _RECORD_ADAPTER.validate_python
@@ -241,7 +248,7 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
             if type(req) is dict and type(req.get("messages")) is list:
                 raw = {**raw, "request": {**req, "messages": memo.messages(req["messages"], i, source)}}
         try:
-            rec = validate(raw)
+            rec = validate(raw, strict=True)
         except ValidationError as exc:
             raise _validation_to_format_error(exc, source, i) from None
         if rec.seq <= prev_seq:
@@ -314,6 +321,19 @@ def _has_huge_integer(raw: bytes) -> bool:
     return False
 
 
+def _suspicious_float(value: Any) -> bool:
+    """True when ``value`` holds an integral float of magnitude ≥ 2**63: what orjson makes
+    of an integer literal beyond 64 bits."""
+    t = type(value)
+    if t is float:
+        return abs(value) >= 9.223372036854776e18 and value.is_integer()
+    if t is dict:
+        return any(_suspicious_float(v) for v in value.values())
+    if t is list:
+        return any(_suspicious_float(v) for v in value)
+    return False
+
+
 def _exact_reparse(raw: bytes, source: str) -> Any:
     def refuse(name: str) -> Any:
         raise FormatError(f"non-standard JSON literal {name}", file=source)
@@ -330,9 +350,11 @@ def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: 
     digest rules this out: the writer never seals such a value.
     """
     doc = parse_json(data, source=source)
-    if isinstance(doc, dict) and doc.get("digest") is None:
+    if isinstance(doc, dict):
         raw = data.encode() if isinstance(data, str) else data
-        if _has_huge_integer(raw):
+        # the digest seals records only: the header is checked whatever it says
+        suspicious = _suspicious_float(doc.get("metadata")) or _suspicious_float(doc.get("session"))
+        if suspicious or (doc.get("digest") is None and _has_huge_integer(raw)):
             doc = _exact_reparse(raw, source)
     return recording_from_dict(doc, source=source, verify_keys=verify_keys)
 
@@ -400,6 +422,10 @@ def refresh_keys(rec: Recording) -> None:
 
 def recording_to_dict(rec: Recording) -> dict[str, Any]:
     """The saved form: header fields, records (``None`` omitted) and the digest."""
+    try:
+        canonical_json(rec.metadata)
+    except CanonicalizationError as exc:
+        raise CanonicalizationError(exc.reason, "/metadata" + exc.path) from None
     records = [r.to_json_obj() for r in rec.records]
     digest = "sha256:" + hashlib.sha256(canonical_json(records)).hexdigest()
     return {

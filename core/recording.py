@@ -105,8 +105,8 @@ _MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
 class Usage(_Model):
     """Token usage of one model call (counts of tokens)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
 
 
 class ErrorInfo(_Model):
@@ -117,6 +117,22 @@ class ErrorInfo(_Model):
 
 
 # --------------------------------------------------------------------------- records
+
+
+def check_rfc3339(v: str | None) -> str | None:
+    """Accept ``None`` or an RFC 3339 date-time (RFC 3339 §5.6: a time and an offset,
+    ``Z`` or ``±hh:mm``); raise ``ValueError`` otherwise."""
+    if v is None:
+        return v
+    try:
+        parsed = datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{v!r} is not an RFC 3339 timestamp") from None
+    if "T" not in v.upper() and " " not in v:
+        raise ValueError(f"{v!r} is not an RFC 3339 timestamp (no time of day)")
+    if parsed.tzinfo is None:
+        raise ValueError(f"{v!r} is not an RFC 3339 timestamp (no offset: add Z or ±hh:mm)")
+    return v
 
 
 class RecordBase(_Model):
@@ -133,13 +149,7 @@ class RecordBase(_Model):
     @field_validator("at")
     @classmethod
     def _rfc3339(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            datetime.fromisoformat(v.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"{v!r} is not an RFC 3339 timestamp") from None
-        return v
+        return check_rfc3339(v)
 
     @property
     def at_datetime(self) -> datetime | None:
@@ -169,7 +179,7 @@ class ToolRecord(RecordBase):
     arguments: Any = Field(default_factory=dict)
     tool_call_id: str | None = None
     result: ToolResult = Field(default_factory=ToolResult)
-    duration_seconds: float | None = None
+    duration_seconds: float | None = Field(default=None, ge=0)
 
     def compute_key(self) -> str:
         """Recompute the canonical key from ``tool`` and ``arguments``."""
@@ -225,7 +235,7 @@ class ModelRecord(RecordBase):
     model: str
     request: ModelRequest = Field(default_factory=ModelRequest)
     response: ModelResponse | None = None
-    duration_seconds: float | None = None
+    duration_seconds: float | None = Field(default=None, ge=0)
     error: ErrorInfo | None = None
 
     def compute_key(self) -> str:
@@ -281,6 +291,11 @@ class SessionInfo(_Model):
     fallback: Literal["error", "live"] = "error"
     created_at: str | None = None
     producer: str | None = None
+
+    @field_validator("created_at")
+    @classmethod
+    def _rfc3339(cls, v: str | None) -> str | None:
+        return check_rfc3339(v)
 
 
 class Recording(_Model):

@@ -378,3 +378,68 @@ def test_integer_beyond_64_bits_is_rejected_not_rounded(tmp_path, saved):
         Recording.load(p)
     assert "18446744073709551616" in str(e.value) and "safe range" in str(e.value)
     assert e.value.path.endswith("/arguments/inode")
+
+
+@pytest.mark.parametrize(
+    "where, value, reason",
+    [
+        ("seq", "3", "valid integer"),
+        ("seq", False, "valid integer"),
+        ("replayed", "yes", "valid boolean"),
+        ("duration_seconds", "1.5", "valid number"),
+        ("duration_seconds", -1.0, "greater than or equal to 0"),
+        ("at", "2026-01-01T00:00:02", "no offset"),
+        ("at", "2026-01-01", "no time of day"),
+    ],
+)
+def test_wrong_types_are_not_coerced(tmp_path, saved, where, value, reason):
+    doc = _doc(saved)
+    doc.pop("digest")
+    doc["records"][3][where] = value
+    p = _write(tmp_path, doc)
+    with pytest.raises(FormatError) as e:
+        Recording.load(p)
+    assert e.value.record == 3 and e.value.path == f"/records/3/{where}"
+    assert reason in str(e.value)
+
+
+def test_non_string_role_is_a_format_error(tmp_path, saved):
+    doc = _doc(saved)
+    doc.pop("digest")
+    doc["records"][2]["request"]["messages"][0]["role"] = []
+    p = _write(tmp_path, doc)
+    with pytest.raises(FormatError) as e:
+        Recording.load(p)
+    assert e.value.path == "/records/2/request/messages/0/role"
+
+
+def test_negative_tokens_rejected(tmp_path, saved):
+    doc = _doc(saved)
+    doc.pop("digest")
+    doc["records"][2]["response"]["usage"]["output_tokens"] = -5
+    p = _write(tmp_path, doc)
+    with pytest.raises(FormatError, match="greater than or equal to 0"):
+        Recording.load(p)
+
+
+@pytest.mark.parametrize("digest", [True, False])
+def test_huge_integer_in_metadata_is_rejected_with_or_without_digest(tmp_path, saved, digest):
+    doc = _doc(saved)
+    if not digest:
+        doc.pop("digest")
+    text = orjson.dumps(doc).decode().replace('"metadata":{', '"metadata":{"x":12345678901234567890123,', 1)
+    p = _write(tmp_path, text.encode())
+    with pytest.raises(FormatError) as e:
+        Recording.load(p)
+    assert e.value.path == "/metadata/x" and "12345678901234567890123" in str(e.value)
+
+
+def test_saving_uncanonicalizable_metadata_fails_before_writing(tmp_path, recording):
+    from core.errors import CanonicalizationError
+
+    recording.metadata["n"] = 2**60
+    p = tmp_path / "r.json"
+    with pytest.raises(CanonicalizationError) as e:
+        recording.save(p)
+    assert e.value.path == "/metadata/n"
+    assert not p.exists()
