@@ -47,7 +47,7 @@ from .io import dumps_recording, recording_to_dict
 from .recording import Recording
 from .replay_record import ReplayRecord
 
-__all__ = ["DEFAULT_DIR", "FILE_NAME", "MIGRATIONS", "SCHEMA_VERSION", "Workspace"]
+__all__ = ["DEFAULT_DIR", "FILE_NAME", "MIGRATIONS", "SCHEMA_VERSION", "NoWorkspace", "Workspace"]
 
 DEFAULT_DIR = ".chassis-inspector"
 FILE_NAME = "workspace.sqlite"
@@ -126,6 +126,17 @@ def _json(obj: Any) -> str:
     return orjson.dumps(obj).decode()
 
 
+class NoWorkspace(WorkspaceError):
+    """A read-only command found no workspace at ``path`` (nothing was stored there yet).
+    The message reads ``no workspace at PATH (…)``; list commands print it and exit 0,
+    commands that need a stored id fail with it (exit 2)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(f"no workspace at {path} (nothing stored yet: sweep, replay and branch new create it;"
+                         " --workspace DIR points elsewhere)")
+
+
 class Workspace:
     """An open workspace database.
 
@@ -142,17 +153,24 @@ class Workspace:
     # ------------------------------------------------------------------ open / close
 
     @classmethod
-    def open(cls, folder: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> Workspace:
+    def open(cls, folder: str | os.PathLike[str] | None = None, *, timeout: float = 30.0,
+             create: bool = True) -> Workspace:
         """Open (creating if needed) ``folder/workspace.sqlite`` (default folder
         ``./.chassis-inspector``) and bring its schema to :data:`SCHEMA_VERSION`.
 
+        ``create=False`` is for commands that only read: a missing workspace is not
+        created (no folder, no file) and :class:`NoWorkspace` is raised instead.
+
         Raises:
+            NoWorkspace: ``create=False`` and there is no ``folder/workspace.sqlite``.
             WorkspaceError: the folder cannot be created, the file is not a SQLite
                 database, or its schema is newer than this program knows.
         """
         folder_p = Path(folder) if folder is not None else Path(DEFAULT_DIR)
         if folder_p.exists() and not folder_p.is_dir():
             raise WorkspaceError(f"{folder_p}: the workspace must be a folder, and this is a file")
+        if not create and not (folder_p / FILE_NAME).is_file():
+            raise NoWorkspace(folder_p)
         try:
             folder_p.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -30,6 +30,7 @@ from core.sweep import CANDIDATE_SETS, STRATEGIES, run_sweep
 from core.workspace import DEFAULT_DIR, Workspace
 
 from .common import echo_err, load_any, print_json
+from .replay_cmds import open_to_read
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -169,7 +170,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Rank the effects of the replays stored in the workspace (per base), store them and print them."""
         predicate = load_predicate(outcome) if outcome else None
-        with Workspace.open(workspace) as ws:
+        if replay is not None or base is not None:
+            opened: Workspace | None = Workspace.open(workspace, create=False)  # NoWorkspace: exit 2
+        else:
+            opened = open_to_read(workspace, json, {"bases": []})
+        if opened is None:
+            return
+        with opened as ws:
             if replay is not None:
                 ws.get_replay(replay)  # WorkspaceError for an unknown id
                 diffs = ws.diffs(replay)

@@ -39,7 +39,7 @@ from core.fixtures import Fixture, load_output_file, parse_scope
 from core.io import atomic_write_bytes
 from core.replay_record import ReplayRecord
 from core.replays import dry_run, resolve_executor, resume_replay, start_replay
-from core.workspace import Workspace
+from core.workspace import NoWorkspace, Workspace
 
 from .common import load_any, print_json
 
@@ -130,6 +130,22 @@ def _print_requirement(req: Any) -> None:
         typer.echo("    nearest recorded call: none (the base never called this tool)")
 
 
+
+def open_to_read(workspace: Path | None, json: bool, empty: Any) -> Workspace | None:
+    """The workspace for a read-only list command, never creating one: ``None`` when there
+    is none, after printing ``no workspace at PATH …`` (on stdout; on stderr with
+    ``--json``, whose stdout gets ``empty``) — nothing stored is not an error (exit 0)."""
+    try:
+        return Workspace.open(workspace, create=False)
+    except NoWorkspace as exc:
+        if json:
+            typer.echo(str(exc), err=True)
+            print_json(empty)
+        else:
+            typer.echo(str(exc))
+        return None
+
+
 def register(app: typer.Typer) -> None:
     branch_app = typer.Typer(help="Create and list branches (checkpoint + interventions + policy).",
                              no_args_is_help=True, rich_markup_mode=None)
@@ -186,11 +202,16 @@ def register(app: typer.Typer) -> None:
     @branch_app.command("list")
     def branch_list(workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
         """List the workspace's branches."""
-        with Workspace.open(workspace) as ws:
+        ws = open_to_read(workspace, json, [])
+        if ws is None:
+            return
+        with ws:
             branches = ws.list_branches()
         if json:
             print_json([b.to_json_obj() for b in branches])
             return
+        if not branches:
+            typer.echo("no branches")
         for b in branches:
             typer.echo(f"{b.id}  at {b.checkpoint}  {len(b.interventions)} intervention(s)  "
                        f"{b.label or ''}  parent {b.parent or '-'}  base {b.base.path}")
@@ -247,7 +268,7 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Resume a paused replay after attaching fixtures (or approving). Exit 0/3/2."""
-        with Workspace.open(workspace) as ws:
+        with Workspace.open(workspace, create=False) as ws:
             record, _ = resume_replay(ws, replay_id, executor=executor)
             events = _write_events(ws, record.id)
         _print_record(record, events, json)
@@ -260,7 +281,7 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Print a replay record."""
-        with Workspace.open(workspace) as ws:
+        with Workspace.open(workspace, create=False) as ws:
             record = ws.get_replay(replay_id)
             f = _events_file(ws, replay_id)
         _print_record(record, f if f.exists() else None, json)
@@ -272,7 +293,7 @@ def register(app: typer.Typer) -> None:
         workspace: WorkspaceOpt = None,
     ) -> None:
         """Write a replay's events (a format-v1 recording) to a file."""
-        with Workspace.open(workspace) as ws:
+        with Workspace.open(workspace, create=False) as ws:
             data = ws.replay_events_bytes(replay_id)
             if data is None:
                 ws.get_replay(replay_id)
@@ -283,11 +304,16 @@ def register(app: typer.Typer) -> None:
     @replay_app.command("list")
     def replay_list(workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
         """List the workspace's replays."""
-        with Workspace.open(workspace) as ws:
+        ws = open_to_read(workspace, json, [])
+        if ws is None:
+            return
+        with ws:
             records = ws.list_replays()
         if json:
             print_json([r.to_json_obj() for r in records])
             return
+        if not records:
+            typer.echo("no replays")
         for r in records:
             typer.echo(f"{r.id}  {r.status:<9} {r.comparability.level:<7} branch {r.branch_id}  {r.base_path or r.base_digest}")
 
@@ -303,7 +329,13 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """List requirements (open work a paused replay waits on), or approve/waive one."""
-        with Workspace.open(workspace) as ws:
+        if approve or waive:
+            ws_or_none: Workspace | None = Workspace.open(workspace, create=False)
+        else:
+            ws_or_none = open_to_read(workspace, json, [])
+        if ws_or_none is None:
+            return
+        with ws_or_none as ws:
             if approve or waive:
                 req = ws.decide_requirement(approve or waive, "satisfied" if approve else "waived")
                 if json:
@@ -385,11 +417,16 @@ def register(app: typer.Typer) -> None:
     @fixture_app.command("list")
     def fixture_list(workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
         """List fixtures."""
-        with Workspace.open(workspace) as ws:
+        ws = open_to_read(workspace, json, [])
+        if ws is None:
+            return
+        with ws:
             fixtures = ws.fixtures()
         if json:
             print_json([f.to_json_obj() for f in fixtures])
             return
+        if not fixtures:
+            typer.echo("no fixtures")
         for f in fixtures:
             typer.echo(f"{f.id}  {f.kind} {f.name}  {f.args_hash or 'any'}  scope {f.scope}  {f.source or ''}")
 

@@ -79,6 +79,10 @@ def test_cli_errors(capsys, tmp_path):
                                                  "--candidates", "some", "--no-store")
     assert "--strategy must be one of" in fails(capsys, "sweep", TOOL_ERROR, "--executor", "recorded",
                                                "--strategy", "x", "--no-store")
+    assert "no workspace at" in fails(capsys, "effects", "--base", SUCCESS, "--workspace", ws)
+    from core.workspace import Workspace
+
+    Workspace.open(ws).close()
     assert "no replay of this recording" in fails(capsys, "effects", "--base", SUCCESS, "--workspace", ws)
     missing = tmp_path / "nope.json"
     assert "nope.json" in fails(capsys, "sweep", missing, "--executor", "recorded")
@@ -89,7 +93,13 @@ def test_cli_errors(capsys, tmp_path):
 
 
 def test_effects_of_an_empty_workspace(capsys, tmp_path):
+    from core.workspace import Workspace
+
     assert run_json(capsys, "effects", "--workspace", tmp_path / "ws", "--json") == {"bases": []}
+    assert main(["effects", "--workspace", str(tmp_path / "ws")]) == 0
+    assert capsys.readouterr().out.startswith(f"no workspace at {tmp_path / 'ws'} (")
+    assert not (tmp_path / "ws").exists()
+    Workspace.open(tmp_path / "ws").close()
     assert main(["effects", "--workspace", str(tmp_path / "ws")]) == 0
     assert "no replays in the workspace" in capsys.readouterr().out
 

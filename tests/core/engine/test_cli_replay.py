@@ -254,3 +254,35 @@ def test_approval_requirement_flow(cwd, capsys):
     done = orjson.loads(out)
     assert done["status"] == "completed" and done["comparability"]["level"] == "full"
     assert done["first_divergence"] is None  # approved: the run is the base's
+
+
+@pytest.mark.parametrize("args", [["replay", "list"], ["branch", "list"], ["fixture", "list"], ["requirements"],
+                                  ["effects"]])
+def test_read_commands_do_not_create_a_workspace(cwd, capsys, args):
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    assert out.startswith("no workspace at .chassis-inspector (")
+    assert not (cwd / ".chassis-inspector").exists()
+    code, out, err = cli(capsys, *args, "--json")
+    assert code == 0 and orjson.loads(out) in ([], {"bases": []}) and "no workspace at" in err
+    assert not (cwd / ".chassis-inspector").exists()
+
+
+@pytest.mark.parametrize("args", [["replay", "show", "rp-x"], ["replay", "resume", "rp-x"],
+                                  ["replay", "events", "rp-x", "-o", "e.json"], ["effects", "--replay", "rp-x"],
+                                  ["requirements", "--approve", "req-x"]])
+def test_commands_needing_a_stored_id_fail_without_a_workspace(cwd, capsys, args):
+    code, out, err = cli(capsys, *args)
+    assert code == 2 and err.startswith("chassis-inspector: no workspace at .chassis-inspector (")
+    assert err.count("\n") == 1
+    assert not (cwd / ".chassis-inspector").exists()
+
+
+def test_empty_workspace_lists_say_so(cwd, capsys):
+    from core.workspace import Workspace
+
+    Workspace.open(cwd / ".chassis-inspector").close()
+    for args, says in ((["replay", "list"], "no replays"), (["branch", "list"], "no branches"),
+                       (["fixture", "list"], "no fixtures"), (["requirements"], "no requirements")):
+        code, out, _ = cli(capsys, *args)
+        assert code == 0 and out.strip() == says
