@@ -28,6 +28,7 @@ rejects — the engine refuses rather than replaying something no provider would
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +55,7 @@ from .recording import (
     ToolRecord,
     ToolResult,
 )
+from .userjson import loads_user_json
 
 __all__ = [
     "BaseRef",
@@ -288,6 +290,9 @@ class Policy(_Model):
 # --------------------------------------------------------------------------- branch
 
 
+_BRANCH_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
 class BaseRef(_Model):
     """The base run of a branch: ``path`` as given and the recording ``digest``."""
 
@@ -309,6 +314,23 @@ class Branch(_Model):
     interventions: list[Intervention] = Field(default_factory=list)
     policy: Policy = Field(default_factory=Policy)
     created_at: str
+
+    @model_validator(mode="after")
+    def _identity(self) -> Branch:
+        for name, value in (("id", self.id), ("parent", self.parent)):
+            if value is not None and not _BRANCH_ID.fullmatch(value):
+                raise ValueError(f"{name} {value!r} is not a branch id (letters, digits, '.', '_', '-'; "
+                                 "no '/', at most 128 characters, not starting with '.')")
+        if self.parent is not None and self.parent == self.id:
+            raise ValueError(f"branch {self.id} cannot be its own parent")
+        try:
+            when = datetime.fromisoformat(self.created_at)
+        except ValueError:
+            when = None
+        if when is None or when.tzinfo is None or "T" not in self.created_at:
+            raise ValueError(f"created_at {self.created_at!r} is not an RFC 3339 date-time "
+                             "(e.g. 2026-01-31T12:00:00Z)")
+        return self
 
     def dumps(self) -> bytes:
         """The branch as indented JSON bytes."""
@@ -349,10 +371,7 @@ def _read_json(path: Path, what: str) -> Any:
         raise BranchError(f"{path}: no such {what} file") from None
     except OSError as exc:
         raise BranchError(f"{path}: cannot read {what} file: {exc.strerror}") from None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise BranchError(f"{path}: line {exc.lineno}, column {exc.colno}: malformed JSON ({exc.msg})") from None
+    return loads_user_json(data, str(path), BranchError)
 
 
 def parse_interventions(obj: Any, *, source: str = "<interventions>") -> list[Any]:
@@ -364,7 +383,7 @@ def parse_interventions(obj: Any, *, source: str = "<interventions>") -> list[An
         if not isinstance(item, dict):
             raise BranchError(f"{source}: intervention {i}: expected a JSON object, got {type(item).__name__}")
         try:
-            out.append(_INTERVENTION.validate_python(item))
+            out.append(_INTERVENTION.validate_python(item, strict=True))
         except ValidationError as exc:
             path, reason = _pydantic_reason(exc)
             raise BranchError(f"{source}: intervention {i} at {path}: {reason}") from None
@@ -382,7 +401,7 @@ def load_policy(path: Path) -> Policy:
     if not isinstance(obj, dict):
         raise BranchError(f"{path}: a policy must be a JSON object")
     try:
-        return Policy.model_validate(obj)
+        return Policy.model_validate(obj, strict=True)
     except ValidationError as exc:
         where, reason = _pydantic_reason(exc)
         raise BranchError(f"{path}: policy at {where}: {reason}") from None
@@ -395,7 +414,7 @@ def branch_from_dict(obj: Any, *, source: str = "<branch>") -> Branch:
     if obj.get("format", "chassis.branch") != "chassis.branch":
         raise BranchError(f"{source}: not a branch file (format {obj.get('format')!r})")
     try:
-        return Branch.model_validate(obj)
+        return Branch.model_validate(obj, strict=True)
     except ValidationError as exc:
         where, reason = _pydantic_reason(exc)
         raise BranchError(f"{source}: at {where}: {reason}") from None
@@ -456,7 +475,8 @@ def validate_branch(branch: Branch, base: Recording) -> None:
     if branch.checkpoint not in by_seq:
         last = base.records[-1].seq if base.records else None
         raise BranchError(
-            f"{branch.base.path}: checkpoint {branch.checkpoint} is not the seq of a record of this base "
+            f"branch {branch.id}: checkpoint {branch.checkpoint} is not the seq of a record of the base "
+            f"{branch.base.path} "
             + (f"(seqs run {base.records[0].seq}..{last})" if last is not None else "(it has no records)")
         )
     cp = branch.checkpoint
@@ -567,15 +587,21 @@ def new_branch(
             base.metadata.get("replay"), dict) else None
         if isinstance(produced_by, dict) and isinstance(produced_by.get("id"), str):
             parent = produced_by["id"]
-    branch = Branch(
-        id=branch_id or "br-" + uuid.uuid4().hex[:12],
-        base=BaseRef(path=str(base_path), digest=base.digest or ""),
-        checkpoint=at,
-        label=label,
-        parent=parent,
-        interventions=list(interventions or []),
-        policy=policy or Policy(),
-        created_at=_now(),
-    )
+    if at < 0:
+        raise BranchError(f"checkpoint {at} is not the seq of a record of {base_path} (seqs are >= 0)")
+    try:
+        branch = Branch(
+            id=branch_id or "br-" + uuid.uuid4().hex[:12],
+            base=BaseRef(path=str(base_path), digest=base.digest or ""),
+            checkpoint=at,
+            label=label,
+            parent=parent,
+            interventions=list(interventions or []),
+            policy=policy or Policy(),
+            created_at=_now(),
+        )
+    except ValidationError as exc:
+        where, reason = _pydantic_reason(exc)
+        raise BranchError(f"new branch of {base_path}: at {where}: {reason}") from None
     validate_branch(branch, base)
     return branch

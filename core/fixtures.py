@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .canonical import args_hash as compute_args_hash
 from .canonical import canonical_hash
 from .errors import CanonicalizationError, FixtureError
 from .recording import ModelRecord, ModelResponse, Recording, ToolRecord, ToolResult
+from .userjson import loads_user_json
 
 __all__ = [
     "Fixture",
@@ -176,10 +176,7 @@ def _read_json(path: Path) -> Any:
         raise FixtureError(f"{path}: no such file") from None
     except OSError as exc:
         raise FixtureError(f"{path}: cannot read file: {exc.strerror}") from None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise FixtureError(f"{path}: line {exc.lineno}, column {exc.colno}: malformed JSON ({exc.msg})") from None
+    return loads_user_json(data, str(path), FixtureError)
 
 
 def _first_error(exc: ValidationError) -> str:

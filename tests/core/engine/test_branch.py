@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 
@@ -153,7 +155,7 @@ def test_targets_validated_against_base(base, at, iv, expected):
 
 
 def test_checkpoint_must_be_a_seq(base):
-    with pytest.raises(BranchError, match=r"base.json: checkpoint 42 is not the seq of a record of this base"):
+    with pytest.raises(BranchError, match=r"checkpoint 42 is not the seq of a record of the base .*base.json"):
         new_branch(base, "base.json", at=42)
 
 
@@ -229,3 +231,62 @@ def test_branch_model_schema_fields():
                                         "policy", "created_at"}
     assert set(Policy.model_fields) >= {"model", "tool", "drift", "max_steps", "temperature", "require_fixtures"}
     assert Policy().require_fixtures is True
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # wrong types are refused, not converted (strict validation)
+        ('{"kind": "tool_result", "seq": true, "result": {"content": 1}}', "intervention 0 at /seq"),
+        ('{"kind": "tool_result", "seq": "8", "result": {"content": 1}}', "intervention 0 at /seq"),
+        # values without a canonical form are refused when the file is read, with the path
+        ('{"kind": "tool_result", "seq": 4, "result": {"content": 9007199254740993}}',
+         "at /result/content: integer 9007199254740993 is outside the I-JSON safe range"),
+        ('{"kind": "tool_result", "seq": 4, "result": {"content": 100000000000000000000000000}}',
+         "at /result/content: integer 100000000000000000000000000 is outside"),
+    ],
+)
+def test_intervention_values_read_exactly_and_strictly(tmp_path, text, expected):
+    p = tmp_path / "iv.json"
+    p.write_text(text)
+    with pytest.raises(BranchError) as err:
+        load_interventions(p)
+    assert str(err.value).startswith(f"{p}: ") and expected in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [({"require_fixtures": "no"}, "policy at /require_fixtures"),
+     ({"max_steps": "5"}, "policy at /max_steps"),
+     ({"max_steps": 2**70}, "at /max_steps: integer 1180591620717411303424 is outside")],
+)
+def test_policy_types_strict(tmp_path, obj, expected):
+    p = tmp_path / "pol.json"
+    p.write_text(json.dumps(obj))
+    with pytest.raises(BranchError) as err:
+        load_policy(p)
+    assert str(err.value).startswith(f"{p}: ") and expected in str(err.value)
+
+
+_GOOD = {"id": "br-1", "base": {"path": "x", "digest": "d"}, "checkpoint": 1, "created_at": "2026-01-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [({"id": "../../etc/passwd"}, "id '../../etc/passwd' is not a branch id"),
+     ({"parent": "br-1"}, "cannot be its own parent"),
+     ({"parent": "a/b"}, "parent 'a/b' is not a branch id"),
+     ({"created_at": "yesterday"}, "created_at 'yesterday' is not an RFC 3339 date-time"),
+     ({"checkpoint": True}, "at /checkpoint")],
+)
+def test_branch_file_identity_validated(tmp_path, change, expected):
+    p = _write(tmp_path, "b.json", {**_GOOD, **change})
+    with pytest.raises(BranchError) as err:
+        load_branch(p)
+    assert str(err.value).startswith(f"{p}: ") and expected in str(err.value)
+    assert load_branch(_write(tmp_path, "ok.json", _GOOD)).id == "br-1"
+
+
+def test_negative_checkpoint_is_a_branch_error(base):
+    with pytest.raises(BranchError, match=r"checkpoint -1 is not the seq of a record of base.json"):
+        new_branch(base, "base.json", at=-1)
