@@ -120,6 +120,23 @@ class PolicyDenied(InspectorError, PermissionError):
         super().__init__(f"tool {tool!r} denied: {reason}")
 
 
+class OutputError(InspectorError, OSError):
+    """An output file could not be written (names the file and the reason).
+
+    Also an ``OSError``, so callers that handle I/O errors keep working.
+    """
+
+    title = "output"
+
+    def __init__(self, file: str, reason: str) -> None:
+        self.file = file
+        self.reason = reason
+        InspectorError.__init__(self, f"{file}: {reason}")
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class BranchError(InspectorError):
     """A branch or intervention is invalid against its base."""
 

@@ -33,7 +33,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from .canonical import _NeedsReference, _prepare, canonical_json
-from .errors import CanonicalizationError, FormatError
+from .errors import CanonicalizationError, FormatError, OutputError
 from .migrate import migrate
 from .recording import (
     FORMAT_NAME,
@@ -447,23 +447,46 @@ def dumps_recording(rec: Recording, *, indent: bool = False) -> bytes:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename.
 
-    A crash at any moment leaves either the old file or the new one, never a mix.
+    A crash at any moment leaves either the old file or the new one, never a mix. Missing
+    folders are created. The file is created with mode 0600.
+
+    Raises:
+        OutputError: the target is a directory or not a regular file (a device, a FIFO),
+            a folder on the way is a file, or the write failed (disk full, permissions) —
+            nothing is left behind.
     """
     target = Path(path)
+    name = str(path)
+    if not target.name:
+        raise OutputError(name or "''", "no file name given")
+    if target.is_dir():
+        raise OutputError(name, "is a directory; give a file name")
+    if target.exists() and not target.is_file():
+        raise OutputError(name, "exists and is not a regular file (a device, FIFO or socket); refusing to replace it")
     folder = target.parent if str(target.parent) else Path(".")
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(name, f"{_first_file_on_path(folder)} is a file, not a folder") from None
+    except OSError as exc:
+        raise OutputError(name, f"cannot create folder {folder}: {exc.strerror or exc}") from None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(name, f"cannot write in {folder}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise OutputError(name, f"cannot write: {exc.strerror or exc}") from None
         raise
     try:
         dfd = os.open(folder, os.O_RDONLY)
@@ -473,6 +496,13 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def _first_file_on_path(folder: Path) -> Path:
+    for parent in [*reversed(folder.parents), folder]:
+        if parent.exists() and not parent.is_dir():
+            return parent
+    return folder
 
 
 def save_recording(

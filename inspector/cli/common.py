@@ -53,3 +53,29 @@ def print_json(obj: object) -> None:
 
 def echo_err(message: str) -> None:
     typer.echo(f"chassis-inspector: {message}", err=True)
+
+
+def check_output(path: Path, *, force: bool, inputs: tuple[Path, ...] = ()) -> None:
+    """Refuse to write ``path`` over an input of the same command (even with --force) or
+    over an existing file without ``--force``. Raises :class:`core.errors.OutputError`."""
+    from core.errors import OutputError
+
+    if not path.name:
+        raise OutputError(str(path) or "''", "no file name given")
+    if path.is_dir():
+        raise OutputError(str(path), "is a directory; give a file name")
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise OutputError(str(path), f"{parent} is a file, not a folder")
+    if path.exists() and not path.is_file():
+        raise OutputError(str(path), "exists and is not a regular file; refusing to replace it")
+    if path.exists():
+        for src in inputs:
+            try:
+                same = src.exists() and path.samefile(src)
+            except OSError:
+                same = False
+            if same:
+                raise OutputError(str(path), f"is the input {src}; choose another output file")
+        if path.is_file() and not force:
+            raise OutputError(str(path), "exists; pass --force to overwrite it")

@@ -16,9 +16,10 @@ import typer
 
 from core.errors import FormatError, SourceImportError
 from core.io import atomic_write_bytes
+
 from core.recording import Recording
 
-from .common import print_json
+from .common import check_output, print_json
 
 EXPORT_FORMATS = ("otlp",)
 
@@ -52,6 +53,7 @@ def register(app: typer.Typer) -> None:
         source_format: Annotated[str | None, typer.Option("--from", help="Source format (default: detected).")] = None,
         compact: Annotated[bool, typer.Option("--compact", help="No indentation.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary (with -o).")] = False,
+        force: Annotated[bool, typer.Option("--force", help="Overwrite OUTPUT if it exists.")] = False,
     ) -> None:
         """Export a run to another format (OTLP JSON for Langfuse / Phoenix / Logfire)."""
         from core.importers.otel import export_otlp, recording_to_otlp
@@ -60,6 +62,8 @@ def register(app: typer.Typer) -> None:
             raise SourceImportError(f"unknown export format {to!r} (known: {', '.join(EXPORT_FORMATS)})")
         if output is not None and output.is_dir():
             raise FormatError("is a directory; give a file name to -o", file=str(output))
+        if output is not None:
+            check_output(output, force=force, inputs=(file,))
         rec, notices = _open(file, run, source_format)
         for n in notices:
             typer.echo(f"chassis-inspector: {n}", err=True)

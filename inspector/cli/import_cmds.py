@@ -21,7 +21,7 @@ import typer
 from core.importers import IMPORTERS, ImportedRun, import_file, select_run
 from core.io import save_recording
 
-from .common import echo_err, print_json
+from .common import check_output, echo_err, print_json
 
 MAX_PRINTED_WARNINGS = 20
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -106,6 +106,8 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2)
             chosen = select_run(runs, run, source=str(src))
             targets = [(runs.index(chosen), chosen, output)]
+        for t in targets:
+            check_output(t[2], force=True, inputs=(src,))  # never the source; --force checked below
         existing = [str(t[2]) for t in targets if t[2].exists()]
         if existing and not force:
             shown = ", ".join(existing[:3]) + (f" and {len(existing) - 3} more" if len(existing) > 3 else "")

@@ -13,7 +13,7 @@ from core.io import atomic_write_bytes, parse_json, recording_to_dict, recording
 from core.migrate import detect_version
 from core.recording import ModelRecord, Recording, ToolRecord
 
-from .common import echo_err, load_any, print_json
+from .common import check_output, echo_err, load_any, print_json
 
 
 def recording_summary(rec: Recording) -> dict[str, Any]:
@@ -147,8 +147,6 @@ def register(app: typer.Typer) -> None:
         doc = parse_json(data, source=source)
         version = detect_version(doc, source=source)
         rec = recording_from_dict(doc, source=source)
-        if output.exists() and not force:
-            echo_err(f"{output} exists; pass --force to overwrite it")
-            raise typer.Exit(2)
+        check_output(output, force=force, inputs=(old,))
         atomic_write_bytes(output, orjson.dumps(recording_to_dict(rec)))
         typer.echo(f"{old}: format version {version} → {rec.format_version}; wrote {output} ({len(rec.records)} records)")

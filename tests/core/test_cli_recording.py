@@ -133,3 +133,45 @@ def test_info_metadata_layout(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "  a_rather_long_metadata_key  value" in out
     assert "  patch" in out and "diff --git a/x b/x ⏎ +line" in out
+
+
+def test_output_safety_across_commands(tmp_path, saved, capsys):
+    """Outputs never replace an input, an existing file without --force, a device or a folder."""
+    a_file = tmp_path / "plain"
+    a_file.write_text("x")
+    cases = [
+        (["migrate", str(saved), "-o", str(saved), "--force"], "is the input"),
+        (["migrate", str(saved), "-o", str(a_file / "x.json")], "is a file, not a folder"),
+        (["migrate", str(saved), "-o", str(tmp_path)], "is a directory"),
+        (["migrate", str(saved), "-o", "/dev/null", "--force"], "not a regular file"),
+        (["export", str(saved), "-o", str(a_file)], "exists; pass --force"),
+        (["export", str(saved), "-o", str(saved), "--force"], "is the input"),
+        (["branch", "new", str(saved), "--at", "2", "-o", str(saved), "--workspace", str(tmp_path / "ws")], "is the input"),
+    ]
+    for args, reason in cases:
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert reason in err and err.count("\n") == 1 and "Traceback" not in err, (args, err)
+    assert a_file.read_text() == "x"
+    assert not (tmp_path / "ws").exists()  # a refused branch leaves no workspace behind
+    Recording.load(saved)
+
+
+def test_atomic_write_reports_write_failures(tmp_path, monkeypatch):
+    import os
+
+    from core.errors import OutputError
+    from core.io import atomic_write_bytes
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    target = tmp_path / "out.json"
+    try:
+        atomic_write_bytes(target, b"{}")
+    except OutputError as exc:
+        assert "No space left on device" in str(exc) and str(target) in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("no OutputError")
+    assert list(tmp_path.iterdir()) == []
