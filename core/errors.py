@@ -9,6 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 
+def printable(name: str) -> str:
+    """``name`` for a one-line message: control characters (newlines in a file name, say)
+    escaped as ``\\n``/``\\xNN``, everything else as is."""
+    if name.isprintable():
+        return name
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
 class InspectorError(Exception):
     """Base of every error the core raises on purpose.
 
@@ -77,7 +85,7 @@ class FormatError(InspectorError, ValueError):
         if self.path:
             where.append(self.path)
         place = " at " + ", ".join(where) if where else ""
-        return f"{self.file or '<input>'}{place}: {self.reason}"
+        return f"{printable(self.file or '<input>')}{place}: {self.reason}"
 
     def with_file(self, file: str) -> "FormatError":
         """Return a copy naming ``file`` (used when a lower layer did not know it)."""
@@ -131,7 +139,7 @@ class OutputError(InspectorError, OSError):
     def __init__(self, file: str, reason: str) -> None:
         self.file = file
         self.reason = reason
-        InspectorError.__init__(self, f"{file}: {reason}")
+        InspectorError.__init__(self, f"{printable(file)}: {reason}")
 
     def __str__(self) -> str:
         return self.message

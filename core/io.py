@@ -366,8 +366,11 @@ def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "a
         FormatError: unreadable file, or any validation failure (names the file).
     """
     source = str(path)
+    p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise FormatError("is not a regular file (a FIFO, device or socket)", file=source)
     try:
-        data = Path(path).read_bytes()
+        data = p.read_bytes()
     except FileNotFoundError:
         raise FormatError("no such file", file=source) from None
     except IsADirectoryError:

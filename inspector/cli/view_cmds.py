@@ -44,6 +44,26 @@ def resolve_recording(file: Path | None) -> Path:
     return default_recording_path() if file is None else file
 
 
+def _check_bindable(host: str, port: int) -> None:
+    """Fail in one line, before starting the server, when ``host:port`` cannot be bound
+    (unknown host name, an address of another machine, a port already in use)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        echo_err(f"--host {host}: cannot resolve ({exc.strerror})")
+        raise typer.Exit(2) from None
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            echo_err(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
+            raise typer.Exit(2) from None
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only accepts connections from this machine.
 
@@ -95,6 +115,9 @@ def register(app: typer.Typer) -> None:
         public: Annotated[bool, typer.Option("--public", help="Allow binding a non-loopback address.")] = False,
     ) -> None:
         """Serve the inspector app in a web browser (textual-serve)."""
+        if not 1 <= port <= 65535:
+            echo_err(f"--port {port} is not a TCP port (1–65535)")
+            raise typer.Exit(2)
         if not is_loopback(host):
             if not public:
                 echo_err(
@@ -105,6 +128,7 @@ def register(app: typer.Typer) -> None:
             echo_err(f"warning: serving on {host}:{port} — the recording is readable by anyone who can reach this address")
         path = resolve_recording(file).resolve()
         _load(path, fast_open=False)  # verify now, with the FormatError line, rather than in the browser
+        _check_bindable(host, port)
         from textual_serve.server import Server
 
         command = f"{shlex.quote(sys.executable)} -m inspector open {shlex.quote(str(path))}"
