@@ -17,7 +17,8 @@ from textual.widgets import Input, Static
 from core.timeline import VIEW_KINDS as RECORD_KINDS
 
 KIND_KEYS = {kind: str(i + 1) for i, kind in enumerate(RECORD_KINDS)}
-#: chip labels when the bar is narrower than :data:`COMPACT_BELOW` cells
+#: chip labels when the bar is narrower than :data:`COMPACT_BELOW` cells (or than the
+#: full chips need next to the search box and the match counter)
 SHORT_NAMES = {"model": "mdl", "tool": "tool", "interrupt": "intr", "snapshot": "snap", "lifecycle": "life"}
 COMPACT_BELOW = 110
 
@@ -104,15 +105,17 @@ class FilterBar(Horizontal):
         :data:`COMPACT_BELOW` cells the chips are short (``1 mdl``, no counts: the header
         has them) so the search box and the match counter keep their room."""
         self._state = (kinds, errors_only, counts)
-        compact = 0 < self.size.width < COMPACT_BELOW
+        labels = {kind: f"{KIND_KEYS[kind]} {kind} {counts.get(kind, 0):,}" for kind in RECORD_KINDS}
+        # full chips + "x errors" + a search box of 24 and a counter of 16 ("51,859 matches")
+        needed = sum(len(lbl) + 3 for k, lbl in labels.items() if counts.get(k, 0)) + 11 + 24 + 16
+        compact = 0 < self.size.width < max(COMPACT_BELOW, needed)
         self.set_class(compact, "-compact")
         for kind in RECORD_KINDS:
             chip = self.query_one(f"#chip-{kind}", Chip)
             chip.set_class(kind in kinds, "on")
             # a kind the recording has none of takes no room (its key still works)
             chip.set_class(not counts.get(kind, 0), "empty")
-            chip.update(f"{KIND_KEYS[kind]} {SHORT_NAMES[kind]}" if compact
-                        else f"{KIND_KEYS[kind]} {kind} {counts.get(kind, 0):,}")
+            chip.update(f"{KIND_KEYS[kind]} {SHORT_NAMES[kind]}" if compact else labels[kind])
         errors = self.query_one("#chip-errors", Chip)
         errors.set_class(errors_only, "on")
         errors.update("x err" if compact else "x errors")

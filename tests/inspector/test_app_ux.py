@@ -343,3 +343,16 @@ async def test_cursor_row_is_black_on_white_in_16_colours(built, monkeypatch):
         styles = {(str(seg.style.color), str(seg.style.bgcolor)) for seg in strip if seg.text.strip()}
         assert styles and all(c.endswith("#000000'>") or "000000" in c for c, _ in styles)
         assert all("ffffff" in b for _, b in styles)
+
+
+async def test_filter_chips_go_compact_when_the_counter_would_not_fit(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=(124, 30)) as pilot:
+        await settle(pilot, app)
+        bar = app.screen.query_one(FilterBar)
+        assert not bar.has_class("-compact")  # small counts: full chips fit
+        big = {"model": 49_949, "tool": 49_949, "interrupt": 100, "snapshot": 1, "lifecycle": 1}
+        bar.set_state(frozenset(big), False, big)
+        await pilot.pause(0.1)
+        assert bar.has_class("-compact")
+        assert app.screen.query_one("#match-info").region.right <= 124
