@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import FormatError, SourceImportError
+from ..errors import FormatError, SourceImportError, InspectorError
 from ..io import load_recording, records_digest
 from ..recording import Recording
 from ._source import TruncatedSourceError, read_head
@@ -144,6 +144,17 @@ def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = Fal
         if recover and exc.recovered:
             return exc.recovered
         raise
+    except InspectorError:
+        raise
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError, UnicodeError) as exc:
+        # A file the importer recognised but whose shape it did not expect somewhere:
+        # reported in one line, never a traceback (ValidationError is a ValueError).
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise FormatError(
+            f"recognised as {name} but has an unexpected shape ({type(exc).__name__}: {detail[:200]}); "
+            f"it may be damaged or from a {name} version the importer does not know",
+            file=str(p),
+        ) from None
 
 
 def select_run(runs: list[ImportedRun], run: str | int | None, *, source: str) -> ImportedRun:
