@@ -79,6 +79,7 @@ from ._llm_api import (
     reassemble_stream,
 )
 from .base import ImportedRun, Importer
+from ._source import TruncatedSourceError
 
 __all__ = ["VcrImporter", "ToolPairer", "finalize_recording", "parse_sse"]
 
@@ -508,6 +509,22 @@ class VcrImporter(Importer):
         doc = _load_cassette(path, data)
         if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
             raise FormatError("not a vcrpy cassette: no 'interactions' list", file=source, path="/interactions")
+        if "version" not in doc and doc["interactions"]:
+            # vcrpy writes `version` after `interactions`: without it the file was cut, and
+            # the last interaction may be cut mid-body. Recover the ones before it.
+            exc = TruncatedSourceError(
+                "truncated vcrpy cassette: no 'version' after the interactions (vcrpy writes it "
+                f"last); {len(doc['interactions']) - 1} complete interaction(s) before the damage",
+                file=source,
+            )
+            kept = doc["interactions"][:-1]
+            if kept:
+                w = Warnings()
+                records, metadata, created = self._convert(kept, w, source)
+                rec = finalize_recording(records, fmt="vcr", path=path, data=data, run_id=path.stem,
+                                         metadata=metadata, warnings=w, created_at=created)
+                exc.recovered = [ImportedRun(run_id=path.stem, recording=rec, warnings=list(w), incomplete=True)]
+            raise exc
         warnings = Warnings()
         records, metadata, created = self._convert(doc["interactions"], warnings, source)
         rec = finalize_recording(

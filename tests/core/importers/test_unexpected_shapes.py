@@ -45,3 +45,19 @@ def test_unexpected_shape_is_a_format_error(tmp_path, capsys, src, damage):
     assert main(["info", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_truncated_cassette_is_reported_and_recoverable(tmp_path, capsys):
+    from core.importers._source import TruncatedSourceError
+
+    src = DATA / "vcr_cassettes" / "pydantic-ai__test_anthropic__test_multiple_parallel_tool_calls.yaml"
+    data = src.read_bytes()
+    cut = tmp_path / "cut.yaml"
+    cut.write_bytes(data[: int(len(data) * 0.9)])
+    with pytest.raises(TruncatedSourceError) as e:
+        import_file(cut)
+    assert "truncated" in str(e.value) and str(cut) in str(e.value)
+    runs = import_file(cut, recover=True)
+    assert len(runs) == 1 and runs[0].incomplete
+    assert main(["import", str(cut), "-o", str(tmp_path / "out.json")]) == 2
+    assert "truncated" in capsys.readouterr().err
