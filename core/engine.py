@@ -37,11 +37,14 @@ pause/error; the *replay events* — themselves a valid format-v1 recording
 ``live_fallback: true``, ``metadata.replay`` linking base and branch and listing each
 non-recorded answer's source); the requirement that paused it; fixture uses.
 
-Determinism: the events hold no replay id and no wall-clock time except for live
-answers, and a resume re-runs the branch from the start with the same inputs (plus the
-live answers of earlier attempts, reused so no side effect is repeated), so resuming
-after attaching fixtures gives byte-identical events to a fresh replay with the same
-fixtures. The replay record lives in :mod:`core.replay_record`, the dry run in
+Determinism: the events hold no replay id and no wall-clock time — an answer the
+executor gave live has ``duration_seconds: null`` in the events, its measured duration is
+kept in :attr:`ReplayOutcome.live_durations` (and the replay record's attempt) — and a
+resume re-runs the branch from the start with the same inputs (plus the live answers of
+earlier attempts, reused so no side effect is repeated), so resuming after attaching
+fixtures gives byte-identical events to a fresh replay with the same fixtures, provided
+the executor answers the same thing to the same call (a deterministic executor, like the
+sample agent's). The replay record lives in :mod:`core.replay_record`, the dry run in
 :mod:`core.dry_run`, and running replays in a workspace (start, resume) in
 :mod:`core.replays`.
 """
@@ -52,7 +55,7 @@ import gc
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -184,7 +187,10 @@ class ReplayOutcome:
     ``first_divergence``, ``error``, ``requirement`` (the one it paused on), ``events``
     (a :class:`Recording`), ``sources`` (``{seq: source}`` for every event record),
     ``fixture_uses``, ``answers`` (count per source), ``steps``, ``output``,
-    ``interventions_applied``."""
+    ``interventions_applied``, ``live_durations`` (``{seq: seconds}`` measured around
+    each executor call this run made — kept here, not in the events, whose live records
+    carry ``duration_seconds: null``; answers reused from an earlier attempt are not
+    measured again)."""
 
     status: str
     stop_reason: str
@@ -199,6 +205,7 @@ class ReplayOutcome:
     steps: int
     output: Any
     interventions_applied: list[int]
+    live_durations: dict[int, float] = field(default_factory=dict)
 
 
 class ReplayEngine:
@@ -274,6 +281,7 @@ class ReplayEngine:
                 self._cursors.setdefault(self._base_key(pos, r), deque()).append(pos)
             self._consumed = bytearray(len(self.base_calls))
             self._live_cache: dict[tuple[str, str], deque[Any]] = {}
+            self._live_durations: dict[int, float] = {}  # seq -> seconds measured this run
             for r in live_cache:
                 if getattr(r, "live_fallback", False) and getattr(r, "key", None):
                     self._live_cache.setdefault((r.kind, r.key), deque()).append(r)
@@ -516,6 +524,7 @@ class ReplayEngine:
         source = ""
         used_pos: int | None = None
         duration: float | None = None
+        live_measured: float | None = None  # kept out of the events (determinism)
         at: str | None = None
         fixture_id: str | None = None
 
@@ -547,7 +556,7 @@ class ReplayEngine:
             cached = self._live_cache.get(("model", key))
             if cached:
                 r = cached.popleft()
-                response, error, duration = r.response, r.error, r.duration_seconds
+                response, error = r.response, r.error
             else:
                 t0 = time.perf_counter()
                 try:
@@ -556,7 +565,7 @@ class ReplayEngine:
                         response = ModelResponse.model_validate(response)
                 except Exception as exc:  # the live model failed: recorded as an error
                     error = ErrorInfo(type=type(exc).__name__, message=str(exc))
-                duration = time.perf_counter() - t0
+                live_measured = time.perf_counter() - t0
             source = "live"
         if not source:
             self._no_answer("model", pos, model, key, request=request)
@@ -580,6 +589,8 @@ class ReplayEngine:
                 pass
         self._append(rec, source)
         self._count(source)
+        if live_measured is not None:
+            self._live_durations[seq] = live_measured
         if fixture_id:
             self._fixture_uses.append({"seq": seq, "fixture_id": fixture_id})
         # alignment: same call as the base at this position, with the base's answer
@@ -626,6 +637,7 @@ class ReplayEngine:
         source = ""
         used_pos: int | None = None
         duration: float | None = None
+        live_measured: float | None = None  # kept out of the events (determinism)
         at: str | None = None
         fixture_id: str | None = None
         if after:
@@ -672,7 +684,7 @@ class ReplayEngine:
             cached = self._live_cache.get(("tool", key))
             if cached:
                 r = cached.popleft()
-                result, duration = r.result, r.duration_seconds
+                result = r.result
             else:
                 t0 = time.perf_counter()
                 try:
@@ -683,12 +695,14 @@ class ReplayEngine:
                     raise
                 except Exception as exc:
                     result = ToolResult(error=ErrorInfo(type=type(exc).__name__, message=str(exc)))
-                duration = time.perf_counter() - t0
+                live_measured = time.perf_counter() - t0
             source = "live"
         if not source:
             self._no_answer("tool", pos, name, key, arguments=arguments, ahash=ahash)
 
         rec = self._emit_tool(pos, name, arguments, tool_call_id, key, result, source, used_pos, duration, at)
+        if live_measured is not None:
+            self._live_durations[rec.seq] = live_measured
         if fixture_id:
             self._fixture_uses.append({"seq": rec.seq, "fixture_id": fixture_id})
         if self.hooks.after is not None:
@@ -953,6 +967,7 @@ class ReplayEngine:
             sources=dict(self._sources), fixture_uses=list(self._fixture_uses),
             answers={k: v for k, v in self._answers.items() if v}, steps=self._step, output=output,
             interventions_applied=sorted(self._applied),
+            live_durations=dict(self._live_durations),
         )
 
     def _comparability(self, status: str, stop_reason: str, error: ReplayErrorInfo | None,

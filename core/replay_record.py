@@ -74,13 +74,16 @@ class ReplayErrorInfo(_Model):
 class Attempt(_Model):
     """One start or resume of a replay: ``number`` (1-based), ``kind`` ``start`` |
     ``resume``, ``started_at`` / ``ended_at`` (RFC 3339), ``outcome`` (the status it
-    ended in, ``running`` while it runs)."""
+    ended in, ``running`` while it runs), ``live_durations`` (``{"SEQ": seconds}``: the
+    time each executor call this attempt made took — wall-clock, so kept here and not in
+    the replay events, which stay byte-identical across attempts)."""
 
     number: int
     kind: Literal["start", "resume"]
     started_at: str
     ended_at: str | None = None
     outcome: str = "running"
+    live_durations: dict[str, float] = Field(default_factory=dict)
 
 
 class ReplayRecord(_Model):

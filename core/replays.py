@@ -94,6 +94,7 @@ def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch,
     outcome = engine.run()
     _record_from_outcome(record, outcome)
     attempt.ended_at, attempt.outcome = _now(), outcome.status
+    attempt.live_durations = {str(k): v for k, v in sorted(outcome.live_durations.items())}
     reqs = [outcome.requirement] if outcome.requirement else []
     ws.save_replay_outputs(record, outcome, reqs)
     return record, outcome

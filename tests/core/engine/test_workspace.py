@@ -294,3 +294,43 @@ def test_in_memory_base_without_digest_can_be_resumed(tmp_path):
         ws.attach_fixture(req.id, {"content": 1}, source="x")
         rec, _ = resume_replay(ws, rec.id)
         assert rec.status == "paused" and len(rec.attempts) == 2
+
+
+def test_resume_equals_fresh_replay_with_live_executor_answers(tmp_path):
+    """docs/replay.md's worked example: the sample agent's executor answers 3 calls live.
+    Their measured durations stay out of the events (kept in the attempts), so the
+    resumed replay's events are byte-identical to a fresh replay with the fixtures."""
+    from core.branch import ToolResultIntervention
+    from core.recording import ToolResult
+
+    src = Path(__file__).resolve().parents[3] / "sample_recordings" / "sample-agent-fault-tool-error.json"
+    base = Recording.load(src)
+    bp = tmp_path / "base.json"
+    base.save(bp)
+    fix = ToolResultIntervention(kind="tool_result", seq=8, result=ToolResult(content={
+        "order_id": "A1001", "sku": "BL-200", "eligible": True, "max_refund": 89.99,
+        "rule": "delivered items reported damaged are refunded in full"}))
+    br = new_branch(base, str(bp), at=8, interventions=[fix],
+                    policy=Policy(model="live", tool="recorded", drift="strict"))
+    answers = [{"content": {"refund_id": "RF-A1001-BL-200", "order_id": "A1001", "sku": "BL-200",
+                            "amount": 89.99, "status": "issued"}},
+               {"content": {"delivered": True, "message_id": "M-1", "customer_id": "C-1001"}}]
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, _ = start_replay(ws, bp, br, executor="recorded")
+        for out in answers:
+            assert rec.status == "paused"
+            [req] = ws.requirements(open_only=True, replay_id=rec.id)
+            ws.attach_fixture(req.id, out, source="answer.json")
+            rec, outcome = resume_replay(ws, rec.id)
+        assert rec.status == "completed" and rec.answers.get("live") == 3
+        resumed = ws.replay_events_bytes(rec.id)
+        live = [r for r in Recording.loads(resumed).records if r.live_fallback]
+        assert len(live) == 3 and all(r.duration_seconds is None for r in live)
+        # measured durations: in the attempts (each attempt measures only the calls it made)
+        measured = {s for a in rec.attempts for s in a.live_durations}
+        assert measured == {str(r.seq) for r in live}
+        assert all(v >= 0 for a in rec.attempts for v in a.live_durations.values())
+        fresh, _ = start_replay(ws, bp, br, executor="recorded")
+        assert fresh.status == "completed"
+        assert ws.replay_events_bytes(fresh.id) == resumed
+        assert set(fresh.attempts[0].live_durations) == measured
