@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from .branch import Branch, branch_from_dict
 from .engine import ReplayOutcome
-from .errors import FixtureError, FormatError, WorkspaceError
+from .errors import BranchError, FixtureError, FormatError, WorkspaceError
 from .fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_scope
 from .io import dumps_recording, recording_to_dict
 from .recording import Recording
@@ -137,6 +138,46 @@ class NoWorkspace(WorkspaceError):
                          " --workspace DIR points elsewhere)")
 
 
+class _Conn(sqlite3.Connection):
+    """A connection whose SQL errors (other than constraint violations, which callers
+    turn into their own messages) become :class:`WorkspaceError` naming the workspace
+    file, the statement's table and SQLite's reason — a damaged workspace (a dropped
+    table, a foreign database) never surfaces as a traceback."""
+
+    ws_path: str = "<workspace>"
+
+    def execute(self, sql: str, params: Any = (), /) -> sqlite3.Cursor:  # type: ignore[override]
+        try:
+            return super().execute(sql, params)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise WorkspaceError(f"{self.ws_path}: {_describe_sql(sql)}: {exc}") from None
+
+    def executemany(self, sql: str, params: Any, /) -> sqlite3.Cursor:  # type: ignore[override]
+        try:
+            return super().executemany(sql, params)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise WorkspaceError(f"{self.ws_path}: {_describe_sql(sql)}: {exc}") from None
+
+
+def _describe_sql(sql: str) -> str:
+    words = sql.split()
+    table = next((words[i + 1] for i, w in enumerate(words[:-1]) if w.upper() in ("FROM", "INTO", "UPDATE")), None)
+    verb = words[0].upper() if words else "SQL"
+    if verb in ("SELECT",):
+        return f"cannot read table {table}" if table else "cannot read"
+    if verb in ("INSERT", "UPDATE", "DELETE"):
+        return f"cannot write table {table}" if table else "cannot write"
+    return "database error"
+
+
+_TABLES = ("meta", "recordings", "branches", "replays", "replay_events", "attempts", "requirements",
+           "fixtures", "diffs", "metrics", "effects")
+
+
 class Workspace:
     """An open workspace database.
 
@@ -177,7 +218,9 @@ class Workspace:
             raise WorkspaceError(f"{folder_p}: cannot create the workspace folder: {exc.strerror}") from None
         path = folder_p / FILE_NAME
         try:
-            conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False,
+                                   factory=_Conn)
+            conn.ws_path = str(path)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -185,6 +228,8 @@ class Workspace:
             raise WorkspaceError(f"{path}: cannot open the workspace database ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise WorkspaceError(f"{path}: not a workspace database ({exc})") from None
+        except WorkspaceError as exc:
+            raise WorkspaceError(f"{path}: not a workspace database ({str(exc).rpartition(': ')[2]})") from None
         ws = cls(path, conn)
         try:
             ws._migrate()
@@ -229,9 +274,22 @@ class Workspace:
     def _migrate(self) -> None:
         c = self._conn
         with self._tx():
+            tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                      if not r[0].startswith("sqlite_")}
+            row = None
+            if "meta" in tables:
+                try:
+                    row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                except WorkspaceError:
+                    row = None
+            if row is None and tables:
+                shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+                raise WorkspaceError(
+                    f"{self.path}: not a chassis-inspector workspace (a SQLite database with tables "
+                    f"{shown} and no workspace schema version in table meta); refusing to use it"
+                )
             c.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            version = int(row[0]) if row else 0
+            version = self._parse_version(row[0]) if row else 0
             if version > SCHEMA_VERSION:
                 raise WorkspaceError(
                     f"{self.path}: schema version {version} is newer than this program's "
@@ -246,12 +304,51 @@ class Workspace:
                 c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(number),))
                 c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                           (f"migration.{number}", f"{_now()} {description}"))
+            present = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            missing = [t for t in _TABLES if t not in present]
+            if missing:
+                raise WorkspaceError(f"{self.path}: the workspace is damaged: table(s) {', '.join(missing)} missing "
+                                     f"(schema version {version})")
+
+    def _parse_version(self, value: Any) -> int:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise WorkspaceError(
+                f"{self.path}: the workspace is damaged: table meta, key schema_version: "
+                f"{value!r} is not a schema version number"
+            ) from None
+
+    def _load(self, text: Any, where: str) -> Any:
+        """Parse a stored JSON column; WorkspaceError naming the file, ``where`` (table
+        and row) and the reason when it is damaged."""
+        try:
+            return orjson.loads(text)
+        except (orjson.JSONDecodeError, TypeError) as exc:
+            raise WorkspaceError(f"{self.path}: the workspace is damaged: {where}: not JSON ({exc})") from None
+
+    def _model(self, cls: Any, text: Any, where: str) -> Any:
+        """Parse and validate a stored JSON row as ``cls`` (WorkspaceError if damaged)."""
+        obj = self._load(text, where)
+        try:
+            return cls.model_validate(obj)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            loc = "/" + "/".join(str(p) for p in err.get("loc", ()))
+            raise WorkspaceError(f"{self.path}: the workspace is damaged: {where}: at {loc}: "
+                                 f"{err.get('msg', 'invalid value')}") from None
+
+    def _unzip(self, blob: Any, where: str) -> bytes:
+        try:
+            return zlib.decompress(blob)
+        except (zlib.error, TypeError) as exc:
+            raise WorkspaceError(f"{self.path}: the workspace is damaged: {where}: not zlib data ({exc})") from None
 
     @property
     def schema_version(self) -> int:
         """The schema version of the open database."""
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        return self._parse_version(row[0]) if row else 0
 
     def check(self) -> list[str]:
         """Integrity and consistency problems (empty when healthy): SQLite's
@@ -267,7 +364,10 @@ class Workspace:
             "LEFT JOIN replay_events e ON e.replay_id = r.id"
         ).fetchall()
         for rid, status, record, has_events, n_attempts in rows:
-            rec = orjson.loads(record)
+            rec = self._load(record, f"table replays, row {rid}, column record")
+            if not isinstance(rec, dict):
+                problems.append(f"replay {rid}: record is not a JSON object")
+                continue
             if status in ("completed", "paused") and not has_events:
                 problems.append(f"replay {rid} is {status} but has no events")
             if status in ("completed", "paused", "failed") and n_attempts != len(rec.get("attempts", [])):
@@ -302,20 +402,39 @@ class Workspace:
         try:
             return Recording.loads(zlib.decompress(row[0]), source=f"workspace recording {row[1] or digest}",
                                    verify_keys=False)
-        except (FormatError, zlib.error) as exc:
+        except (FormatError, zlib.error, TypeError) as exc:
             raise WorkspaceError(f"{self.path}: stored recording {digest} is damaged: {exc}") from None
 
     def list_recordings(self) -> list[dict[str, Any]]:
         """``[{digest, path, records, added_at, metadata}]`` in insertion order."""
         rows = self._conn.execute(
             "SELECT digest, path, records, added_at, metadata FROM recordings ORDER BY rowid").fetchall()
-        return [{"digest": d, "path": p, "records": n, "added_at": a, "metadata": orjson.loads(m)}
+        return [{"digest": d, "path": p, "records": n, "added_at": a,
+                 "metadata": self._load(m, f"table recordings, row {d}, column metadata")}
                 for d, p, n, a, m in rows]
 
     # ------------------------------------------------------------------ branches
 
     def put_branch(self, branch: Branch) -> None:
-        """Insert or replace a branch."""
+        """Store a branch. Storing the same branch again is a no-op; a branch is
+        immutable once stored (replays refer to it by id, and resuming one re-runs it).
+
+        Raises:
+            WorkspaceError: a branch with this id is stored with different content.
+        """
+        row = self._conn.execute("SELECT body FROM branches WHERE id=?", (branch.id,)).fetchone()
+        if row is not None:
+            try:
+                same = branch_from_dict(self._load(row[0], f"table branches, row {branch.id}"),
+                                        source="").to_json_obj() == branch.to_json_obj()
+            except BranchError:
+                same = False
+            if same:
+                return
+            raise WorkspaceError(
+                f"{self.path}: branch {branch.id} already exists in the workspace with different content "
+                "(a stored branch cannot change: give the new branch another id)"
+            )
         with self._tx() as c:
             c.execute(
                 "INSERT OR REPLACE INTO branches(id, base_digest, parent_id, label, checkpoint, created_at, body) "
@@ -329,7 +448,8 @@ class Workspace:
         row = self._conn.execute("SELECT body FROM branches WHERE id=?", (branch_id,)).fetchone()
         if row is None:
             raise WorkspaceError(f"{self.path}: no branch {branch_id!r}")
-        return branch_from_dict(orjson.loads(row[0]), source=f"workspace branch {branch_id}")
+        return branch_from_dict(self._load(row[0], f"table branches, row {branch_id}"),
+                                source=f"{self.path}: table branches, row {branch_id}")
 
     def list_branches(self, base_digest: str | None = None) -> list[Branch]:
         """Branches (of one base when ``base_digest`` is given), oldest first."""
@@ -338,7 +458,8 @@ class Workspace:
         else:
             rows = self._conn.execute("SELECT id, body FROM branches WHERE base_digest=? ORDER BY created_at, rowid",
                                       (base_digest,)).fetchall()
-        return [branch_from_dict(orjson.loads(b), source=f"workspace branch {i}") for i, b in rows]
+        return [branch_from_dict(self._load(b, f"table branches, row {i}"), source=f"{self.path}: table branches, row {i}")
+                for i, b in rows]
 
     # ------------------------------------------------------------------ replays
 
@@ -403,7 +524,7 @@ class Workspace:
         row = self._conn.execute("SELECT record FROM replays WHERE id=?", (replay_id,)).fetchone()
         if row is None:
             raise WorkspaceError(f"{self.path}: no replay {replay_id!r}")
-        return ReplayRecord.model_validate(orjson.loads(row[0]))
+        return self._model(ReplayRecord, row[0], f"table replays, row {replay_id}, column record")
 
     def list_replays(self, *, base_digest: str | None = None, branch_id: str | None = None) -> list[ReplayRecord]:
         """Replay records, oldest first, optionally of one base or one branch."""
@@ -418,20 +539,25 @@ class Workspace:
             args.append(branch_id)
         if cond:
             q += " WHERE " + " AND ".join(cond)
-        q += " ORDER BY created_at, rowid"
-        return [ReplayRecord.model_validate(orjson.loads(r[0])) for r in self._conn.execute(q, args).fetchall()]
+        q = q.replace("SELECT record", "SELECT id, record") + " ORDER BY created_at, rowid"
+        return [self._model(ReplayRecord, r[1], f"table replays, row {r[0]}, column record")
+                for r in self._conn.execute(q, args).fetchall()]
 
     def replay_events(self, replay_id: str) -> Recording | None:
         """The events recording of a replay (``None`` before its first attempt ends)."""
         row = self._conn.execute("SELECT body FROM replay_events WHERE replay_id=?", (replay_id,)).fetchone()
         if row is None:
             return None
-        return Recording.loads(zlib.decompress(row[0]), source=f"workspace events of {replay_id}", verify_keys=False)
+        where = f"table replay_events, row {replay_id}"
+        try:
+            return Recording.loads(self._unzip(row[0], where), source=f"{self.path}: {where}", verify_keys=False)
+        except FormatError as exc:
+            raise WorkspaceError(f"{self.path}: the workspace is damaged: {where}: {exc}") from None
 
     def replay_events_bytes(self, replay_id: str) -> bytes | None:
         """The events recording of a replay as saved JSON bytes (or ``None``)."""
         row = self._conn.execute("SELECT body FROM replay_events WHERE replay_id=?", (replay_id,)).fetchone()
-        return zlib.decompress(row[0]) if row else None
+        return self._unzip(row[0], f"table replay_events, row {replay_id}") if row else None
 
     def attempts(self, replay_id: str) -> list[dict[str, Any]]:
         """Attempt rows of a replay: ``[{number, kind, started_at, ended_at, outcome}]``."""
@@ -459,8 +585,8 @@ class Workspace:
 
     def fixtures(self) -> list[Fixture]:
         """Every fixture, in insertion order."""
-        rows = self._conn.execute("SELECT body FROM fixtures ORDER BY n").fetchall()
-        return [Fixture.model_validate(orjson.loads(r[0])) for r in rows]
+        rows = self._conn.execute("SELECT id, body FROM fixtures ORDER BY n").fetchall()
+        return [self._model(Fixture, r[1], f"table fixtures, row {r[0]}") for r in rows]
 
     def fixture_gateway(self) -> FixtureGateway:
         """A :class:`FixtureGateway` over every stored fixture (scopes applied at match)."""
@@ -471,7 +597,7 @@ class Workspace:
     def requirements(self, *, open_only: bool = False, replay_id: str | None = None) -> list[Requirement]:
         """Requirements, oldest first; only ``open`` ones with ``open_only``; of one
         replay with ``replay_id``."""
-        q = "SELECT body FROM requirements"
+        q = "SELECT id, body FROM requirements"
         cond, args = [], []
         if open_only:
             cond.append("status='open'")
@@ -481,14 +607,15 @@ class Workspace:
         if cond:
             q += " WHERE " + " AND ".join(cond)
         q += " ORDER BY created_at, rowid"
-        return [Requirement.model_validate(orjson.loads(r[0])) for r in self._conn.execute(q, args).fetchall()]
+        return [self._model(Requirement, r[1], f"table requirements, row {r[0]}")
+                for r in self._conn.execute(q, args).fetchall()]
 
     def get_requirement(self, req_id: str) -> Requirement:
         """The requirement ``req_id``. Raises FixtureError if unknown."""
         row = self._conn.execute("SELECT body FROM requirements WHERE id=?", (req_id,)).fetchone()
         if row is None:
             raise FixtureError(f"no requirement {req_id!r} in {self.path}")
-        return Requirement.model_validate(orjson.loads(row[0]))
+        return self._model(Requirement, row[0], f"table requirements, row {req_id}")
 
     def _put_requirement(self, c: sqlite3.Connection, req: Requirement) -> None:
         c.execute("UPDATE requirements SET status=?, body=? WHERE id=?",
@@ -551,7 +678,7 @@ class Workspace:
         if kind is not None:
             q += " AND kind=?"
             args.append(kind)
-        return [{"kind": k, "body": orjson.loads(b)} for k, b in self._conn.execute(q + " ORDER BY n", args)]
+        return [{"kind": k, "body": self._load(b, f"table diffs, replay {replay_id}")} for k, b in self._conn.execute(q + " ORDER BY n", args)]
 
     def put_metrics(self, subject: str, metrics: dict[str, Any]) -> None:
         """Store metrics of a subject (a recording digest or a replay id): numbers go in
@@ -570,7 +697,7 @@ class Workspace:
         out: dict[str, Any] = {}
         for name, value, body in self._conn.execute("SELECT name, value, body FROM metrics WHERE subject=?",
                                                     (subject,)):
-            out[name] = value if body is None else orjson.loads(body)
+            out[name] = value if body is None else self._load(body, f"table metrics, row {subject}/{name}")
         return out
 
     def put_effects(self, base_digest: str, effects: list[Any]) -> None:
@@ -583,5 +710,5 @@ class Workspace:
 
     def effects(self, base_digest: str) -> list[Any]:
         """The ranked effects of a base."""
-        return [orjson.loads(b) for (b,) in self._conn.execute(
+        return [self._load(b, f"table effects, base {base_digest}") for (b,) in self._conn.execute(
             "SELECT body FROM effects WHERE base_digest=? ORDER BY rank", (base_digest,))]
