@@ -42,7 +42,7 @@ def load_any(
     if with_notices:
         return rec, notices
     for n in notices:
-        echo_err(f"notice: {n}")
+        echo_err(n if n.startswith("warning: ") else f"notice: {n}")  # one prefix per line
     return rec
 
 
