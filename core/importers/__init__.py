@@ -26,7 +26,7 @@ from ..errors import FormatError, SourceImportError, InspectorError
 from ..io import load_recording, records_digest
 from ..recording import Recording
 from ._source import TruncatedSourceError, read_head
-from .base import ImportedRun, Importer, ImportWarning
+from .base import ImportedRun, Importer, ImportWarning, group_warnings
 from .inspect_ai import InspectAIImporter
 from .mini_swe_agent import MiniSweAgentImporter
 from .openhands import OpenHandsImporter
@@ -93,6 +93,9 @@ def detect(path: str | Path) -> str:
         FormatError: the file does not exist or is empty.
         SourceImportError: no importer takes it; the message names every format tried
             and its reason, and ``attempts`` maps name → reason.
+        TruncatedSourceError: the file is JSON cut short too early for any importer to
+            recognise (a known format cut that early is returned as that format, whose
+            ``load`` then reports the truncation).
     """
     p = Path(path)
     if not p.exists():
@@ -113,8 +116,38 @@ def detect(path: str | Path) -> str:
         if reason is None:
             return imp.name
         attempts[imp.name] = reason
+    if _is_truncated_json(p, head):
+        for imp in IMPORTERS:
+            try:
+                if imp.sniff_truncated(head):
+                    return imp.name  # its load() reports the truncation, naming the file
+            except Exception:  # a sniffer must never take detection down
+                continue
+        raise TruncatedSourceError(
+            "truncated JSON: the file ends early, before enough of it to tell which format it is "
+            f"(a JSON {'array' if head.lstrip()[:1] == b'[' else 'document'} of {p.stat().st_size} bytes)",
+            file=str(p))
     tried = "; ".join(f"{k}: {v}" for k, v in attempts.items())
     raise SourceImportError(f"{p}: not a recognised agent-run format (tried {tried})", attempts=attempts)
+
+
+def _is_truncated_json(p: Path, head: bytes) -> bool:
+    """Whether ``p`` is a JSON document cut short: the whole file is in ``head``, starts
+    like JSON (``{`` or ``[``) and the parser runs out of input (an unterminated string
+    or container)."""
+    import json
+
+    body = head.lstrip()
+    if body[:1] not in (b"{", b"[") or p.stat().st_size > len(head):
+        return False
+    text = head.decode("utf-8", "surrogateescape")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(text.rstrip()) or "Unterminated string" in exc.msg
+    except (RecursionError, ValueError):
+        return False
+    return False
 
 
 def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = False) -> list[ImportedRun]:
@@ -191,7 +224,8 @@ def open_any(
 
     A Chassis recording is loaded (and verified) as is, with no notice. Any importable
     file is converted in memory; ``notices`` then says so (format, run chosen among
-    how many, each import warning). ``run`` picks a run of a multi-run source (id or
+    how many, the import warnings — each ``warning: …``, near-identical ones grouped by
+    :func:`core.importers.base.group_warnings`). ``run`` picks a run of a multi-run source (id or
     index; default the first). ``verify_keys`` is passed to
     :func:`core.io.load_recording` for native files.
 
@@ -216,5 +250,5 @@ def open_any(
                        f"({runs.index(chosen)} of 0..{len(runs) - 1}); import another with: chassis-inspector import --run ID")
     if chosen.incomplete:
         notices.append("this run is incomplete (the source was cut short)")
-    notices.extend(f"warning: {w}" for w in chosen.warnings)
+    notices.extend(f"warning: {line}" for line in group_warnings(chosen.warnings))
     return chosen.recording, notices

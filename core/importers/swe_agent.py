@@ -124,7 +124,7 @@ class SweAgentImporter(JsonImporter, Importer):
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
         model = _model_name(doc)
         if model == "unknown":
-            b.warn("info", "the model's identity is not recorded in the trajectory; model records say 'unknown'")
+            b.warn("replay_config.agent.model.name", "absent: the model's identity is not recorded in the trajectory; model records say 'unknown'")
         commands = set()
         for m in history:
             if isinstance(m, dict) and m.get("role") == "system" and isinstance(m.get("content"), str):

@@ -52,6 +52,11 @@ class TauBenchImporter(JsonImporter, Importer):
             return None
         return "no tau-bench runs (task_id, reward, traj) near the start"
 
+    def sniff_truncated(self, head: bytes) -> bool:
+        """A cut-short array whose first object has ``task_id`` (its first key in
+        tau-bench's results files)."""
+        return bool(_HEAD.match(head)) and re.search(rb'"task_id"\s*:', head[:4096]) is not None
+
     def convert(self, src: SourceFile, doc: Any) -> list[ImportedRun]:
         if not isinstance(doc, list):
             raise FormatError("not tau-bench results: expected a JSON array of runs", file=src.name, path="/")

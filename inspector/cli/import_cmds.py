@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from core.importers import IMPORTERS, ImportedRun, import_file, select_run
+from core.importers.base import group_warnings
 from core.io import save_recording
 
 from .common import check_output, echo_err, print_json
@@ -50,9 +51,10 @@ def _summary(run: ImportedRun, out: Path | None, index: int) -> dict[str, Any]:
 
 
 def _print_warnings(run: ImportedRun, prefix: str) -> None:
-    for w in run.warnings[:MAX_PRINTED_WARNINGS]:
+    lines = group_warnings(run.warnings)
+    for w in lines[:MAX_PRINTED_WARNINGS]:
         echo_err(f"warning: {prefix}{w}")
-    extra = len(run.warnings) - MAX_PRINTED_WARNINGS
+    extra = len(lines) - MAX_PRINTED_WARNINGS
     if extra > 0:
         echo_err(f"warning: {prefix}… and {extra} more (all are in metadata.source.warnings)")
 

@@ -115,3 +115,58 @@ def test_info_and_timeline_accept_importable_files(capsys) -> None:
 def test_validate_stays_for_native_recordings(capsys) -> None:
     assert main(["validate", str(SWE)]) == 2
     assert "not a Chassis recording" in capsys.readouterr().err
+
+
+OLD_INSPECT = REAL / "inspect_ai" / "log_tool_call_error.json"
+ARGS_MISSING = "the tool call's arguments are not in the source"
+
+
+def test_near_identical_warnings_are_grouped_with_a_count(tmp_path: Path, capsys) -> None:
+    """An old-layout Inspect log warns once per tool call (11×): one line with a count,
+    for import and for a file converted in memory; the stored list keeps them all."""
+    out = tmp_path / "old.json"
+    assert main(["import", str(OLD_INSPECT), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count(ARGS_MISSING) == 1
+    assert f"warning: samples[0].messages[0..10] (11×): {ARGS_MISSING}" in err
+    assert sum(ARGS_MISSING in w for w in load_recording(out).metadata["source"]["warnings"]) == 11
+    assert main(["info", str(OLD_INSPECT)]) == 0
+    err = capsys.readouterr().err
+    assert err.count(ARGS_MISSING) == 1 and "(11×)" in err
+
+
+def test_notices_of_a_converted_file_have_one_prefix(capsys) -> None:
+    for f in (OLD_INSPECT, SWE):
+        assert main(["info", str(f)]) == 0
+        lines = capsys.readouterr().err.splitlines()
+        assert lines and all(line.startswith(("chassis-inspector: notice: ", "chassis-inspector: warning: "))
+                             for line in lines)
+        assert not any("notice: warning:" in line or "warning: info:" in line for line in lines)
+
+
+def test_truncated_known_format_is_reported_as_truncated(tmp_path: Path, capsys) -> None:
+    """A tau-bench file cut so early that no run is complete (not even the keys the
+    format is recognised by): 'truncated', naming the file — not 'not recognised'."""
+    for n in (100, 2000):
+        cut = tmp_path / f"tau-cut-{n}.json"
+        cut.write_bytes(TAU.read_bytes()[:n])
+        assert main(["info", str(cut)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(cut) in err and "truncated" in err
+        assert "not a recognised" not in err
+    other = tmp_path / "cut.json"
+    other.write_text('{"a": [1, 2')
+    assert main(["info", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"{other}: truncated JSON: the file ends early" in err and err.count("\n") == 1
+
+
+def test_group_warnings_rules() -> None:
+    from core.importers.base import ImportWarning as W
+    from core.importers.base import group_warnings
+
+    ws = [W("samples[0]", "old layout"), W("r[1]", "y"), W("r[5]", "y"), W("a[3].b[2]", "x 5"),
+          W("a[4].b[7]", "x 6"), W("r[9]", "y"), W("q", "same"), W("q", "same")]
+    assert group_warnings(ws) == ["samples[0]: old layout", "r[1,5,9] (3×): y", "a[3].b[2] … a[4].b[7] (2×): e.g. x 5",
+                                  "q (2×): same"]
+    assert group_warnings([]) == []
