@@ -57,21 +57,38 @@ def load_executor(spec: str) -> Executor:
 
     Raises:
         ValueError: ``spec`` is not ``module:function``, the module or function does not
-            exist, or the result is not an Executor (message names ``spec``).
+            exist, importing the module or calling the factory raised (or the factory
+            needs arguments), or the result is not an Executor (message names ``spec``,
+            one line).
     """
     import importlib
 
     if ":" not in spec:
         raise ValueError(f"executor {spec!r} must be written module:function")
     mod_name, func_name = spec.split(":", 1)
+    if not mod_name or not func_name:
+        raise ValueError(f"executor {spec!r} must be written module:function")
     try:
         mod = importlib.import_module(mod_name)
     except ImportError as exc:
         raise ValueError(f"executor {spec!r}: cannot import {mod_name!r} ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 — the user's module failed while importing
+        raise ValueError(f"executor {spec!r}: importing {mod_name!r} failed: "
+                         f"{type(exc).__name__}: {_one_line(exc)}") from None
     factory = getattr(mod, func_name, None)
     if factory is None or not callable(factory):
         raise ValueError(f"executor {spec!r}: {mod_name} has no callable {func_name!r}")
-    executor = factory()
+    try:
+        executor = factory()
+    except Exception as exc:  # noqa: BLE001 — the user's factory (raised, or needs arguments)
+        raise ValueError(f"executor {spec!r}: calling {func_name}() failed: "
+                         f"{type(exc).__name__}: {_one_line(exc)} (the factory must take no arguments "
+                         "and return an Executor)") from None
     if not isinstance(executor, Executor):
         raise ValueError(f"executor {spec!r} returned {type(executor).__name__}, not an Executor")
     return executor
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:299] + "…"

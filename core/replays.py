@@ -18,7 +18,7 @@ from .boundary import Executor, load_executor
 from .branch import Branch, validate_branch
 from .dry_run import predict
 from .engine import ReplayEngine, ReplayOutcome, ToolHooks
-from .errors import BranchError, WorkspaceError
+from .errors import BranchError, InspectorError, WorkspaceError
 from .fixtures import Fixture, FixtureGateway, load_fixture_file
 from .recording import Recording
 from .replay_record import (
@@ -68,35 +68,56 @@ def _record_from_outcome(record: ReplayRecord, outcome: ReplayOutcome) -> Replay
     return record
 
 
+def _fail_attempt(ws: Any, record: ReplayRecord, attempt: Attempt, exc: BaseException) -> None:
+    """Mark the attempt and the replay ``failed`` with ``exc`` as the error, and store it
+    (best effort: the original error is what the caller reports)."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    err = ReplayErrorInfo(type=type(exc).__name__, message=message)
+    record.status, record.error, record.stop_reason = "failed", err, "error"
+    record.pause = None
+    record.comparability = Comparability(level="none", reasons=[f"the replay failed: {message}"])
+    record.updated_at = _now()
+    attempt.ended_at, attempt.outcome = _now(), "failed"
+    try:
+        ws.save_replay_outputs(record, None, [])
+    except Exception:  # noqa: BLE001 — the workspace itself failed; the caller reports exc
+        pass
+
+
 def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch, *, kind: str,
-                 executor_spec: str | None, live_cache: Iterable[Any] = (),
+                 executor: Executor | None, executor_name: str | None, live_cache: Iterable[Any] = (),
                  hooks: ToolHooks | None = None, **engine_kw: Any) -> tuple[ReplayRecord, ReplayOutcome]:
+    """Run one attempt. The replay is ``running`` (with its executor named) while it
+    runs, and ends ``completed``, ``paused`` or ``failed`` — on ANY exception the attempt
+    is ended and the replay stored as ``failed`` with the error before it propagates
+    (an error that is not an :class:`~core.errors.InspectorError` is re-raised as a
+    BranchError ``replay RID failed: TYPE: MESSAGE``), so no replay is left ``running``."""
     attempt = Attempt(number=len(record.attempts) + 1, kind=kind, started_at=_now())
     record.attempts.append(attempt)
     record.status = "running"
+    record.executor = executor_name
     record.updated_at = _now()
     ws.save_replay_state(record)
     try:
-        executor, executor_name = resolve_executor(executor_spec, base)
-    except BranchError as exc:
-        executor, executor_name = None, None
-        err = ReplayErrorInfo(type="ExecutorError", message=str(exc))
-        record.status, record.error, record.stop_reason = "failed", err, "error"
-        record.comparability = Comparability(level="none", reasons=[f"the replay failed: {exc}"])
-        attempt.ended_at, attempt.outcome = _now(), "failed"
-        ws.save_replay_outputs(record, None, [])
+        decisions = {r.id: r for r in ws.requirements(replay_id=record.id)}
+        engine = ReplayEngine(base, branch, replay_id=record.id, fixtures=ws.fixture_gateway(),
+                              executor=executor, executor_name=executor_name, decisions=decisions,
+                              live_cache=live_cache, hooks=hooks, **engine_kw)
+        outcome = engine.run()
+        _record_from_outcome(record, outcome)
+        attempt.ended_at, attempt.outcome = _now(), outcome.status
+        attempt.live_durations = {str(k): v for k, v in sorted(outcome.live_durations.items())}
+        reqs = [outcome.requirement] if outcome.requirement else []
+        ws.save_replay_outputs(record, outcome, reqs)
+    except InspectorError as exc:
+        _fail_attempt(ws, record, attempt, exc)
         raise
-    record.executor = executor_name
-    decisions = {r.id: r for r in ws.requirements(replay_id=record.id)}
-    engine = ReplayEngine(base, branch, replay_id=record.id, fixtures=ws.fixture_gateway(),
-                          executor=executor, executor_name=executor_name, decisions=decisions,
-                          live_cache=live_cache, hooks=hooks, **engine_kw)
-    outcome = engine.run()
-    _record_from_outcome(record, outcome)
-    attempt.ended_at, attempt.outcome = _now(), outcome.status
-    attempt.live_durations = {str(k): v for k, v in sorted(outcome.live_durations.items())}
-    reqs = [outcome.requirement] if outcome.requirement else []
-    ws.save_replay_outputs(record, outcome, reqs)
+    except Exception as exc:  # noqa: BLE001 — any failure ends the attempt as failed
+        _fail_attempt(ws, record, attempt, exc)
+        raise BranchError(f"replay {record.id} failed: {type(exc).__name__}: {record.error.message}") from exc
+    except BaseException as exc:  # KeyboardInterrupt, SystemExit: record, then let it through
+        _fail_attempt(ws, record, attempt, exc)
+        raise
     return record, outcome
 
 
@@ -116,12 +137,15 @@ def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: st
 
     Raises:
         FormatError: the base cannot be loaded. BranchError: the branch is invalid
-        against the base, or the executor cannot be loaded (the replay is stored as
-        ``failed`` first).
+        against the base, or the executor cannot be loaded (checked before anything is
+        stored: no replay is created), or the attempt failed unexpectedly (the replay is
+        stored as ``failed`` first).
     """
     if base is None:
         base = Recording.load(base_path)
     validate_branch(branch, base)
+    # resolved before anything is stored: a bad --executor leaves no replay behind
+    executor_obj, executor_name = resolve_executor(executor, base)
     digest = ws.put_recording(base, str(base_path))
     ws.put_branch(branch)
     rid = replay_id or "rp-" + uuid.uuid4().hex[:12]
@@ -133,8 +157,8 @@ def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: st
     record = ReplayRecord(id=rid, base_digest=digest, base_path=str(base_path), branch_id=branch.id,
                           policy=branch.policy, status="queued")
     ws.create_replay(record)
-    return _run_attempt(ws, record, base, branch, kind="start", executor_spec=executor, hooks=hooks,
-                        on_event=on_event, cancel=cancel)
+    return _run_attempt(ws, record, base, branch, kind="start", executor=executor_obj,
+                        executor_name=executor_name, hooks=hooks, on_event=on_event, cancel=cancel)
 
 
 def resume_replay(ws: Any, replay_id: str, *, executor: str | None = None,
@@ -159,9 +183,10 @@ def resume_replay(ws: Any, replay_id: str, *, executor: str | None = None,
     live = [r for r in prev.records if r.live_fallback] if prev is not None else []
     record.error = None
     record.pause = None
-    return _run_attempt(ws, record, base, branch, kind="resume",
-                        executor_spec=executor if executor is not None else record.executor,
-                        live_cache=live, hooks=hooks, on_event=on_event, cancel=cancel)
+    executor_obj, executor_name = resolve_executor(executor if executor is not None else record.executor, base)
+    return _run_attempt(ws, record, base, branch, kind="resume", executor=executor_obj,
+                        executor_name=executor_name, live_cache=live, hooks=hooks, on_event=on_event,
+                        cancel=cancel)
 
 
 def dry_run(ws: Any | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:

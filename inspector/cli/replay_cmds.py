@@ -38,10 +38,11 @@ from core.errors import BranchError, FixtureError
 from core.fixtures import Fixture, load_output_file, parse_scope
 from core.io import atomic_write_bytes
 from core.replay_record import ReplayRecord
+from core.userjson import loads_user_json
 from core.replays import dry_run, resolve_executor, resume_replay, start_replay
 from core.workspace import NoWorkspace, Workspace
 
-from .common import load_any, print_json
+from .common import check_output, load_any, print_json
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -71,6 +72,13 @@ def _write_events(ws: Workspace, replay_id: str) -> Path | None:
     out = _events_file(ws, replay_id)
     atomic_write_bytes(out, data)
     return out
+
+
+def _report_failure(record: ReplayRecord) -> None:
+    """A failed replay exits 2: say why in one line on stderr (stdout keeps the record)."""
+    if record.status == "failed":
+        reason = f"{record.error.type}: {record.error.message}" if record.error else "no reason recorded"
+        typer.echo(f"replay {record.id} failed: {' '.join(reason.split())}", err=True)
 
 
 def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> None:
@@ -169,10 +177,14 @@ def register(app: typer.Typer) -> None:
         label: Annotated[str | None, typer.Option("--label", help="A label for the branch.")] = None,
         parent: Annotated[str | None, typer.Option("--parent", help="Parent branch id.")] = None,
         output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the branch JSON here.")] = None,
+        force: Annotated[bool, typer.Option("--force", help="Overwrite OUTPUT if it exists.")] = False,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
         """Create a branch of BASE at a checkpoint, validated against BASE."""
+        if output is not None:
+            check_output(output, force=force,
+                         inputs=(base, *(intervention or []), *((policy,) if policy else ())))
         rec = load_any(base)
         ivs: list[Any] = []
         for f in intervention or []:
@@ -257,6 +269,7 @@ def register(app: typer.Typer) -> None:
             record, _ = start_replay(ws, base, br, executor=executor, fixtures_path=fixtures, base=rec)
             events = _write_events(ws, record.id)
         _print_record(record, events, json)
+        _report_failure(record)
         raise typer.Exit(record.exit_code)
 
     @replay_app.command("resume")
@@ -272,6 +285,7 @@ def register(app: typer.Typer) -> None:
             record, _ = resume_replay(ws, replay_id, executor=executor)
             events = _write_events(ws, record.id)
         _print_record(record, events, json)
+        _report_failure(record)
         raise typer.Exit(record.exit_code)
 
     @replay_app.command("show")
@@ -291,8 +305,10 @@ def register(app: typer.Typer) -> None:
         replay_id: Annotated[str, typer.Argument(help="Replay id.")],
         output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the events recording.")],
         workspace: WorkspaceOpt = None,
+        force: Annotated[bool, typer.Option("--force", help="Overwrite OUTPUT if it exists.")] = False,
     ) -> None:
         """Write a replay's events (a format-v1 recording) to a file."""
+        check_output(output, force=force)
         with Workspace.open(workspace, create=False) as ws:
             data = ws.replay_events_bytes(replay_id)
             if data is None:
@@ -371,18 +387,15 @@ def register(app: typer.Typer) -> None:
         arguments = None
         h = None
         if args_json is not None:
-            text = args_json
+            text: str | bytes = args_json
             where = "--args-json"
-            if text.startswith("@"):
-                where = text[1:]
+            if args_json.startswith("@"):
+                where = args_json[1:]
                 try:
-                    text = Path(where).read_text()
+                    text = Path(where).read_bytes()
                 except OSError as exc:
                     raise FixtureError(f"{where}: cannot read file: {exc.strerror}") from None
-            try:
-                arguments = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                raise FixtureError(f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})") from None
+            arguments = loads_user_json(text, where, FixtureError)
             h = args_hash(arguments)
         out = load_output_file(output, "tool")
         fx = Fixture(scope=parse_scope(scope), kind="tool", name=tool, args_hash=h, arguments=arguments,

@@ -113,3 +113,97 @@ def test_foreign_sqlite_file_is_not_adopted(cwd, capsys):
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
     assert tables == {"customers"}
+
+
+_EXECUTORS = '''
+import os, signal
+from core.sample_agent import make_executor as _make
+
+def raises():
+    raise RuntimeError("factory exploded")
+
+def needs_args(x):
+    return _make()
+
+def killer():
+    ex = _make()
+    if os.environ.get("KILL_ME") == "1":
+        real = ex.run
+        def run(runtime, task):
+            os.kill(os.getpid(), signal.SIGKILL)
+            return real(runtime, task)
+        ex.run = run
+    return ex
+'''
+
+
+@pytest.fixture()
+def live_branch(cwd, capsys, monkeypatch):
+    (cwd / "bad_executors.py").write_text(_EXECUTORS)
+    monkeypatch.syspath_prepend(str(cwd))
+    Path("pol.json").write_text('{"model": "live", "tool": "live"}')
+    assert cli(capsys, "branch", "new", "base.json", "--at", 0, "--policy", "pol.json", "-o", "b.json")[0] == 0
+    return cwd
+
+
+@pytest.mark.parametrize(
+    ("spec", "expect"),
+    [("nocolon", "'nocolon' must be written module:function"),
+     ("nomod_xyz:fn", "cannot import 'nomod_xyz'"),
+     ("os:getcwd", "returned str, not an Executor"),
+     ("bad_executors:raises", "calling raises() failed: RuntimeError: factory exploded"),
+     ("bad_executors:needs_args", "calling needs_args() failed: TypeError")],
+)
+def test_bad_executor_leaves_no_replay(live_branch, capsys, spec, expect):
+    refused(capsys, "replay", "base.json", "--branch", "b.json", "--executor", spec, expect=expect)
+    code, out, _ = cli(capsys, "replay", "list", "--json")
+    assert code == 0 and orjson.loads(out) == []
+
+
+def test_unexpected_engine_failure_marks_the_replay_failed(cwd, capsys, monkeypatch):
+    from core.engine import ReplayEngine
+
+    assert cli(capsys, "branch", "new", "base.json", "--at", 0, "-o", "b.json")[0] == 0
+
+    def boom(self):
+        raise RuntimeError("engine bug")
+
+    monkeypatch.setattr(ReplayEngine, "run", boom)
+    refused(capsys, "replay", "base.json", "--branch", "b.json", expect="failed: RuntimeError: engine bug")
+    [(rid, status)] = _statuses(cwd / ".chassis-inspector")
+    assert status == "failed"
+    code, out, _ = cli(capsys, "replay", "show", rid, "--json")
+    rec = orjson.loads(out)
+    assert rec["error"] == {"type": "RuntimeError", "message": "engine bug"}
+    assert [a["outcome"] for a in rec["attempts"]] == ["failed"] and rec["attempts"][0]["ended_at"]
+
+
+def test_failed_replay_prints_the_reason_on_stderr(cwd, capsys):
+    Path("pol.json").write_text('{"tool": "live"}')
+    assert cli(capsys, "branch", "new", "base.json", "--at", 0, "--policy", "pol.json", "-o", "b.json")[0] == 0
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--json")
+    assert code == 2 and orjson.loads(out)["status"] == "failed"
+    assert err.count("\n") == 1 and "failed: NoExecutor" in err
+
+
+def test_resume_after_sigkill_uses_the_executor_the_replay_started_with(live_branch):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": f"{live_branch}{os.pathsep}{root}", "KILL_ME": "1"}
+    main_ = ["-c", "import sys; from inspector.cli import main; sys.exit(main(sys.argv[1:]))"]
+    cmd = [sys.executable, *main_, "replay", "base.json", "--branch", "b.json",
+           "--executor", "bad_executors:killer"]
+    p = subprocess.run(cmd, cwd=live_branch, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == -9, p.stderr
+    [(rid, status)] = _statuses(live_branch / ".chassis-inspector")
+    assert status == "running"
+    env["KILL_ME"] = "0"
+    p = subprocess.run([sys.executable, *main_, "replay", "resume", rid, "--json"],
+                       cwd=live_branch, env=env, capture_output=True, text=True, timeout=120)
+    assert "NoExecutor" not in p.stdout + p.stderr
+    rec = orjson.loads(p.stdout)
+    assert rec["executor"] == "bad_executors:killer"
+    assert rec["status"] != "running" and len(rec["attempts"]) == 2
