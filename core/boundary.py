@@ -85,7 +85,7 @@ def load_executor(spec: str) -> Executor:
                          f"{type(exc).__name__}: {_one_line(exc)} (the factory must take no arguments "
                          "and return an Executor)") from None
     if not isinstance(executor, Executor):
-        raise ValueError(f"executor {spec!r} returned {type(executor).__name__}, not an Executor")
+        raise ValueError(f"executor {spec!r} returned {type(executor).__name__}, not an Executor")  # noqa: TRY004
     return executor
 
 

@@ -8,6 +8,7 @@ workspace's current fixtures and decisions. Rules: ``docs/replay.md``.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -78,10 +79,8 @@ def _fail_attempt(ws: Any, record: ReplayRecord, attempt: Attempt, exc: BaseExce
     record.comparability = Comparability(level="none", reasons=[f"the replay failed: {message}"])
     record.updated_at = _now()
     attempt.ended_at, attempt.outcome = _now(), "failed"
-    try:
+    with contextlib.suppress(Exception):  # the workspace itself failed: the caller reports exc
         ws.save_replay_outputs(record, None, [])
-    except Exception:  # noqa: BLE001 — the workspace itself failed; the caller reports exc
-        pass
 
 
 def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch, *, kind: str,
@@ -112,7 +111,7 @@ def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch,
     except InspectorError as exc:
         _fail_attempt(ws, record, attempt, exc)
         raise
-    except Exception as exc:  # noqa: BLE001 — any failure ends the attempt as failed
+    except Exception as exc:  # any failure ends the attempt as failed
         _fail_attempt(ws, record, attempt, exc)
         raise BranchError(f"replay {record.id} failed: {type(exc).__name__}: {record.error.message}") from exc
     except BaseException as exc:  # KeyboardInterrupt, SystemExit: record, then let it through

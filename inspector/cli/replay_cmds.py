@@ -38,8 +38,8 @@ from core.errors import BranchError, FixtureError
 from core.fixtures import Fixture, load_output_file, parse_scope
 from core.io import atomic_write_bytes
 from core.replay_record import ReplayRecord
-from core.userjson import loads_user_json
 from core.replays import dry_run, resolve_executor, resume_replay, start_replay
+from core.userjson import loads_user_json
 from core.workspace import NoWorkspace, Workspace
 
 from .common import check_output, load_any, print_json

@@ -59,7 +59,7 @@ def test_tampered_branch_with_a_stored_id_is_refused(cwd, capsys):
     Path("b.json").write_bytes(orjson.dumps(doc))
     refused(capsys, "replay", "base.json", "--branch", "b.json",
             expect=f"branch {doc['id']} already exists in the workspace with different content")
-    code, out, _ = cli(capsys, "branch", "list", "--json")
+    _, out, _ = cli(capsys, "branch", "list", "--json")
     assert [b.get("label") for b in orjson.loads(out)] == [None]
 
 
@@ -172,7 +172,7 @@ def test_unexpected_engine_failure_marks_the_replay_failed(cwd, capsys, monkeypa
     refused(capsys, "replay", "base.json", "--branch", "b.json", expect="failed: RuntimeError: engine bug")
     [(rid, status)] = _statuses(cwd / ".chassis-inspector")
     assert status == "failed"
-    code, out, _ = cli(capsys, "replay", "show", rid, "--json")
+    _, out, _ = cli(capsys, "replay", "show", rid, "--json")
     rec = orjson.loads(out)
     assert rec["error"] == {"type": "RuntimeError", "message": "engine bug"}
     assert [a["outcome"] for a in rec["attempts"]] == ["failed"] and rec["attempts"][0]["ended_at"]
@@ -196,13 +196,13 @@ def test_resume_after_sigkill_uses_the_executor_the_replay_started_with(live_bra
     main_ = ["-c", "import sys; from inspector.cli import main; sys.exit(main(sys.argv[1:]))"]
     cmd = [sys.executable, *main_, "replay", "base.json", "--branch", "b.json",
            "--executor", "bad_executors:killer"]
-    p = subprocess.run(cmd, cwd=live_branch, env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(cmd, cwd=live_branch, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert p.returncode == -9, p.stderr
     [(rid, status)] = _statuses(live_branch / ".chassis-inspector")
     assert status == "running"
     env["KILL_ME"] = "0"
     p = subprocess.run([sys.executable, *main_, "replay", "resume", rid, "--json"],
-                       cwd=live_branch, env=env, capture_output=True, text=True, timeout=120)
+                       cwd=live_branch, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert "NoExecutor" not in p.stdout + p.stderr
     rec = orjson.loads(p.stdout)
     assert rec["executor"] == "bad_executors:killer"
