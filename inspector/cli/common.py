@@ -36,12 +36,12 @@ def load_any(
     if not convert:
         rec = load_recording(path, verify_keys=verify_keys)
         return (rec, []) if with_notices else rec
-    from core.importers import open_any
+    from core.importers import group_notices, open_any
 
     rec, notices = open_any(path, verify_keys=verify_keys)
     if with_notices:
         return rec, notices
-    for n in notices:
+    for n in group_notices(notices):
         echo_err(n if n.startswith("warning: ") else f"notice: {n}")  # one prefix per line
     return rec
 
