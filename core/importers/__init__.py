@@ -44,6 +44,7 @@ __all__ = [
     "Importer",
     "TruncatedSourceError",
     "detect",
+    "group_notices",
     "get_importer",
     "import_file",
     "open_any",
@@ -190,6 +191,27 @@ def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = Fal
         ) from None
 
 
+def group_notices(notices: list[str]) -> list[str]:
+    """``notices`` of :func:`open_any` for printing: the ``warning: PLACE: MESSAGE`` ones
+    folded by :func:`core.importers.base.group_warnings` (near-identical warnings → one
+    line with a count), placed where the first warning was; other notices unchanged."""
+    out: list[str] = []
+    pending: list[ImportWarning] = []
+    at = -1
+    for n in notices:
+        if n.startswith("warning: "):
+            place, sep, message = n[len("warning: "):].partition(": ")
+            pending.append(ImportWarning(place, message) if sep else ImportWarning("", place))
+            if at < 0:
+                at = len(out)
+        else:
+            out.append(n)
+    if pending:
+        lines = [line.removeprefix(": ") for line in group_warnings(pending)]
+        out[at:at] = [f"warning: {line}" for line in lines]
+    return out
+
+
 def select_run(runs: list[ImportedRun], run: str | int | None, *, source: str) -> ImportedRun:
     """Pick one run by id or index (``None`` → the first).
 
@@ -224,8 +246,9 @@ def open_any(
 
     A Chassis recording is loaded (and verified) as is, with no notice. Any importable
     file is converted in memory; ``notices`` then says so (format, run chosen among
-    how many, the import warnings — each ``warning: …``, near-identical ones grouped by
-    :func:`core.importers.base.group_warnings`). ``run`` picks a run of a multi-run source (id or
+    how many, each import warning as ``warning: PLACE: MESSAGE`` — one per warning, so
+    a caller can count them; :func:`group_notices` folds near-identical ones for
+    printing). ``run`` picks a run of a multi-run source (id or
     index; default the first). ``verify_keys`` is passed to
     :func:`core.io.load_recording` for native files.
 
@@ -250,5 +273,5 @@ def open_any(
                        f"({runs.index(chosen)} of 0..{len(runs) - 1}); import another with: chassis-inspector import --run ID")
     if chosen.incomplete:
         notices.append("this run is incomplete (the source was cut short)")
-    notices.extend(f"warning: {line}" for line in group_warnings(chosen.warnings))
+    notices.extend(f"warning: {w}" for w in chosen.warnings)
     return chosen.recording, notices

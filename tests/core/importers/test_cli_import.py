@@ -170,3 +170,17 @@ def test_group_warnings_rules() -> None:
     assert group_warnings(ws) == ["samples[0]: old layout", "r[1,5,9] (3×): y", "a[3].b[2] … a[4].b[7] (2×): e.g. x 5",
                                   "q (2×): same"]
     assert group_warnings([]) == []
+
+
+def test_open_any_keeps_one_notice_per_warning_and_group_notices_folds_them() -> None:
+    from core.importers import group_notices, open_any
+
+    _, notices = open_any(OLD_INSPECT)
+    assert sum(n.startswith("warning: ") for n in notices) == 12  # the app counts these
+    grouped = group_notices(notices)
+    assert grouped[0].startswith("converted from inspect_ai")
+    assert grouped[1:] == [
+        "warning: samples[0]: old layout: no events; calls reconstructed from the sample's messages "
+        "(no timestamps, durations or usage)",
+        f"warning: samples[0].messages[0..10] (11×): {ARGS_MISSING}; imported without a key: replay cannot match it",
+    ]
