@@ -132,6 +132,7 @@ class DetailPane(Vertical):
         except FormatError as exc:
             entries, note = [], f"✗ {exc}"
         view = self.query_one(TranscriptView)
+        view.term = self.term
         view.show(entries, note)
 
     def _identity_text(self, index: TimelineIndex, position: int) -> Text:

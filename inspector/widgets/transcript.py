@@ -23,6 +23,8 @@ from core.timeline import TranscriptEntry, one_line
 FOLD_LINES = 8
 #: a thinking part is shown folded to this many characters (and 3 lines) until z
 THINKING_CHARS = 160
+#: the search text in the transcript (as in the timeline's summaries)
+MATCH_STYLE = "bold #000000 on #e0c000"
 
 
 def _fold(lines: list[str], expanded: bool, limit: int = FOLD_LINES) -> tuple[list[str], int]:
@@ -140,9 +142,12 @@ class MessageBlock(Static):
     MessageBlock.current { border: double #4fb0b0; }
     """
 
-    def __init__(self, entry: TranscriptEntry, expanded: bool) -> None:
+    def __init__(self, entry: TranscriptEntry, expanded: bool, term: str = "") -> None:
         role = entry.message.role if entry.message.role in (*STANDARD_ROLES, "interrupt") else "other"
         body, _ = message_text(entry.message, expanded)
+        if term:
+            # why the record matched the search: the term marked where it shows
+            body.highlight_words([term], style=MATCH_STYLE, case_sensitive=False)
         super().__init__(body, classes=f"role-{role}" + (" current" if entry.current else ""))
         title = entry.message.role if role != "other" else f"other ({entry.message.role})"
         if entry.message.name:
@@ -153,6 +158,8 @@ class MessageBlock(Static):
             title += f" — {entry.caption}"
         self.border_title = title
         self.entry = entry
+        #: the rendered body (rich Text)
+        self.body = body
 
 
 class TranscriptView(VerticalScroll, can_focus=True):
@@ -169,6 +176,8 @@ class TranscriptView(VerticalScroll, can_focus=True):
         super().__init__(id=id, classes=classes)
         self._entries: list[TranscriptEntry] = []
         self._note = ""
+        #: the search text, highlighted in the messages
+        self.term = ""
 
     def show(self, entries: list[TranscriptEntry], note: str = "") -> None:
         """Replace the transcript with ``entries`` under an explanatory ``note``; the
@@ -194,7 +203,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
             widgets: list[Static] = []
             if self._note:
                 widgets.append(Static(Text(self._note), classes="transcript--note"))
-            widgets.extend(MessageBlock(e, self.expanded) for e in self._entries)
+            widgets.extend(MessageBlock(e, self.expanded, self.term) for e in self._entries)
             mounted = self.mount_all(widgets)
 
         async def scroll() -> None:

@@ -31,6 +31,7 @@ from inspector.widgets.filter_bar import FilterBar
 from inspector.widgets.recording_header import RecordingHeader
 from inspector.widgets.timeline_table import Columns, TimelineTable
 from inspector.widgets.transcript import (
+    MessageBlock,
     TranscriptView,
     arguments_text,
     message_text,
@@ -356,3 +357,32 @@ async def test_filter_chips_go_compact_when_the_counter_would_not_fit(built):
         await pilot.pause(0.1)
         assert bar.has_class("-compact")
         assert app.screen.query_one("#match-info").region.right <= 124
+
+
+async def test_search_term_is_highlighted_in_the_transcript(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash", *"zebra-quartz", "enter")
+        await settle(pilot, app)
+        await pilot.press("t")
+        await settle(pilot, app)
+        await pilot.pause(0.2)
+        blocks = list(app.screen.query_one(TranscriptView).query(MessageBlock))
+        current = [b for b in blocks if b.entry.current][-1]
+        body = current.body
+        marked = [body.plain[sp.start:sp.end] for sp in body.spans if "e0c000" in str(sp.style)]
+        assert marked and all(m.lower() == "zebra-quartz" for m in marked)
+
+
+async def test_palette_icon_is_plain_in_the_browser(built, monkeypatch):
+    from textual.command import SearchIcon
+
+    monkeypatch.setattr(InspectorApp, "is_web", property(lambda self: True))
+    app = InspectorApp(built)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        icons = list(app.screen.query(SearchIcon))
+        assert icons and all(i.icon == "›" for i in icons)
