@@ -32,11 +32,13 @@ from core.branch import (
     load_policy,
     new_branch,
     save_branch,
+    validate_branch,
 )
 from core.canonical import args_hash
-from core.errors import BranchError, FixtureError
+from core.errors import BranchError, FixtureError, WorkspaceError
 from core.fixtures import Fixture, load_output_file, parse_scope
 from core.io import atomic_write_bytes
+from core.recording import Recording
 from core.replay_record import ReplayRecord
 from core.replays import dry_run, resolve_executor, resume_replay, start_replay
 from core.userjson import loads_user_json
@@ -116,10 +118,25 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> N
         echo(f"events          {events}")
 
 
-def _resolve_branch(ws: Workspace, spec: str) -> Branch:
+def _resolve_branch(ws: Workspace, spec: str, base: Recording, base_path: Path) -> Branch:
+    """The branch of ``--branch``: a branch file (validated against BASE and the
+    workspace, errors naming the file) or a stored branch id."""
     p = Path(spec)
     if p.exists():
-        return load_branch(p)
+        br = load_branch(p)
+        if br.base.digest and br.base.digest != base.digest:
+            raise BranchError(f"{p}: branch {br.id} was made from base {br.base.digest}, "
+                              f"but {base_path} is {base.digest}")
+        if br.parent is not None:
+            try:
+                ws.get_branch(br.parent)
+            except WorkspaceError:
+                raise BranchError(f"{p}: parent {br.parent!r} is not a branch of the workspace {ws.path}") from None
+        try:
+            validate_branch(br, base)
+        except BranchError as exc:
+            raise BranchError(f"{p}: {exc}") from None
+        return br
     if spec.endswith(".json"):
         raise BranchError(f"{spec}: no such branch file")
     return ws.get_branch(spec)
@@ -246,7 +263,7 @@ def register(app: typer.Typer) -> None:
         """Replay a branch of BASE. Exit 0 completed, 3 paused, 2 failed."""
         rec = load_any(base)
         with Workspace.open(workspace) as ws:
-            br = _resolve_branch(ws, branch)
+            br = _resolve_branch(ws, branch, rec, base)
             if br.base.digest and br.base.digest != rec.digest:
                 raise BranchError(f"branch {br.id} was made from base {br.base.digest}, but {base} is {rec.digest}")
             if dry_run_:

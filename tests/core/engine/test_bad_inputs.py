@@ -207,3 +207,34 @@ def test_resume_after_sigkill_uses_the_executor_the_replay_started_with(live_bra
     rec = orjson.loads(p.stdout)
     assert rec["executor"] == "bad_executors:killer"
     assert rec["status"] != "running" and len(rec["attempts"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "expect"),
+    [({"checkpoint": 99999}, "b2.json: branch br-edit: checkpoint 99999 is not the seq of a record of the base"),
+     ({"parent": "br-unknown"}, "b2.json: parent 'br-unknown' is not a branch of the workspace"),
+     ({"id": "../../etc/passwd"}, "b2.json: at /: id '../../etc/passwd' is not a branch id"),
+     ({"created_at": "yesterday"}, "b2.json: at /: created_at 'yesterday' is not an RFC 3339")],
+)
+def test_branch_file_errors_name_the_branch_file(cwd, capsys, change, expect):
+    assert cli(capsys, "branch", "new", "base.json", "--at", 0, "-o", "b.json")[0] == 0
+    doc = {**orjson.loads(Path("b.json").read_bytes()), "id": "br-edit", **change}
+    Path("b2.json").write_bytes(orjson.dumps(doc))
+    refused(capsys, "replay", "base.json", "--branch", "b2.json", expect=expect)
+    assert cli(capsys, "replay", "list", "--json")[1].strip() == "[]"
+
+
+def test_negative_checkpoint_and_undecodable_args_file(cwd, capsys):
+    refused(capsys, "branch", "new", "base.json", "--at", -1, expect="checkpoint -1 is not the seq of a record")
+    Path("out.json").write_text('{"content": 1}')
+    Path("garbage.bin").write_bytes(b"\xff\xfe\x00\x81garbage")
+    refused(capsys, "fixture", "add", "--tool", "t", "--args-json", "@garbage.bin", "--output", "out.json",
+            expect="garbage.bin: not UTF-8 text")
+    refused(capsys, "fixture", "add", "--tool", "t", "--args-json", '{"n": 100000000000000000000000000}',
+            "--output", "out.json", expect="--args-json: at /n: integer 100000000000000000000000000 is outside")
+    Path("big.json").write_text('{"content": 9007199254740993}')
+    refused(capsys, "fixture", "add", "--tool", "t", "--any", "--output", "big.json",
+            expect="big.json: at /content: integer 9007199254740993 is outside")
+    Path("iv.json").write_text('{"kind": "tool_result", "seq": 4, "result": {"content": 9007199254740993}}')
+    refused(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "iv.json",
+            expect="iv.json: at /result/content: integer 9007199254740993")
