@@ -272,7 +272,7 @@ def test_read_commands_do_not_create_a_workspace(cwd, capsys, args):
                                   ["replay", "events", "rp-x", "-o", "e.json"], ["effects", "--replay", "rp-x"],
                                   ["requirements", "--approve", "req-x"]])
 def test_commands_needing_a_stored_id_fail_without_a_workspace(cwd, capsys, args):
-    code, out, err = cli(capsys, *args)
+    code, _, err = cli(capsys, *args)
     assert code == 2 and err.startswith("chassis-inspector: no workspace at .chassis-inspector (")
     assert err.count("\n") == 1
     assert not (cwd / ".chassis-inspector").exists()

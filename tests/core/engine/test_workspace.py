@@ -321,7 +321,7 @@ def test_resume_equals_fresh_replay_with_live_executor_answers(tmp_path):
             assert rec.status == "paused"
             [req] = ws.requirements(open_only=True, replay_id=rec.id)
             ws.attach_fixture(req.id, out, source="answer.json")
-            rec, outcome = resume_replay(ws, rec.id)
+            rec, _ = resume_replay(ws, rec.id)
         assert rec.status == "completed" and rec.answers.get("live") == 3
         resumed = ws.replay_events_bytes(rec.id)
         live = [r for r in Recording.loads(resumed).records if r.live_fallback]

@@ -180,7 +180,7 @@ def test_open_any_keeps_one_notice_per_warning_and_group_notices_folds_them() ->
     grouped = group_notices(notices)
     assert grouped[0].startswith("converted from inspect_ai")
     assert grouped[1:] == [
-        "warning: samples[0]: old layout: no events; calls reconstructed from the sample's messages "
-        "(no timestamps, durations or usage)",
+        ("warning: samples[0]: old layout: no events; calls reconstructed from the sample's messages "
+         "(no timestamps, durations or usage)"),
         f"warning: samples[0].messages[0..10] (11×): {ARGS_MISSING}; imported without a key: replay cannot match it",
     ]
