@@ -188,8 +188,56 @@ _EXECUTORS: dict[str, Any] = {}
 _PREDICATES: dict[str, Any] = {}
 
 
-def _init_worker(data: bytes, digest: str, path: str) -> None:
-    """Worker-process initializer: parse the base once per process (not once per task)."""
+MAX_REPEAT = 1000
+"""Most replays per candidate a sweep accepts (``--repeat``): beyond it a typo, not a plan."""
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker process end when the sweeping process ends, even by SIGKILL
+    (which runs no clean-up): on Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (prctl(2));
+    everywhere a daemon thread that exits the worker once ``parent_pid`` is gone or the
+    worker was re-parented."""
+    import signal
+    import sys
+    import threading
+    import time
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    first_ppid = os.getppid()
+    if not _alive(parent_pid):  # the sweeping process died before the worker started
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != first_ppid or not _alive(parent_pid):
+                os._exit(1)
+
+    threading.Thread(target=watch, name="sweep-parent-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _init_worker(data: bytes, digest: str, path: str, parent_pid: int | None = None) -> None:
+    """Worker-process initializer: end with the sweeping process (``parent_pid``, see
+    :func:`_die_with_parent`), and parse the base once per process (not once per task)."""
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
     _BASES.clear()
     _BASES[digest] = Recording.loads(data, source=path, verify_keys=False)
 
@@ -362,6 +410,8 @@ def run_sweep(
         raise SweepError(f"--jobs must be at least 1, not {jobs}")
     if repeat < 1:
         raise SweepError(f"--repeat must be at least 1, not {repeat}")
+    if repeat > MAX_REPEAT:
+        raise SweepError(f"--repeat {repeat} is more than the {MAX_REPEAT} replays per candidate a sweep allows")
     path = str(base_path)
     if base is None:
         base = Recording.load(path)
@@ -417,7 +467,7 @@ def run_sweep(
                 on_result(r)
     else:
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=_init_worker,
-                                 initargs=(data, digest, path)) as pool:
+                                 initargs=(data, digest, path, os.getpid())) as pool:
             for r in pool.map(_run_candidate, tasks, chunksize=1):
                 results.append(r)
                 if on_result:
