@@ -19,7 +19,7 @@ from .boundary import Executor, load_executor
 from .branch import Branch, validate_branch
 from .dry_run import predict
 from .engine import ReplayEngine, ReplayOutcome, ToolHooks
-from .errors import BranchError, InspectorError, WorkspaceError
+from .errors import BranchError, CanonicalizationError, InspectorError, WorkspaceError
 from .fixtures import Fixture, FixtureGateway, load_fixture_file
 from .recording import Recording
 from .replay_record import (
@@ -108,6 +108,10 @@ def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch,
         attempt.live_durations = {str(k): v for k, v in sorted(outcome.live_durations.items())}
         reqs = [outcome.requirement] if outcome.requirement else []
         ws.save_replay_outputs(record, outcome, reqs)
+    except CanonicalizationError as exc:  # a stored value without a canonical form
+        _fail_attempt(ws, record, attempt, exc)
+        raise BranchError(f"replay {record.id} (branch {branch.id}, workspace {getattr(ws, 'path', '?')}) "
+                          f"failed: {exc}") from None
     except InspectorError as exc:
         _fail_attempt(ws, record, attempt, exc)
         raise

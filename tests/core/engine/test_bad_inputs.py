@@ -238,3 +238,23 @@ def test_negative_checkpoint_and_undecodable_args_file(cwd, capsys):
     Path("iv.json").write_text('{"kind": "tool_result", "seq": 4, "result": {"content": 9007199254740993}}')
     refused(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "iv.json",
             expect="iv.json: at /result/content: integer 9007199254740993")
+
+
+def test_value_without_canonical_form_in_the_workspace_fails_the_replay(cwd, capsys, monkeypatch):
+    from core.engine import ReplayEngine
+    from core.errors import CanonicalizationError
+
+    assert cli(capsys, "branch", "new", "base.json", "--at", 0, "-o", "b.json")[0] == 0
+
+    def bad(self):
+        raise CanonicalizationError("integer 9007199254740993 is outside the I-JSON safe range", "/result/content")
+
+    monkeypatch.setattr(ReplayEngine, "run", bad)
+    refused(capsys, "replay", "base.json", "--branch", "b.json",
+            expect="(branch br-")
+    [(rid, status)] = _statuses(cwd / ".chassis-inspector")
+    assert status == "failed"
+    # a resume that fails again ends its attempt too: nothing is ever left running
+    refused(capsys, "replay", "resume", rid, expect=f"replay {rid} (branch")
+    _, out, _ = cli(capsys, "replay", "show", rid, "--json")
+    assert [a["outcome"] for a in orjson.loads(out)["attempts"]] == ["failed", "failed"]
