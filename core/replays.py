@@ -149,12 +149,12 @@ def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: st
     validate_branch(branch, base)
     # resolved before anything is stored: a bad --executor leaves no replay behind
     executor_obj, executor_name = resolve_executor(executor, base)
-    digest = ws.put_recording(base, str(base_path))
-    ws.put_branch(branch)
     rid = replay_id or "rp-" + uuid.uuid4().hex[:12]
     extra = list(fixtures or [])
-    if fixtures_path is not None:
+    if fixtures_path is not None:  # read before anything is stored: a bad file changes nothing
         extra += load_fixture_file(Path(fixtures_path), default_scope=f"replay:{rid}")
+    ws.put_branch(branch)
+    digest = ws.put_recording(base, str(base_path))
     for f in extra:
         ws.put_fixture(f)
     record = ReplayRecord(id=rid, base_digest=digest, base_path=str(base_path), branch_id=branch.id,

@@ -258,3 +258,16 @@ def test_value_without_canonical_form_in_the_workspace_fails_the_replay(cwd, cap
     refused(capsys, "replay", "resume", rid, expect=f"replay {rid} (branch")
     _, out, _ = cli(capsys, "replay", "show", rid, "--json")
     assert [a["outcome"] for a in orjson.loads(out)["attempts"]] == ["failed", "failed"]
+
+
+def test_bad_fixtures_file_leaves_the_workspace_unchanged(cwd, capsys):
+    assert cli(capsys, "branch", "new", "base.json", "--at", 0, "-o", "b.json", "--workspace", "other")[0] == 0
+    Path("fx.json").write_text('[{"tool": "t", "any": true, "output": {"content": 9007199254740993}}]')
+    refused(capsys, "replay", "base.json", "--branch", "b.json", "--fixtures", "fx.json",
+            expect="fx.json: at /0/output/content: integer 9007199254740993")
+    conn = sqlite3.connect(".chassis-inspector/workspace.sqlite")
+    try:
+        assert [conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                for t in ("replays", "branches", "recordings", "fixtures")] == [0, 0, 0, 0]
+    finally:
+        conn.close()
