@@ -166,7 +166,7 @@ def record_summary(rec: Any, limit: int = SUMMARY_CHARS) -> str:
             out = one_line(rec.result.content, limit)
         return one_line(f"{args} ⇒ {out}", limit)
     if type(rec) is InterruptRecord:
-        return one_line(rec.value, limit) or "(no value)"
+        return one_line(interrupt_summary(rec.value), limit) or "(no value)"
     if type(rec) is SnapshotRecord:
         return one_line(composition_text(rec.composition), limit) or "(empty composition)"
     if type(rec) is LifecycleRecord:
@@ -780,6 +780,21 @@ def transcript_for(index: TimelineIndex, position: int) -> tuple[list[Transcript
             f"interrupt seq {rec.seq}: the run paused with this value (no chat transcript)")
     article = "an" if rec.kind[:1] in "aeiou" else "a"
     return [], f"{article} {rec.kind} record has no chat transcript"
+
+
+def interrupt_summary(value: Any) -> str:
+    """An interrupt's value on one line, readable: a string as itself; an object's
+    ``question`` / ``prompt`` / ``message`` / ``reason`` text first, then its other
+    fields as ``key=value`` (``·``-separated); anything else as compact JSON."""
+    if isinstance(value, dict):
+        head = [str(value[k]) for k in _INTERRUPT_TEXT_KEYS if isinstance(value.get(k), str)]
+        rest = [f"{k}={one_line(v, 40)}" for k, v in value.items()
+                if not (k in _INTERRUPT_TEXT_KEYS and isinstance(v, str))]
+        return " · ".join([*head, *rest])
+    return one_line(value, 1 << 20)
+
+
+_INTERRUPT_TEXT_KEYS = ("question", "prompt", "message", "reason")
 
 
 def _repeats(message: str, body: str) -> bool:

@@ -209,3 +209,12 @@ def test_select_and_search_agree_with_a_plain_scan(kinds, errors, words, query, 
     assert idx.search(query) == expected_search
     expected = [i for i, r in enumerate(records) if r.kind in wanted and (not errors_only or errors[i])]
     assert idx.select(wanted, errors_only=errors_only) == expected
+
+
+def test_interrupt_summary_is_readable() -> None:
+    from core.timeline import interrupt_summary
+
+    assert interrupt_summary({"type": "agent_state", "state": "loading"}) == "type=agent_state · state=loading"
+    assert interrupt_summary({"question": "May I?", "step": 3}) == "May I? · step=3"
+    assert interrupt_summary("stop here") == "stop here"
+    assert interrupt_summary([1, 2]) == "[1,2]"

@@ -150,7 +150,7 @@ def test_timeline_csv(built_path, capsys):
     assert main(["timeline", str(built_path), "--csv", "--kind", "interrupt"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert rows == [{"seq": "8", "offset_seconds": "10.0", "kind": "interrupt", "name": "interrupt",
-                     "summary": '{"reason":"approval required for edit"}', "status": "interrupted",
+                     "summary": "approval required for edit", "status": "interrupted",
                      "duration_seconds": "", "tokens": ""}]
 
 
