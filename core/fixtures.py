@@ -208,8 +208,8 @@ def parse_output(obj: Any, kind: str, *, source: str) -> dict[str, Any]:
                     f"'error' (null or {{type, message}}) and 'redacted'"
                     + (f"; unknown field(s) {extra}" if extra else "; the object is empty")
                 )
-            return ToolResult.model_validate(obj).to_json_obj()
-        return ModelResponse.model_validate(obj).to_json_obj()
+            return ToolResult.model_validate(obj, strict=True).to_json_obj()
+        return ModelResponse.model_validate(obj, strict=True).to_json_obj()
     except ValidationError as exc:
         raise FixtureError(f"{source}: {kind} fixture output {_first_error(exc)}") from None
 

@@ -175,3 +175,10 @@ def test_requirement_ids_are_deterministic():
     assert a == Requirement.make_id("rp-1", 3, "tool", "sha256:ab")
     assert a != Requirement.make_id("rp-2", 3, "tool", "sha256:ab")
     assert a.startswith("req-") and len(a) == 16
+
+
+def test_fixture_output_types_are_strict(tmp_path):
+    p = tmp_path / "out.json"
+    p.write_text('{"content": 1, "redacted": "yes"}')
+    with pytest.raises(FixtureError, match=r"out.json: tool fixture output at /redacted"):
+        load_output_file(p, "tool")
