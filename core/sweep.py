@@ -190,6 +190,8 @@ _PREDICATES: dict[str, Any] = {}
 
 MAX_REPEAT = 1000
 """Most replays per candidate a sweep accepts (``--repeat``): beyond it a typo, not a plan."""
+MAX_JOBS = 64
+"""Most worker processes a sweep starts (``--jobs``)."""
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -408,6 +410,8 @@ def run_sweep(
         raise SweepError(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
     if jobs < 1:
         raise SweepError(f"--jobs must be at least 1, not {jobs}")
+    if jobs > MAX_JOBS:
+        raise SweepError(f"--jobs {jobs} is more than the {MAX_JOBS} worker processes a sweep allows")
     if repeat < 1:
         raise SweepError(f"--repeat must be at least 1, not {repeat}")
     if repeat > MAX_REPEAT:

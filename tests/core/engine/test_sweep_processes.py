@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.sweep import MAX_REPEAT, SweepError, run_sweep
+from core.sweep import MAX_JOBS, MAX_REPEAT, SweepError, run_sweep
 from inspector.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -84,3 +84,8 @@ def test_absurd_repeat_is_refused(tmp_path, capsys):
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "--repeat 10000000000 is more than" in err
     assert not (tmp_path / "ws").exists()
+
+
+def test_absurd_jobs_is_refused():
+    with pytest.raises(SweepError, match=f"--jobs {MAX_JOBS + 1} is more than the {MAX_JOBS}"):
+        run_sweep(BASE, executor="recorded", jobs=MAX_JOBS + 1, workspace=None)
