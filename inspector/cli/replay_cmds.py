@@ -214,12 +214,13 @@ def register(app: typer.Typer) -> None:
                 raise
             ivs.extend(file_ivs)
         pol = load_policy(policy) if policy else None
+        # validated before the workspace is opened: a bad branch creates nothing
+        br = new_branch(rec, str(base), at=at, interventions=ivs, policy=pol, label=label, parent=parent)
         with Workspace.open(workspace) as ws:
             if parent is not None:
                 ws.get_branch(parent)
-            br = new_branch(rec, str(base), at=at, interventions=ivs, policy=pol, label=label, parent=parent)
-            ws.put_recording(rec, str(base))
             ws.put_branch(br)
+            ws.put_recording(rec, str(base))
         if output is not None:
             save_branch(br, output)
         if json:
@@ -433,7 +434,7 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Answer a requirement with a fixture from FILE and mark it satisfied."""
-        with Workspace.open(workspace) as ws:
+        with Workspace.open(workspace, create=False) as ws:
             req = ws.get_requirement(req_id)
             kind = "tool" if req.kind == "approval" else req.kind
             out = load_output_file(file, kind) if req.kind != "approval" else None

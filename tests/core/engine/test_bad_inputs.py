@@ -271,3 +271,10 @@ def test_bad_fixtures_file_leaves_the_workspace_unchanged(cwd, capsys):
                 for t in ("replays", "branches", "recordings", "fixtures")] == [0, 0, 0, 0]
     finally:
         conn.close()
+
+
+def test_bad_branch_new_creates_no_workspace(cwd, capsys):
+    refused(capsys, "branch", "new", "base.json", "--at", 99999, "--workspace", "ws",
+            expect="checkpoint 99999 is not the seq of a record")
+    refused(capsys, "fixture", "attach", "rq-x", "base.json", "--workspace", "ws", expect="no workspace at ws")
+    assert not Path("ws").exists()
