@@ -21,6 +21,7 @@ Anthropic (Messages, streaming events ``message_start`` … ``message_stop``) an
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -345,21 +346,30 @@ def _openai_response(body: Any, place: str, warnings: Warnings) -> ParsedRespons
     return ParsedResponse(msg, ch.get("finish_reason"), usage, body.get("id"), body.get("model"))
 
 
+def _json_events(events: list[tuple[str, str]], place: str, warnings: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The stream events whose data is a JSON object, as ``(event name, object)``.
+
+    ``[DONE]`` markers (OpenAI) are skipped silently; data that is not JSON is skipped
+    with a warning naming the event; value warnings (NaN, invalid unicode) are kept.
+    """
+    for n, (name, data) in enumerate(events):
+        if data.strip() == "[DONE]":
+            continue
+        try:
+            obj, vw = load_json_lenient(data, place=f"{place}.events[{n}]")
+        except FormatError as exc:
+            warnings.add(f"{place}.events[{n}]", f"stream event {name!r} is not JSON ({exc.reason}); skipped")
+            continue
+        warnings.extend_values(vw)
+        if isinstance(obj, dict):
+            yield name, obj
+
+
 def _openai_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
     """Reassemble OpenAI chat-completion chunks into one chat.completion object."""
     out: dict[str, Any] = {"object": "chat.completion", "choices": []}
     choices: dict[int, dict[str, Any]] = {}
-    for n, (_name, data) in enumerate(events):
-        if data.strip() == "[DONE]":
-            continue
-        try:
-            chunk, vw = load_json_lenient(data, place=f"{place}.events[{n}]")
-        except FormatError as exc:
-            warnings.add(f"{place}.events[{n}]", f"stream event is not JSON ({exc.reason}); skipped")
-            continue
-        warnings.extend_values(vw)
-        if not isinstance(chunk, dict):
-            continue
+    for _name, chunk in _json_events(events, place, warnings):
         if "error" in chunk:
             out["error"] = chunk["error"]
         for k in ("id", "model", "created", "system_fingerprint"):
@@ -492,15 +502,7 @@ def _anthropic_stream(events: list[tuple[str, str]], place: str, warnings: Warni
     blocks: dict[int, dict[str, Any]] = {}
     json_parts: dict[int, list[str]] = {}
     unknown: set[str] = set()
-    for n, (name, data) in enumerate(events):
-        try:
-            ev, vw = load_json_lenient(data, place=f"{place}.events[{n}]")
-        except FormatError as exc:
-            warnings.add(f"{place}.events[{n}]", f"stream event {name!r} is not JSON ({exc.reason}); skipped")
-            continue
-        warnings.extend_values(vw)
-        if not isinstance(ev, dict):
-            continue
+    for name, ev in _json_events(events, place, warnings):
         t = ev.get("type", name)
         if t == "message_start":
             start = ev.get("message") or {}
@@ -656,15 +658,7 @@ def _gemini_stream(events: list[tuple[str, str]], place: str, warnings: Warnings
     out: dict[str, Any] = {}
     parts: list[dict[str, Any]] = []
     finish = None
-    for n, (_name, data) in enumerate(events):
-        try:
-            chunk, vw = load_json_lenient(data, place=f"{place}.events[{n}]")
-        except FormatError as exc:
-            warnings.add(f"{place}.events[{n}]", f"stream event is not JSON ({exc.reason}); skipped")
-            continue
-        warnings.extend_values(vw)
-        if not isinstance(chunk, dict):
-            continue
+    for _name, chunk in _json_events(events, place, warnings):
         if "error" in chunk:
             out["error"] = chunk["error"]
         for k in ("usageMetadata", "modelVersion", "responseId", "promptFeedback"):

@@ -69,6 +69,7 @@ from ..recording import (
     ToolResult,
     Usage,
 )
+from ._source import read_source
 from .base import ImportedRun, Importer
 from ._llm_api import Warnings, CarriedResult, parse_args, simplify_parts, text_part
 from .vcr import ToolPairer, finalize_recording
@@ -616,12 +617,7 @@ class OtelImporter(Importer):
     def load(self, path: Path) -> list[ImportedRun]:
         path = Path(path)
         source = str(path)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise FormatError("no such file", file=source) from None
-        except OSError as exc:
-            raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+        data = read_source(path).data
         docs = _iter_documents(data, source)
         spans: list[tuple[dict[str, Any], dict[str, Any], str]] = []  # (span, resource attrs, place)
         for d, doc in enumerate(docs):

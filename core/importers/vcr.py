@@ -79,7 +79,7 @@ from ._llm_api import (
     reassemble_stream,
 )
 from .base import ImportedRun, Importer
-from ._source import TruncatedSourceError
+from ._source import TruncatedSourceError, read_source
 
 __all__ = ["VcrImporter", "ToolPairer", "finalize_recording", "parse_sse"]
 
@@ -500,12 +500,7 @@ class VcrImporter(Importer):
     def load(self, path: Path) -> list[ImportedRun]:
         path = Path(path)
         source = str(path)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise FormatError("no such file", file=source) from None
-        except OSError as exc:
-            raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+        data = read_source(path).data
         doc = _load_cassette(path, data)
         if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
             raise FormatError("not a vcrpy cassette: no 'interactions' list", file=source, path="/interactions")
