@@ -539,7 +539,7 @@ def validate_branch(branch: Branch, base: Recording) -> None:
                 raise BranchError(f"{where}: no model request at or after the checkpoint {cp}")
             nxt = after_models[0].request.messages
             try:
-                edited = iv.apply(nxt)
+                iv.apply(nxt)  # raises on an index the request does not have
             except BranchError as exc:
                 raise BranchError(f"{where}: {exc} at seq {after_models[0].seq}") from None
             if iv.op in ("replace", "remove"):

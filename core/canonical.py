@@ -19,7 +19,6 @@ Keys (SPEC "Canonical keys"):
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
