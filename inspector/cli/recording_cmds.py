@@ -59,9 +59,17 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
         "models": models,
         "tools": tools,
         "run_ids": runs,
-        "tokens": {"input": tokens_in, "output": tokens_out} if usage_seen else None,
+        "tokens": {"input": tokens_in, "output": tokens_out} if usage_seen else _usage_totals(rec),
         "first_error": first_error,
     }
+
+
+def _usage_totals(rec: Recording) -> dict[str, Any] | None:
+    """Run totals a source recorded (``metadata.usage_totals``) when no call has usage."""
+    ut = rec.metadata.get("usage_totals")
+    if isinstance(ut, dict) and isinstance(ut.get("input_tokens"), int) and isinstance(ut.get("output_tokens"), int):
+        return {"input": ut["input_tokens"], "output": ut["output_tokens"], "run_totals": ut.get("source", True)}
+    return None
 
 
 def _short(v: Any, n: int = 100) -> str:
@@ -118,8 +126,11 @@ def register(app: typer.Typer) -> None:
         typer.echo("models          " + (", ".join(f"{k} ×{v}" for k, v in s["models"].items()) or "-"))
         typer.echo("tools           " + (", ".join(f"{k} ×{v}" for k, v in s["tools"].items()) or "-"))
         tok = s["tokens"]
-        typer.echo(f"tokens          input {tok['input']}, output {tok['output']}" if tok else
-                   "tokens          not recorded")
+        if tok:
+            note = f" (run totals from the source: {tok['run_totals']})" if tok.get("run_totals") else ""
+            typer.echo(f"tokens          input {tok['input']}, output {tok['output']}{note}")
+        else:
+            typer.echo("tokens          not recorded")
         typer.echo("run ids         " + (", ".join(s["run_ids"]) or "-"))
         fe = s["first_error"]
         if fe:

@@ -175,3 +175,9 @@ def test_atomic_write_reports_write_failures(tmp_path, monkeypatch):
     else:  # pragma: no cover
         raise AssertionError("no OutputError")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_info_uses_source_run_totals_when_no_call_has_usage(capsys):
+    swe = ROOT / "sample_recordings" / "swe-agent-pydicom-1458.json"
+    assert main(["info", str(swe)]) == 0
+    assert "tokens          input 122612, output 1369 (run totals from the source" in capsys.readouterr().out
