@@ -132,7 +132,11 @@ def register(app: typer.Typer) -> None:
         from textual_serve.server import Server
 
         command = f"{shlex.quote(sys.executable)} -m inspector open {shlex.quote(str(path))}"
-        server = Server(command, host=host, port=port, title=f"Chassis Inspector — {path.name}")
+        # our copy of textual-serve's page template, without its Google Fonts link: nothing is
+        # fetched from outside the machine at run time
+        templates = Path(__file__).resolve().parents[1] / "templates"
+        server = Server(command, host=host, port=port, title=f"Chassis Inspector — {path.name}",
+                        templates_path=templates)
         typer.echo(f"serving {path.name} on http://{host}:{port} (ctrl+c to stop)")
         server.serve()
 

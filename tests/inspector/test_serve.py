@@ -9,6 +9,7 @@ so the test never fetches anything from outside.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -80,6 +81,14 @@ def test_serve_page_loads_on_loopback(served):
     assert "data-session-websocket-url" in body and "/ws" in body
     assert "js/textual.js" in body
     assert "served-run.json" in body  # the page title names the recording
+    # nothing on the page is fetched from another host (textual-serve's own template links
+    # Google Fonts; we serve our copy without it)
+    assert "googleapis" not in body and "fonts.g" not in body
+    fetched = re.findall(r'(?:href|src)\s*=\s*"([^"]*)"|url\(\s*["\']?([^"\')]*)', body)
+    urls = [u for pair in fetched for u in pair if u]
+    assert urls, body[:500]  # the stylesheet and script links were found
+    for u in urls:
+        assert not re.match(r"(?i)^(https?:)?//", u) or u.startswith(served), u
     status, script = _get(served + "/static/js/textual.js")
     assert status == 200 and "xterm" in script
 
