@@ -553,7 +553,6 @@ def validate_branch(branch: Branch, base: Recording) -> None:
             for m in iv.messages:
                 if signed_reasoning_parts(m):
                     raise BranchError(f"{where}: refused: new messages may not carry provider-signed reasoning blocks")
-            del edited
         elif isinstance(iv, OptionsIntervention):
             if not after_models:
                 raise BranchError(f"{where}: no model request at or after the checkpoint {cp}")
