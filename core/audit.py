@@ -4,16 +4,21 @@
 
 1. The **final call** is the model call whose response is the final answer
    (:func:`core.metrics.final_model_record`: the last model call, when it succeeded and
-   requested no tool).
+   requested no tool). When only tool records without ``tool_call_id`` follow it (text
+   actions: SWE-agent's ``submit``, the next agent's turn in a Who&When log), they are
+   linked to it (``issued``) and the last one is the final call: its result is the final
+   output. Benchmark metadata (Who&When ``ground_truth``: the expected answer) is never
+   taken as the run's output.
 2. **Links.** For every model call, each message of its request is traced to the call
-   that produced it: a ``tool`` message by its ``tool_call_id`` (or, without one, by
-   equal content — or, for a ``user`` message of a text-mode agent, by containing the
-   tool's output) to the tool record that answered it. Content matches are attributed
+   that produced it: a ``tool`` message by its ``tool_call_id``; any other message,
+   whatever its role, to an earlier model response with the same text (``transcript``)
+   or to an earlier tool result it equals or contains (``content``) — text-mode agents
+   wrap observations in ``user`` messages, multi-agent logs replay agents' outputs as
+   ``assistant``/``user`` messages under the agent's name. Content matches are attributed
    by position: the messages of one request are taken from the last back, each to the
    latest earlier tool result no later message of that request claimed, so identical
-   results repeated in the transcript count once each; an ``assistant`` message to the
-   earlier model call whose response it is (transcript inclusion: same text and same
-   tool-call ids). A tool record is also linked to the model call whose response
+   results repeated in the transcript count once each; transcript inclusion means same
+   text and same tool-call ids. A tool record is also linked to the model call whose response
    *issued* it (its ``tool_call_id`` among that response's ``tool_calls``).
 3. **Lineage.** Walking those links back from the final call gives the calls that
    *contributed*; every other call did not, with the reason (its result never reached a
@@ -291,7 +296,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
     tool_by_text: dict[str, list[int]] = {}
     tool_texts: list[tuple[int, str]] = []  # tool results seen so far (long enough to search for)
     n_tools = 0  # tool records seen so far (part of the content-match cache key)
-    content_cache: dict[tuple[str, str, int], list[int]] = {}
+    content_cache: dict[tuple[str, int], list[int]] = {}
     edges: set[tuple[int, int, str]] = set()
     deps: dict[int, set[int]] = {}
     included_at: dict[int, int] = {}
@@ -325,19 +330,25 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                 t = by_call_id.get((r.run_id, m.tool_call_id)) or by_call_id_any.get(m.tool_call_id)
                 if t is not None and t.seq < r.seq:
                     src_seq, via = t.seq, "tool_call_id"
-            elif m.role in ("tool", "user") and not m.tool_call_id:
-                ck = (m.role, m.text, n_tools)
+            else:
+                # any other message, whatever its role (multi-agent logs replay another
+                # agent's output as an assistant or user message under that agent's
+                # name): an earlier model response with the same text, or an earlier
+                # tool result it equals or contains. An assistant message prefers the
+                # model response, any other role an exactly equal tool result.
+                resp = [s for s in response_fp.get(_message_fp(m), ()) if s < r.seq]
+                ck = (m.text, n_tools)
                 if ck not in content_cache:
                     content_cache[ck] = _content_candidates(m.text, tool_by_text, tool_texts, allow_exact=True)
                 cands_c = content_cache[ck]
-                src_seq = next((c for c in cands_c if c not in claimed), cands_c[0] if cands_c else None)
-                if src_seq is not None:
-                    claimed.add(src_seq)
-                    via = "content"
-            elif m.role == "assistant":
-                cands = [s for s in response_fp.get(_message_fp(m), ()) if s < r.seq]
-                if cands:
-                    src_seq, via = cands[-1], "transcript"
+                exact_tool = bool(m.text) and m.text in tool_by_text
+                if resp and (m.role == "assistant" or not exact_tool):
+                    src_seq, via = resp[-1], "transcript"
+                else:
+                    src_seq = next((c for c in cands_c if c not in claimed), cands_c[0] if cands_c else None)
+                    if src_seq is not None:
+                        claimed.add(src_seq)
+                        via = "content"
             if src_seq is not None:
                 mine.add(src_seq)
                 edges.add((src_seq, r.seq, via))
@@ -348,10 +359,19 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                 if tc.id:
                     issuer.setdefault(tc.id, r.seq)
 
+    # text actions: tool records after the final model call, none with a tool_call_id
+    # (SWE-agent's `submit`, the next agent's turn in a multi-agent log), were led to by
+    # that call's plain-text response; the run's final output is the last one's result.
+    trailing = _trailing_actions(calls, final)
+    for t in trailing:
+        edges.add((final.seq, t.seq, "issued"))  # type: ignore[union-attr]
+        deps.setdefault(t.seq, set()).add(final.seq)  # type: ignore[union-attr]
+    final_seq = trailing[-1].seq if trailing else (final.seq if final is not None else None)
+
     # lineage: walk back from the final call
     lineage: set[int] = set()
-    if final is not None:
-        stack = [final.seq]
+    if final_seq is not None:
+        stack = [final_seq]
         while stack:
             s = stack.pop()
             if s in lineage:
@@ -359,8 +379,13 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
             lineage.add(s)
             stack.extend(deps.get(s, ()))
 
-    out_value = final_output(rec, source="transcript") if final is not None else None
-    final_text = _text(final_output(rec))
+    if trailing:
+        last = trailing[-1]
+        out_value = last.result.content if last.result.content is not None else _tool_content_text(last)
+        final_text = _tool_content_text(last)
+    else:
+        out_value = final_output(rec, source="transcript") if final is not None else None
+        final_text = _text(final_output(rec))
     reached: dict[int, set[int]] = {}
     for s, t, via in edges:
         if via != "issued":
@@ -385,15 +410,19 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
         on = r.seq in lineage
         redactions.extend(Redaction(r.seq, p, on) for p in hidden)
         via = sorted({v for s, t, v in edges if s == r.seq and (t in lineage)})
-        if final is not None and r.seq == final.seq:
+        if r.seq == final_seq:
             status, reason = "final", ""
         elif on:
             status, reason = "contributed", ""
+        elif any(t.seq == r.seq for t in trailing):
+            status = "unknown"
+            reason = (f"cannot tell (an action of the last model response, seq {final.seq}; "  # type: ignore[union-attr]
+                      f"no model call read its result)")
         else:
-            reason = _why_unused(r, final, reached.get(r.seq, set()), lineage)
+            reason = _why_unused(r, final, final_seq, reached.get(r.seq, set()), lineage)
             status = "unknown" if reason.startswith("cannot tell") else "unused"
         quoted: list[str] = []
-        if on and isinstance(r, ToolRecord) and final_text:
+        if on and isinstance(r, ToolRecord) and final_text and r.seq != final_seq:
             seen: set[str] = set()
             for leaf in _leaves(r.result.content):
                 if leaf not in seen and leaf in final_text:
@@ -402,7 +431,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                     if len(quoted) >= 5:
                         break
         entry = CallLineage(r.seq, r.kind, name, status, via, reason, included_at.get(r.seq), quoted, hidden)
-        if knockout is not None and final is not None and r.seq < final.seq:
+        if knockout is not None and final_seq is not None and r.seq < final_seq:
             entry.knockout = knockout.knockout(rec, r.seq)
         lineage_calls.append(entry)
 
@@ -424,7 +453,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
     else:
         ko = "not run: knockout needs a replay with an executor (no runner given)"
     return AuditReport(
-        final_seq=final.seq if final is not None else None,
+        final_seq=final_seq,
         final_output=out_value,
         calls=lineage_calls,
         edges=[LineageEdge(s, t, v) for s, t, v in sorted(edges)],
@@ -433,10 +462,23 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
     )
 
 
-def _why_unused(r: Any, final: ModelRecord | None, reached: set[int], lineage: set[int]) -> str:
+def _trailing_actions(calls: list[Any], final: ModelRecord | None) -> list[ToolRecord]:
+    """The tool records after the final model call when all of them are text actions (no
+    ``tool_call_id``): what the final call's plain-text response led to (SWE-agent's
+    ``submit``; the next agent's turn in a Who&When log). Empty otherwise."""
     if final is None:
+        return []
+    after = [r for r in calls if r.seq > final.seq]
+    if after and all(isinstance(r, ToolRecord) and not r.tool_call_id for r in after):
+        return after
+    return []
+
+
+def _why_unused(r: Any, final: ModelRecord | None, final_seq: int | None, reached: set[int],
+                lineage: set[int]) -> str:
+    if final is None or final_seq is None:
         return "the run has no final output (it ended on an error or a tool request)"
-    if r.seq > final.seq:
+    if r.seq > final_seq:
         return "after the final output"
     if isinstance(r, ToolRecord):
         if not reached:

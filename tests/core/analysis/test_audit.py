@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.audit import KnockoutResult, KnockoutRunner, audit
+from core.importers import import_file
 from core.recording import Recording
 from core.redaction import REDACTED
 
 from .builders import model, msg, recording, tool
 
 DATA = Path(__file__).parents[2] / "data" / "analysis"
+REAL = Path(__file__).parents[2] / "data" / "real_traces"
 
 SYS = msg("system", "answer questions")
 USER = msg("user", "weather in Paris and a joke?")
@@ -68,9 +70,11 @@ def test_failed_call_and_calls_after_the_final_output():
     rec = recording(
         model(0, [USER], None, error="rate limited"),
         model(1, [USER], "done"),
-        tool(2, "cleanup", {}, "ok"),
+        tool(2, "cleanup", {}, "ok", call_id="h1"),
     )
-    # the last model call is the final one; a tool after it came after the final output
+    # the last model call is the final one; a structured tool call after it (it has a
+    # tool_call_id, so it is not a text action the response led to) came after the final
+    # output
     calls = by_seq(audit(rec))
     assert calls[0].reason == "the call failed"
     assert calls[1].status == "final"
@@ -198,3 +202,91 @@ def test_swe_agent_sample_repeated_edit_and_empty_output():
     assert calls[13].status == calls[15].status == "contributed"
     assert calls[15].included_at == 16
     assert calls[21].status == "unknown" and "empty result" in calls[21].reason
+
+
+def test_text_action_after_the_last_model_call_is_the_final_output():
+    """A tool without tool_call_id after the last model call was led to by that call's
+    plain-text response (SWE-agent `submit`): its result is the final output, the model
+    call contributed (issued)."""
+    rec = recording(
+        model(0, [USER], "fix it"),
+        tool(1, "edit", {"n": 1}, "edited file"),
+        model(2, [USER, msg("assistant", "fix it"), msg("user", "edited file\n(Open file: a.py)")], "submit"),
+        tool(3, "submit", {}, "diff --git a/a.py b/a.py"),
+    )
+    rep = audit(rec)
+    calls = by_seq(rep)
+    assert rep.final_seq == 3 and rep.final_output == "diff --git a/a.py b/a.py"
+    assert calls[3].status == "final"
+    assert calls[2].status == "contributed" and calls[2].via == ["issued"]
+    assert calls[1].status == calls[0].status == "contributed"
+    assert rep.unused() == []
+
+
+def test_two_text_actions_after_the_last_model_call():
+    rec = recording(
+        model(0, [USER], "clean up then submit"),
+        tool(1, "bash", {"cmd": "rm x"}, "removed"),
+        tool(2, "submit", {}, "the patch"),
+    )
+    rep = audit(rec)
+    calls = by_seq(rep)
+    assert rep.final_seq == 2 and rep.final_output == "the patch"
+    assert calls[1].status == "unknown" and "action of the last model response, seq 0" in calls[1].reason
+    assert calls[0].status == "contributed"
+
+
+def test_results_and_responses_are_matched_in_messages_of_any_role():
+    """Multi-agent logs replay a tool-like agent's output as an assistant message and an
+    expert's response as a user message, each under the agent's name."""
+    rec = recording(
+        model(0, [USER], "please search"),
+        tool(1, "WebSurfer", {"instruction": "please search"}, "I typed 'dojo' into the search box."),
+        model(2, [USER, msg("assistant", "please search"),
+                  msg("assistant", "I typed 'dojo' into the search box.")], "found a dojo"),
+        model(3, [USER, msg("user", "found a dojo")], "The answer is the dojo."),
+    )
+    rep = audit(rec)
+    calls = by_seq(rep)
+    assert calls[1].status == "contributed" and calls[1].via == ["content"] and calls[1].included_at == 2
+    assert calls[2].status == "contributed" and calls[2].via == ["transcript"] and calls[2].included_at == 3
+    assert rep.unused() == [] and rep.final_seq == 3
+
+
+def _imported(*parts: str) -> Recording:
+    (run,) = import_file(REAL.joinpath(*parts))
+    return run.recording
+
+
+def test_who_and_when_hand_crafted_1_websurfer_results_contribute():
+    rec = _imported("who_and_when", "hand-crafted_1.json")
+    rep = audit(rec)
+    calls = by_seq(rep)
+    # seq 13's request carries seq 12's result word for word (assistant, name WebSurfer)
+    assert calls[12].status == "contributed" and calls[12].included_at == 13
+    assert (12, 13, "content") in {(e.source, e.target, e.via) for e in rep.edges}
+    assert all(c.status != "unused" for c in rep.calls if c.name == "WebSurfer")
+    # the final output is WebSurfer's last report (seq 28), which the routing line
+    # "Next speaker WebSurfer" (seq 27) led to -- not the routing line itself
+    assert rep.final_seq == 28 and calls[27].via == ["issued"]
+    assert "Next speaker" not in str(rep.final_output)
+    assert rep.final_output == rec.records[28].result.content
+
+
+def test_who_and_when_algorithm_generated_77_responses_contribute():
+    rep = audit(_imported("who_and_when", "algorithm-generated_77.json"))
+    calls = by_seq(rep)
+    # seq 8's request holds seq 4's response as a user message under the expert's name
+    assert calls[4].status == "contributed" and (4, 8, "transcript") in {
+        (e.source, e.target, e.via) for e in rep.edges}
+    assert calls[6].status == "contributed"
+    assert rep.unused() == []
+
+
+def test_swe_agent_submit_is_the_final_output():
+    rep = audit(_imported("swe_agent", "pydicom__pydicom-1458.traj"))
+    calls = by_seq(rep)
+    assert calls[23].name == "submit" and calls[23].status == "final"
+    assert rep.final_seq == 23 and str(rep.final_output).lstrip().startswith("diff --git")
+    assert calls[22].status == "contributed" and "issued" in calls[22].via
+    assert rep.unused() == []
