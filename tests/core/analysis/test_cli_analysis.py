@@ -127,3 +127,18 @@ def test_metrics_table_says_not_recorded(capsys, tmp_path):
     assert capsys.readouterr().out.splitlines()[1].count("not recorded") == 3
     (row,) = run_json(capsys, "metrics", str(f), "--json")
     assert row["input_tokens"] is None and row["duration_seconds"] is None
+
+
+def test_audit_of_an_imported_who_and_when_run(capsys, tmp_path):
+    """`import SRC -o OUT` then `audit OUT`: WebSurfer's steps (carried as assistant
+    messages named WebSurfer) contribute and the final output is its last report."""
+    src = Path(__file__).parents[2] / "data" / "real_traces" / "who_and_when" / "hand-crafted_1.json"
+    out = tmp_path / "hc1.json"
+    assert main(["import", str(src), "-o", str(out)]) == 0
+    capsys.readouterr()
+    doc = run_json(capsys, "audit", str(out), "--json")
+    assert doc["unused"] == [] and doc["final_seq"] == 28 and 12 in doc["contributed"]
+    assert main(["audit", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("final output (seq 28): I clicked the browser back button.")
+    assert "Next speaker" not in text.splitlines()[0]
