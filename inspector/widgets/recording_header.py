@@ -24,6 +24,16 @@ KIND_STYLES = {
 }
 
 
+def run_usage_totals(recording: Recording) -> tuple[int, int] | None:
+    """``(input_tokens, output_tokens)`` from ``metadata.usage_totals`` — the run totals a
+    source recorded (e.g. SWE-agent's model_stats) — or None when absent or not integers.
+    The same rule as ``chassis-inspector info`` (inspector/cli/recording_cmds.py)."""
+    ut = recording.metadata.get("usage_totals")
+    if isinstance(ut, dict) and isinstance(ut.get("input_tokens"), int) and isinstance(ut.get("output_tokens"), int):
+        return ut["input_tokens"], ut["output_tokens"]
+    return None
+
+
 def header_text(path: Path | str, recording: Recording, summary: TimelineSummary, verifying: bool = False) -> Text:
     """Two lines (never wrapped): file · outcome · marked steps · format · producer ·
     a few metadata fields, then counts, errors, tokens, time;
@@ -59,6 +69,9 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     t.append(f"errors {summary.errors:,}", style="bold #ff5f5f" if summary.errors else "dim")
     if summary.tokens_in or summary.tokens_out:
         t.append(f"  tokens in {summary.tokens_in:,} / out {summary.tokens_out:,}")
+    elif (totals := run_usage_totals(recording)) is not None:
+        # no call recorded usage; the source's run totals (as `metrics` and run info report them)
+        t.append(f"  tokens {totals[0]:,} in / {totals[1]:,} out (run totals)")
     else:
         t.append("  tokens not recorded", style="dim")
     if summary.span_seconds:

@@ -105,6 +105,10 @@ async def test_header_outcome_agrees_with_metrics_not_exit_status():
         assert "outcome submitted" not in header
         # two lines, never wrapped
         assert app.screen.query_one(RecordingHeader).content_size.height == 2
+        # no call recorded usage: the header shows the source's run totals, as `metrics` does
+        ut = loaded.recording.metadata["usage_totals"]
+        assert f"tokens {ut['input_tokens']:,} in / {ut['output_tokens']:,} out (run totals)" in header
+        assert "tokens not recorded" not in header
 
 
 def test_tau_bench_run_info_lists_expected_actions():
