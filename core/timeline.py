@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -174,13 +175,21 @@ def record_summary(rec: Any, limit: int = SUMMARY_CHARS) -> str:
     return ""
 
 
-def _haystack(rec: Any, seen_prompts: set[int]) -> str:
+def _message_id(m: Any) -> int:
+    """Identity of a request message for :func:`_haystack` (role, name, call id and text)."""
+    return hash((m.role, getattr(m, "name", None), getattr(m, "tool_call_id", None), m.text))
+
+
+def _haystack(rec: Any, previous_request: dict[str, Counter[int]]) -> str:
     """Searchable text of a record: names, arguments, contents, results, errors.
 
-    A model record contributes its response, its error, and those system/user messages
-    of its request not already seen in an earlier request (so a prompt is found once, at
-    its first use, and tool results are found at their tool record, not again in every
-    later request).
+    A model record contributes its response, its error, and the *new* messages of its
+    request: those (other than assistant messages, which are earlier responses, found at
+    their own model call) not already in the previous model call's request of the same
+    run. So the opening prompt is found at the first model call, a tool result at its tool
+    record and at the model call that reads it, and re-carried history never matches.
+    ``previous_request`` maps run_id → the message identities of that run's last model
+    request; this function updates it.
     """
     parts: list[str] = [record_name(rec)]
     if type(rec) is ToolRecord:
@@ -191,12 +200,17 @@ def _haystack(rec: Any, seen_prompts: set[int]) -> str:
         if rec.tool_call_id:
             parts.append(rec.tool_call_id)
     elif type(rec) is ModelRecord:
+        before = previous_request.get(rec.run_id, Counter())
+        remaining = Counter(before)
+        now: Counter[int] = Counter()
         for m in rec.request.messages:
-            if m.role in ("system", "user"):
-                h = hash(m.text)
-                if h not in seen_prompts:
-                    seen_prompts.add(h)
-                    parts.append(m.text)
+            mid = _message_id(m)
+            now[mid] += 1
+            if remaining[mid] > 0:
+                remaining[mid] -= 1  # carried over from the previous request
+            elif m.role != "assistant":
+                parts.append(m.text)
+        previous_request[rec.run_id] = now
         if rec.response is not None:
             parts.append(rec.response.message.text)
             for c in rec.response.message.tool_calls or []:
@@ -562,11 +576,11 @@ class TimelineIndex:
         return out
 
     def _build_haystack(self) -> pl.Series:
-        seen: set[int] = set()
+        previous_request: dict[str, Counter[int]] = {}
         texts = []
         for p in range(len(self)):
             try:
-                texts.append(_haystack(self.record(p), seen))
+                texts.append(_haystack(self.record(p), previous_request))
             except FormatError:
                 texts.append("")
         return pl.Series("text", texts, dtype=pl.String)

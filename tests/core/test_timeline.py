@@ -101,9 +101,16 @@ def test_select_kinds_errors_grep(index):
         index.select(["nope"])
 
 
-def test_search_finds_a_tool_result_once(index):
-    assert index.search("zebra-QUARTZ") == [5]
+def test_search_finds_a_tool_result_at_its_call_and_the_model_call_that_reads_it(index):
+    # one rule: a model call matches on its response and on the new (non-assistant)
+    # messages of its request; history re-carried in later requests never matches
+    assert index.search("zebra-QUARTZ") == [5, 6]
     assert UNIQUE_RESULT in index.record(5).result.content
+    reader = index.record(6)
+    assert reader.kind == "model" and any(UNIQUE_RESULT in m.text for m in reader.request.messages)
+    later = [p for p in range(7, len(index)) if index.kinds[p] == "model"
+             and any(UNIQUE_RESULT in m.text for m in index.record(p).request.messages)]
+    assert later  # later requests carry it too, and are not matched
     # the system prompt is found at its first use only, not in every later request
     assert index.search("you are a software agent") == [2]
     assert index.search("") == []
@@ -218,3 +225,18 @@ def test_interrupt_summary_is_readable() -> None:
     assert interrupt_summary({"question": "May I?", "step": 3}) == "May I? · step=3"
     assert interrupt_summary("stop here") == "stop here"
     assert interrupt_summary([1, 2]) == "[1,2]"
+
+
+def test_search_rule_on_the_swe_agent_sample():
+    """`/E999` on the default recording: each failed edit (11, 13, 15), the model call that
+    reads its result (12, 14, 16), and the demonstration in the first prompt (0); never the
+    later requests that merely re-carry those messages."""
+    from pathlib import Path
+
+    from core.io import load_recording
+
+    path = Path(__file__).resolve().parents[2] / "sample_recordings" / "swe-agent-pydicom-1458.json"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    idx = TimelineIndex(load_recording(path))
+    assert idx.search("E999") == [0, 11, 12, 13, 14, 15, 16]

@@ -89,10 +89,12 @@ async def test_search_lands_on_the_one_tool_result(built):
         s = screen_of(app)
         rec = s.index.record(s.table.cursor_position)
         assert isinstance(rec, ToolRecord) and UNIQUE_RESULT in rec.result.content
-        assert s.matches == [s.table.cursor_position]
+        # the tool result, and the model call that reads it (its new request message)
+        assert s.matches == [s.table.cursor_position, s.table.cursor_position + 1]
+        assert s.index.kinds[s.matches[1]] == "model"
         assert s.table.matches == frozenset(s.matches)  # highlighted
         assert isinstance(app.focused, TimelineTable)
-        assert "match 1/1" in str(s.query_one("#match-info").render())
+        assert "match 1/2" in str(s.query_one("#match-info").render())
 
 
 async def test_search_next_and_previous_match(built):
