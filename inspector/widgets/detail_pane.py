@@ -8,6 +8,8 @@ tab is visible, so moving the cursor stays cheap).
 
 from __future__ import annotations
 
+import re
+import textwrap
 from typing import Any
 
 import orjson
@@ -32,7 +34,6 @@ class DetailPane(Vertical):
     DetailPane > #detail-identity { height: auto; max-height: 4; padding: 0 1; background: $panel; }
     DetailPane > #detail-error { height: auto; max-height: 2; padding: 0 1; background: $panel; color: #ff5f5f; text-style: bold; display: none; }
     DetailPane > #detail-error.shown { display: block; }
-    DetailPane.-on-transcript > #detail-error.shown { display: none; }
     DetailPane TabbedContent { height: 1fr; }
     DetailPane TabPane { padding: 0; }
     DetailPane JsonTree, DetailPane TranscriptView { height: 1fr; }
@@ -47,6 +48,8 @@ class DetailPane(Vertical):
         self.term = ""
         #: seq → (label, reason) of the records the metadata marks (see inspector.runinfo)
         self.marks: dict[int, tuple[str, str]] = {}
+        #: the selected record's error (the banner), if any
+        self._error: Any = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-identity")
@@ -65,6 +68,7 @@ class DetailPane(Vertical):
         self.index = index
         self.position = position
         self._transcript_for = None
+        self._error = None
         identity = self.query_one("#detail-identity", Static)
         error = self.query_one("#detail-error", Static)
         tree = self.query_one(JsonTree)
@@ -84,9 +88,9 @@ class DetailPane(Vertical):
             return
         identity.update(identity_text)
         err = rec.result.error if type(rec) is ToolRecord else getattr(rec, "error", None)
+        self._error = err
         if err is not None:
-            # at most two lines here; the whole error is in the tabs
-            error.update(Text(one_line(f"✗ {err.type}: {err.message}", 2 * max(40, self.size.width - 2) - 2)))
+            self._update_error_banner()
             error.add_class("shown")
         else:
             error.remove_class("shown")
@@ -110,13 +114,23 @@ class DetailPane(Vertical):
         else:
             self.query_one(JsonTree).focus()
 
+    def _update_error_banner(self) -> None:
+        """The error banner: one line on a narrow screen, else two, with the error's
+        most specific part (its last sentence) kept when the whole does not fit; the
+        whole error is in the tabs. Shown on both tabs."""
+        if self._error is None:
+            return
+        lines = 1 if self.screen.has_class("-narrow") else 2
+        text = Text(error_banner(self._error.type, self._error.message, max(38, self.size.width - 2), lines))
+        text.no_wrap, text.overflow = True, "ellipsis"
+        self.query_one("#detail-error", Static).update(text)
+
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        # the transcript frames the error in the result: the banner would repeat it
-        self.set_class(event.pane.id == "tab-transcript", "-on-transcript")
         if event.pane.id == "tab-transcript":
             self._show_transcript()
 
     def on_resize(self) -> None:
+        self._update_error_banner()
         if self.index is not None and self.position is not None:
             try:
                 self.query_one("#detail-identity", Static).update(self._identity_text(self.index, self.position))
@@ -196,6 +210,26 @@ class DetailPane(Vertical):
             out.append("\n")
             out.append_text(line)
         return out
+
+
+def error_banner(error_type: str, message: str, width: int, lines: int = 2) -> str:
+    """``✗ type: message`` in at most ``lines`` (1 or 2) lines of at most ``width``
+    characters. When it does not fit, the head is cut and the message's last sentence (its
+    most specific part, e.g. ``E999 SyntaxError: unmatched ']'`` after a long explanation)
+    is kept: on its own second line, or after the cut head on a single line."""
+    full = one_line(f"✗ {error_type}: {message}", 1 << 30)
+    if len(full) <= width:
+        return full
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", message.strip()) if x.strip()]
+    tail = one_line(sentences[-1], 1 << 30) if len(sentences) > 1 else ""
+    if lines >= 2:
+        if tail and len(tail) <= width:
+            return one_line(full[: -len(tail)].rstrip(), width) + "\n" + tail
+        first, *rest = textwrap.wrap(full, width) or [""]
+        return first + ("\n" + one_line(" ".join(rest), width) if rest else "")
+    if not tail or len(tail) > width - 20:
+        return one_line(full, width)
+    return one_line(full, width - len(tail) - 1) + " " + tail
 
 
 def matched_fields(obj: Any, term: str, limit: int = 4) -> list[str]:

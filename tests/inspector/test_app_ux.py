@@ -389,3 +389,41 @@ async def test_palette_icon_is_plain_in_the_browser(built, monkeypatch):
         await pilot.pause(0.3)
         icons = list(app.screen.query(SearchIcon))
         assert icons and all(i.icon == "›" for i in icons)
+
+
+# ---------------------------------------------------------------------- error banner
+
+
+@pytest.mark.parametrize("size", [(120, 30), (80, 24)])
+async def test_error_banner_keeps_the_specific_error_and_stays_on_the_transcript(default, size):
+    """README walkthrough: `e` shows `edit_rejected: … E999 SyntaxError: unmatched ']'`;
+    `t` keeps the banner (the same detail header on both tabs)."""
+    app = InspectorApp(default)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")
+        await settle(pilot, app)
+        assert seq_at_cursor(app) == 11
+        banner = app.screen.query_one("#detail-error")
+        text = plain(banner)
+        assert text.startswith("✗ edit_rejected: ") and text.endswith("E999 SyntaxError: unmatched ']'"), text
+        assert banner.size.height >= 1 and "shown" in banner.classes
+        await pilot.press("t")
+        await settle(pilot, app)
+        assert app.screen.query_one(DetailPane).active_tab == "tab-transcript"
+        assert banner.display and banner.size.height >= 1
+        assert plain(banner) == text
+
+
+def test_error_banner_fits_its_lines():
+    from inspector.widgets.detail_pane import error_banner
+
+    msg = "A long explanation of what went wrong. " * 5 + "E1 Specific: detail"
+    for width in (40, 60, 94, 200):
+        for lines in (1, 2):
+            out = error_banner("t", msg, width, lines)
+            assert out.startswith("✗ t: ") and len(out.splitlines()) <= lines
+            assert all(len(line) <= width for line in out.splitlines()), out
+            assert out.endswith("E1 Specific: detail")
+    assert error_banner("t", "short", 40) == "✗ t: short"
+    assert error_banner("t", "x" * 100, 40, 1) == "✗ t: " + "x" * 34 + "…"
