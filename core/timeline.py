@@ -13,9 +13,12 @@ A row (:class:`TimelineRow`) has:
 * ``name`` — model identity, tool name, lifecycle event, snapshot generation, or
   ``interrupt``;
 * ``summary`` — one line: the first words of the response (model), of the arguments and
-  the result (tool), the interrupt value, or the composition (snapshot/lifecycle);
-* ``status`` — one of :data:`STATUSES`, by precedence ``error`` > ``interrupted`` >
-  ``redacted`` > ``live-fallback`` > ``replayed`` > ``ok``;
+  the result (tool; ``⇒ result ⇐ instruction`` when the arguments are just an
+  instruction), the interrupt value, or the composition (snapshot/lifecycle);
+* ``status`` — one of :data:`STATUSES`, by precedence ``error`` > ``interrupted`` /
+  ``input`` > ``redacted`` > ``live-fallback`` > ``replayed`` > ``ok``; an interrupt is
+  ``input`` when its value is a human/user message (see :func:`interrupt_status`), else
+  ``interrupted``;
 * ``duration_seconds`` and ``tokens`` (input + output tokens of a model call).
 
 :class:`TimelineIndex` keeps these as parallel Python lists (columnar: one list per
@@ -57,7 +60,7 @@ from .recording import (
 VIEW_KINDS = ("model", "tool", "interrupt", "snapshot", "lifecycle")
 _RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
 
-STATUSES = ("ok", "error", "interrupted", "redacted", "replayed", "live-fallback")
+STATUSES = ("ok", "error", "interrupted", "input", "redacted", "replayed", "live-fallback")
 SEPARATOR_KINDS = ("snapshot", "lifecycle")
 SUMMARY_CHARS = 160
 OUTCOME_KEYS = ("outcome", "resolved", "exit_status", "status", "result", "success", "score")
@@ -113,7 +116,7 @@ def record_status(rec: Any) -> str:
         if rec.error is not None:
             return "error"
     elif type(rec) is InterruptRecord:
-        return "interrupted"
+        return interrupt_status(rec.value)
     if type(rec) is ToolRecord and rec.result.redacted:
         return "redacted"
     if rec.live_fallback:
@@ -121,6 +124,22 @@ def record_status(rec: Any) -> str:
     if rec.replayed:
         return "replayed"
     return "ok"
+
+
+_USER_ROLES = frozenset({"human", "user"})
+_USER_TYPES = frozenset({"human", "user", "user_message", "user_input", "human_input", "input"})
+
+
+def interrupt_status(value: Any) -> str:
+    """``input`` when an interrupt's value is a human/user message — an object whose
+    ``role`` or ``source`` is ``human``/``user`` or whose ``type`` is one of
+    ``human``, ``user``, ``user_message``, ``user_input``, ``human_input``, ``input``
+    (e.g. Who&When's opening question, OpenHands' user_message, Inspect's input event) —
+    else ``interrupted`` (an approval, a pause, an agent-state change)."""
+    if isinstance(value, dict) and (value.get("role") in _USER_ROLES or value.get("source") in _USER_ROLES
+                                    or value.get("type") in _USER_TYPES):
+        return "input"
+    return "interrupted"
 
 
 def composition_text(composition: dict[str, Any]) -> str:
@@ -135,6 +154,17 @@ def composition_text(composition: dict[str, Any]) -> str:
         if field not in ("plugins", "tools", "capabilities"):
             parts.append(f"{field}: {one_line(value, 60)}")
     return " · ".join(parts)
+
+
+_INSTRUCTION_KEYS = frozenset({"instruction", "task", "request"})
+
+
+def _is_instruction(arguments: Any) -> bool:
+    """Whether tool arguments are just an instruction in prose (one ``instruction`` /
+    ``task`` / ``request`` string, as multi-agent importers such as Who&When write them):
+    the summary then leads with the result, ``⇒ result ⇐ instruction``."""
+    return (isinstance(arguments, dict) and len(arguments) == 1
+            and next(iter(arguments)) in _INSTRUCTION_KEYS and isinstance(next(iter(arguments.values())), str))
 
 
 def args_text(arguments: Any) -> Any:
@@ -160,11 +190,14 @@ def record_summary(rec: Any, limit: int = SUMMARY_CHARS) -> str:
         call_text = " ".join(f"→ {c.name}({one_line(c.arguments, 60)})" for c in calls)
         return one_line(" ".join(p for p in (text, call_text) if p) or "(empty response)", limit)
     if type(rec) is ToolRecord:
-        args = one_line(args_text(rec.arguments), limit)
         if rec.result.error is not None:
             out = "✗ " + _error_text(rec.result.error)
         else:
             out = one_line(rec.result.content, limit)
+        if _is_instruction(rec.arguments) and out:
+            # an orchestrator's instruction (Who&When): what happened comes first
+            return one_line(f"⇒ {out} ⇐ {one_line(args_text(rec.arguments), limit)}", limit)
+        args = one_line(args_text(rec.arguments), limit)
         return one_line(f"{args} ⇒ {out}", limit)
     if type(rec) is InterruptRecord:
         return one_line(interrupt_summary(rec.value), limit) or "(no value)"
@@ -404,7 +437,7 @@ class TimelineIndex:
                             self.requested_by.setdefault((run_id, c["id"]), i)
             elif kind == "interrupt":
                 names[i] = "interrupt"
-                status = "interrupted"
+                status = interrupt_status(r.get("value"))
             elif kind == "lifecycle":
                 names[i] = str(r.get("event", ""))
             else:
@@ -808,7 +841,7 @@ def interrupt_summary(value: Any) -> str:
     return one_line(value, 1 << 20)
 
 
-_INTERRUPT_TEXT_KEYS = ("question", "prompt", "message", "reason")
+_INTERRUPT_TEXT_KEYS = ("question", "prompt", "message", "reason", "content")
 
 
 def _repeats(message: str, body: str) -> bool:

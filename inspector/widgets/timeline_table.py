@@ -40,6 +40,7 @@ STATUS_MARKS = {
     "ok": "ok",
     "error": "✗ error",
     "interrupted": "‖ interrupted",
+    "input": "› input",
     "redacted": "▒ redacted",
     "replayed": "↺ replayed",
     "live-fallback": "⚡ live-fallback",
@@ -136,6 +137,7 @@ class TimelineTable(ScrollView, can_focus=True):
         "timeline--status-ok",
         "timeline--status-error",
         "timeline--status-interrupted",
+        "timeline--status-input",
         "timeline--status-redacted",
         "timeline--status-replayed",
         "timeline--status-live-fallback",
@@ -164,6 +166,7 @@ class TimelineTable(ScrollView, can_focus=True):
     TimelineTable > .timeline--status-ok { color: $text-muted; }
     TimelineTable > .timeline--status-error { color: #ff5f5f; text-style: bold; }
     TimelineTable > .timeline--status-interrupted { color: #d7af00; }
+    TimelineTable > .timeline--status-input { color: #4fb0b0; }
     TimelineTable > .timeline--status-redacted { color: #c060c0; }
     TimelineTable > .timeline--status-replayed { color: #5f87ff; }
     TimelineTable > .timeline--status-live-fallback { color: #d7af00; text-style: bold; }

@@ -78,6 +78,29 @@ def test_status_precedence():
     assert record_status(ModelRecord(seq=0, model="m", error=ErrorInfo(type="timeout"))) == "error"
 
 
+def test_a_human_message_interrupt_is_input_not_interrupted():
+    question = {"type": "human", "role": "human", "content": "Where can I take martial arts classes?"}
+    rec = InterruptRecord(seq=0, value=question)
+    assert record_status(rec) == "input"
+    assert record_summary(rec).startswith("Where can I take martial arts classes?")
+    assert record_status(InterruptRecord(seq=0, value={"type": "user_message", "source": "user", "content": "hi"})) == "input"
+    for other in ({"type": "approval", "question": "ok?"}, {"type": "agent_state", "state": "init"}, "pause", None):
+        assert record_status(InterruptRecord(seq=0, value=other)) == "interrupted"
+    # the fast-open (raw) path agrees
+    raw = [{"seq": 0, "kind": "interrupt", "value": question}, {"seq": 1, "kind": "interrupt", "value": {"type": "approval"}}]
+    assert TimelineIndex.from_raw(Recording(), raw).statuses == ["input", "interrupted"]
+
+
+def test_a_tool_call_given_an_instruction_leads_with_its_result():
+    rec = ToolRecord(seq=0, tool="WebSurfer", arguments={"instruction": "Please search for martial arts schools " * 3},
+                     result=ToolResult(content="I typed 'martial arts' into the search box."))
+    out = record_summary(rec, 60)
+    assert out.startswith("⇒ I typed 'martial arts' into the search box. ⇐ Please") and len(out) <= 60
+    # ordinary arguments stay first
+    assert record_summary(ToolRecord(seq=0, tool="bash", arguments={"command": "ls"},
+                                     result=ToolResult(content="a.py"))) == "ls ⇒ a.py"
+
+
 def test_summary_of_failed_and_empty_model_calls():
     assert record_summary(ModelRecord(seq=0, model="m", error=ErrorInfo(type="timeout", message="after 30s"))) == "✗ timeout: after 30s"
     assert record_summary(ModelRecord(seq=0, model="m")) == "(no response)"
