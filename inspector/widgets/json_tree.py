@@ -12,8 +12,10 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import Tree
+from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.tree import TreeNode
 
 from core.jsonvalues import display_text, is_tagged
@@ -67,9 +69,10 @@ def needs_fold(s: str) -> bool:
     return len(s) > FOLD_AT or s.count("\n") > 0 and len(s) > 40
 
 
-def label_for(key: str | int | None, value: Any) -> Text:
+def label_for(key: str | int | None, value: Any, width: int | None = None) -> Text:
     """The label of a node: ``key: value`` (scalars), ``key {n}`` / ``key [n]`` (containers),
-    or a folded string preview with its length."""
+    or a folded string preview with its length. With ``width`` (cells), a folded string's
+    preview is shortened so that the whole label, its length hint included, fits."""
     label = Text()
     if key is not None:
         label.append(str(key) if isinstance(key, str) else f"[{key}]", style=KEY_STYLE)
@@ -81,10 +84,12 @@ def label_for(key: str | int | None, value: Any) -> Text:
     elif isinstance(value, list):
         label.append(f"[{len(value)}]", style=MUTED_STYLE)
     elif isinstance(value, str) and needs_fold(value):
-        preview = value[:FOLD_AT].replace("\n", "⏎")
-        label.append('"' + preview + '…"', style=STRING_STYLE)
         lines = value.count("\n") + 1
-        label.append(f"  ({len(value):,} chars, {lines} lines — enter to expand)", style=MUTED_STYLE)
+        hint = f"  ({len(value):,} chars, {lines} lines — enter to expand)"
+        room = FOLD_AT if width is None else max(8, min(FOLD_AT, width - label.cell_len - len(hint) - 3))
+        preview = value[:room].replace("\n", "⏎")
+        label.append('"' + preview + '…"', style=STRING_STYLE)
+        label.append(hint, style=MUTED_STYLE)
     else:
         label.append_text(_scalar(value))
     return label
@@ -101,6 +106,30 @@ class JsonTree(Tree[JsonNode]):
         super().__init__("record", JsonNode(None), name=name, id=id, classes=classes)
         self.show_root = True
         self.guide_depth = 3
+
+    def render_label(self, node: TreeNode[JsonNode], base_style: Style, style: Style) -> Text:
+        """Textual's label, fitted to the width the tree has at the node's depth: a folded
+        string's preview is shortened so its length hint stays visible; any other label
+        that does not fit ends with ``…`` (never silently clipped at the right edge)."""
+        room = self.scrollable_content_region.width
+        data = node.data
+        if not room or data is None or not data.path:
+            return super().render_label(node, base_style, style)
+        depth = 0
+        parent = node
+        while parent.parent is not None:
+            depth += 1
+            parent = parent.parent
+        avail = room - depth * self.guide_depth - 1
+        if data.folded_string:
+            text = label_for(data.path[-1], data.value, avail - 2)
+            text.stylize(style)
+            prefix = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE, base_style + TOGGLE_STYLE)
+            return Text.assemble(prefix, text)
+        text = super().render_label(node, base_style, style)
+        if text.cell_len > avail > 1:
+            text.truncate(avail, overflow="ellipsis")
+        return text
 
     def show(self, value: Any, label: str = "record") -> None:
         """Replace the tree with ``value``; the first two levels are opened."""

@@ -427,3 +427,24 @@ def test_error_banner_fits_its_lines():
             assert out.endswith("E1 Specific: detail")
     assert error_banner("t", "short", 40) == "✗ t: short"
     assert error_banner("t", "x" * 100, 40, 1) == "✗ t: " + "x" * 34 + "…"
+
+
+async def test_run_info_fits_long_metadata_values_to_the_width():
+    """The SWE-agent `submission` (a long diff) is folded to fit: its length hint stays
+    visible instead of being clipped at the modal's right edge."""
+    from rich.style import Style
+
+    from inspector.widgets.json_tree import JsonTree
+
+    app = InspectorApp(load_for_view(SWE))
+    async with app.run_test(size=(100, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("i")
+        await settle(pilot, app)
+        assert isinstance(app.screen, RunInfoScreen)
+        tree = app.screen.query_one(JsonTree)
+        (node,) = [n for n in tree.root.children if n.data and n.data.path == ["submission"]]
+        label = tree.render_label(node, Style(), Style())
+        room = tree.scrollable_content_region.width - tree.guide_depth
+        assert label.cell_len <= room, (label.plain, room)
+        assert label.plain.rstrip().endswith("enter to expand)") and "submission: " in label.plain
