@@ -86,6 +86,8 @@ def label_for(key: str | int | None, value: Any, width: int | None = None) -> Te
     elif isinstance(value, str) and needs_fold(value):
         lines = value.count("\n") + 1
         hint = f"  ({len(value):,} chars, {lines} lines — enter to expand)"
+        if width is not None and width - label.cell_len - len(hint) - 3 < 12:
+            hint = f"  ({len(value):,} chars)"  # narrow: the short hint
         room = FOLD_AT if width is None else max(8, min(FOLD_AT, width - label.cell_len - len(hint) - 3))
         preview = value[:room].replace("\n", "⏎")
         label.append('"' + preview + '…"', style=STRING_STYLE)
@@ -125,8 +127,9 @@ class JsonTree(Tree[JsonNode]):
             text = label_for(data.path[-1], data.value, avail - 2)
             text.stylize(style)
             prefix = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE, base_style + TOGGLE_STYLE)
-            return Text.assemble(prefix, text)
-        text = super().render_label(node, base_style, style)
+            text = Text.assemble(prefix, text)
+        else:
+            text = super().render_label(node, base_style, style)
         if text.cell_len > avail > 1:
             text.truncate(avail, overflow="ellipsis")
         return text
