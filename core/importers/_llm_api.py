@@ -317,12 +317,23 @@ def _openai_request(body: dict[str, Any], place: str, warnings: Warnings) -> Par
     return ParsedRequest(body.get("model"), msgs, tools, _str_list(body.get("stop")), options, results)
 
 
-def _openai_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
+def _api_error(body: Any, type_keys: tuple[str, ...], *, is_error: bool) -> ParsedResponse | None:
+    """The failed response for a body that is not an object, or that the provider marked
+    as an error (``is_error``); its ``error.<first of type_keys>`` names the type.
+    ``None`` for an ordinary body."""
     if not isinstance(body, dict):
         return ParsedResponse(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
-    if isinstance(body.get("error"), dict):
-        e = body["error"]
-        return ParsedResponse(None, error=ErrorInfo(type=str(e.get("type") or e.get("code") or "api_error"), message=display_text(e.get("message", ""))))
+    if not is_error:
+        return None
+    e = body.get("error") if isinstance(body.get("error"), dict) else {}
+    etype = next((e[k] for k in type_keys if e.get(k)), None) or "api_error"
+    return ParsedResponse(None, error=ErrorInfo(type=str(etype), message=display_text(e.get("message", ""))))
+
+
+def _openai_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
+    failed = _api_error(body, ("type", "code"), is_error=isinstance(body, dict) and isinstance(body.get("error"), dict))
+    if failed is not None:
+        return failed
     choices = body.get("choices") or []
     if not choices:
         return ParsedResponse(None, error=ErrorInfo(type="bad_response", message="response has no choices"), response_id=body.get("id"))
@@ -485,11 +496,10 @@ def _anthropic_request(body: dict[str, Any], place: str, warnings: Warnings) -> 
 
 
 def _anthropic_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
-    if not isinstance(body, dict):
-        return ParsedResponse(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
-    if body.get("type") == "error" or isinstance(body.get("error"), dict):
-        e = body.get("error") or {}
-        return ParsedResponse(None, error=ErrorInfo(type=str(e.get("type") or "api_error"), message=display_text(e.get("message", ""))))
+    failed = _api_error(body, ("type",), is_error=isinstance(body, dict)
+                        and (body.get("type") == "error" or isinstance(body.get("error"), dict)))
+    if failed is not None:
+        return failed
     parts, calls = _anthropic_blocks(body.get("content"), f"{place}.content", warnings)
     msg = ChatMessage(role=body.get("role") or "assistant", content=simplify_parts(parts), tool_calls=calls or None)
     u = body.get("usage") or {}
@@ -632,11 +642,9 @@ def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnin
 
 
 def _gemini_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
-    if not isinstance(body, dict):
-        return ParsedResponse(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
-    if isinstance(body.get("error"), dict):
-        e = body["error"]
-        return ParsedResponse(None, error=ErrorInfo(type=str(e.get("status") or e.get("code") or "api_error"), message=display_text(e.get("message", ""))))
+    failed = _api_error(body, ("status", "code"), is_error=isinstance(body, dict) and isinstance(body.get("error"), dict))
+    if failed is not None:
+        return failed
     cands = body.get("candidates") or []
     if not cands:
         fb = body.get("promptFeedback")
