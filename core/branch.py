@@ -5,7 +5,7 @@ and carries explicit *interventions* plus a *policy*. Branches form a tree throu
 ``parent``. This module only knows shapes, loading and validation; the replay engine
 (:mod:`core.engine`) applies them.
 
-Interventions are a discriminated union on ``kind`` (rules from issue 5, point 2):
+Interventions are a discriminated union on ``kind`` (rules from SPEC "Replay engine": interventions):
 
 * ``tool_result``    — override the result of a tool call, targeted by ``seq`` (one
   call) or by ``tool`` (+ optional ``args_hash``; every matching call from the
@@ -255,7 +255,7 @@ _INTERVENTIONS = TypeAdapter(list[Intervention])
 
 
 class Policy(_Model):
-    """Where a replay's answers may come from, and its limits (issue 5, point 3).
+    """Where a replay's answers may come from, and its limits (SPEC "Replay engine": policies).
 
     * ``model`` / ``tool``: ``recorded`` (recorded calls, then fixtures), ``fixture``
       (from the checkpoint on, only interventions and fixtures answer — recorded calls

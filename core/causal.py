@@ -1,4 +1,4 @@
-"""Causal (labeled) comparison of a replay with its base (issue 6, point 4).
+"""Causal (labeled) comparison of a replay with its base (SPEC "Diffs, metrics, effects, audit": causal record).
 
 For each replay, one record "interventions X at seq k → observed changes Y (outcome,
 output, errors, steps)", labeled with the replay's comparability: :func:`compare_replay`

@@ -1,4 +1,4 @@
-"""Dry run (issue 5, point 8): predict how a branch's calls will be answered, running nothing."""
+"""Dry run (SPEC "Replay engine", dry run): predict how a branch's calls will be answered, running nothing."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class Prediction:
 
 def predict(base: Recording, branch: Branch, *, fixtures: FixtureGateway | None = None,
             executor_wired: bool = False) -> dict[str, Any]:
-    """Dry run (issue 5, point 8): predict, before anything runs, how each call of the
+    """Dry run (SPEC "Replay engine"): predict, before anything runs, how each call of the
     base from the checkpoint would be answered, as far as it can be known.
 
     Until the first change the branch re-issues the base's calls (``recorded``); a call

@@ -1,4 +1,4 @@
-"""Effect ranking: which intervention or call explains a change of outcome (issue 6, point 5).
+"""Effect ranking: which intervention or call explains a change of outcome (SPEC "Diffs, metrics, effects, audit": effect ranking).
 
 Input: one :class:`Observation` per replay of **one base** — what the replay changed
 (its intervention set and the base calls it targets) and what was observed (outcome,

@@ -1,6 +1,6 @@
 """The replay engine: run a branch of a base recording and say how it compares.
 
-Rules (SPEC "Replay engine", issue 5 point 4, and the second seed):
+Rules (SPEC "Replay engine" and the second seed document):
 
 1. A replay record is created ``queued``, becomes ``running``, and ends ``completed``,
    ``paused`` (an open requirement) or ``failed`` (an error, or a live policy with no

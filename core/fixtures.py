@@ -4,7 +4,7 @@ A *fixture* (SPEC glossary) is a canned output for a call the base never made: a
 result (or a model response), scoped to the ``project``, one ``branch:ID`` or one
 ``replay:ID``. The *fixture gateway* answers a divergent call from fixtures; it matches
 by scope, name and matcher (an args hash — *exact* — or ``any`` — *tool-wide*).
-Precedence (issue 5, point 5): scope first, ``replay`` > ``branch`` > ``project``; then
+Precedence (SPEC "Replay engine": fixture scopes): scope first, ``replay`` > ``branch`` > ``project``; then
 exact > tool-wide; then the most recently added fixture.
 
 A *requirement* is the open work item the engine creates when a divergent call has no
@@ -362,7 +362,7 @@ def nearest_model_call(base: Recording, model: str, request: dict[str, Any], *, 
 
 
 class Requirement(_Model):
-    """Open work: a divergent call with no answer (issue 5, point 6).
+    """Open work: a divergent call with no answer (SPEC glossary: requirement).
 
     ``id`` is derived from the replay, the call position and the call key, so a resumed
     replay that stops at the same call finds the same requirement. ``kind`` is ``tool``,

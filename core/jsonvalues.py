@@ -466,7 +466,7 @@ def find_big_int(value: Any, path: str = "") -> str | None:
 
     Importers ask this of a call's identity (tool arguments; a model request) after
     tagging: a call whose identity held such an integer is imported without a key
-    (issue 3: "imported without a key and with a warning that replay cannot match it"),
+    (SPEC "Recording format": such a call is imported without a key, with a warning that replay cannot match it),
     although the tagged form itself could be canonicalized.
     """
     t = type(value)

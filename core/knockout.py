@@ -1,4 +1,4 @@
-"""Knockout analysis for the audit (issue 6, point 7): what happens to the outcome when
+"""Knockout analysis for the audit (SPEC "Diffs, metrics, effects, audit": knockout): what happens to the outcome when
 one call of a run answers nothing.
 
 :class:`ReplayKnockout` is the :class:`core.audit.KnockoutRunner` the audit uses when an

@@ -1,4 +1,4 @@
-"""Redaction of secrets in recordings (SPEC "Privacy").
+"""Redaction of secrets in recordings (SPEC "Recording format", Privacy).
 
 Two mechanisms, applied on save, on record and on import:
 

@@ -1,4 +1,4 @@
-"""The replay record (issue 5, point 9) and the first-divergence comparison.
+"""The replay record (SPEC "Replay engine": replay record) and the first-divergence comparison.
 
 :class:`ReplayRecord` is what ``chassis-inspector replay --json`` prints and what the
 workspace stores; its field names are a contract for scripts, documented in
@@ -87,7 +87,7 @@ class Attempt(_Model):
 
 
 class ReplayRecord(_Model):
-    """A replay (issue 5, point 9). Field names are a contract for scripts (see
+    """A replay (SPEC "Replay engine": replay record). Field names are a contract for scripts (see
     ``docs/replay.md``): ``status``, ``comparability.level``, ``comparability.reasons``,
     ``first_divergence.base_seq`` / ``.replay_seq`` / ``.dimension``,
     ``pause.requirement_ids``, ``error``.

@@ -35,6 +35,7 @@ Command line::
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -809,52 +810,48 @@ def write_samples(folder: str | Path) -> list[Path]:
 # ====================================================================== command line
 
 
-def _cli() -> Any:
-    import typer
+def _parser() -> argparse.ArgumentParser:
+    """The ``python -m core.sample_agent`` command line (argparse: core never imports typer)."""
+    parser = argparse.ArgumentParser(prog="python -m core.sample_agent",
+                                     description="The deterministic sample support agent: record and replay it.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    record = sub.add_parser("record", help="Record one run (optionally with a planted fault).")
+    record.add_argument("-o", "--output", type=Path, required=True, help="Recording file to write.")
+    record.add_argument("--fault", help=f"Plant a fault: {', '.join(FAULT_KINDS)}.")
+    record.add_argument("--step", type=int, help="Step (0-based model call) of the fault.")
+    record.add_argument("--task", default=DEFAULT_TASK, help=f"Task id: {', '.join(sorted(TASKS))}.")
+    samples = sub.add_parser("samples", help="Write the sample recordings (one success, one per fault kind).")
+    samples.add_argument("folder", nargs="?", type=Path, default=Path("sample_recordings"))
+    replay = sub.add_parser("replay", help="Replay a recording of the sample agent with no live calls; print the result.")
+    replay.add_argument("recording", type=Path)
+    return parser
 
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
-                      help="The deterministic sample support agent: record and replay it.")
 
-    @app.command()
-    def record(
-        output: Path = typer.Option(..., "-o", "--output", help="Recording file to write."),
-        fault: str = typer.Option(None, "--fault", help=f"Plant a fault: {', '.join(FAULT_KINDS)}."),
-        step: int = typer.Option(None, "--step", help="Step (0-based model call) of the fault."),
-        task: str = typer.Option(DEFAULT_TASK, "--task", help=f"Task id: {', '.join(sorted(TASKS))}."),
-    ) -> None:
-        """Record one run (optionally with a planted fault)."""
-        if step is not None and fault is None:
+def _command(args: argparse.Namespace) -> None:
+    if args.command == "record":
+        if args.step is not None and args.fault is None:
             raise SampleAgentError("--step needs --fault")
-        run = record_run(task, Fault(fault, step) if fault else None)
-        run.session.save(output, indent=True)
-        typer.echo(f"{output}: {run.outcome} ({run.reason})")
-
-    @app.command()
-    def samples(folder: Path = typer.Argument(Path("sample_recordings"))) -> None:
-        """Write the sample recordings (one success, one per fault kind)."""
-        for path in write_samples(folder):
-            typer.echo(str(path))
-
-    @app.command()
-    def replay(recording: Path) -> None:
-        """Replay a recording of the sample agent with no live calls; print the result."""
-        run = replay_run(recording)
+        run = record_run(args.task, Fault(args.fault, args.step) if args.fault else None)
+        run.session.save(args.output, indent=True)
+        print(f"{args.output}: {run.outcome} ({run.reason})")
+    elif args.command == "samples":
+        for path in write_samples(args.folder):
+            print(str(path))
+    else:
+        run = replay_run(args.recording)
         outcome, reason = evaluate(run.session.metadata.get("task"), run.output)
-        typer.echo(orjson.dumps({
+        print(orjson.dumps({
             "outcome": outcome, "reason": reason, "replayed": run.session.stats.replayed,
             "live_calls": run.live_calls, "output": run.output,
         }, option=orjson.OPT_INDENT_2).decode())
-
-    return app
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m core.sample_agent``; returns the exit code (2 on bad input, one line)."""
     import sys
 
-    app = _cli()
     try:
-        app(args=argv, prog_name="python -m core.sample_agent")
+        _command(_parser().parse_args(argv))
     except InspectorError as exc:
         print(f"sample-agent: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""Sweep: counterfactual attribution over the calls of one run (issue 6, point 6).
+"""Sweep: counterfactual attribution over the calls of one run (SPEC "Diffs, metrics, effects, audit": sweep).
 
 :func:`run_sweep` makes **one branch per candidate call** of a base recording, each with
 one intervention that replaces that call's recorded answer, replays them all (in

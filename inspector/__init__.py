@@ -1,3 +1,5 @@
 """Chassis Inspector: the Textual application and the command line."""
 
-__version__ = "0.9.0"
+from core import __version__
+
+__all__ = ["__version__"]

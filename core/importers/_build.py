@@ -3,7 +3,7 @@
 Every importer converts its source into calls on a :class:`RunBuilder`, which
 
 * numbers records (``seq`` from 0) and stamps ``run_id``;
-* redacts by default (SPEC "Privacy", issue 3 point 3): field names that look
+* redacts by default (SPEC "Recording format", Privacy): field names that look
   sensitive (:func:`core.redaction.is_sensitive_name`) and secret-looking values
   (:class:`core.redaction.SecretRedactor` with ``patterns=True``: ``sk-…``,
   ``sk-ant-…``, ``AKIA…``, ``ghp_…``, ``hf_…``, bearer tokens), marking tool results
@@ -167,7 +167,7 @@ def identity_key(identity: dict[str, Any]) -> tuple[str | None, str | None]:
     * the identity cannot be canonicalized (a raw NaN, an integer outside ±(2**53-1),
       a lone surrogate: reason names the value and its JSON Pointer), or
     * it holds an integer outside ±(2**53-1) already tagged ``{"$bigint": DIGITS}``
-      (:mod:`core.jsonvalues`). The tag could be hashed, but issue 3 says a call whose
+      (:mod:`core.jsonvalues`). The tag could be hashed, but the importer rule (SPEC "Recording format", Privacy) is that a call whose
       identity holds a value that cannot be canonicalized is imported *without a key*
       (replay cannot match it: a live call carries the raw integer, which has no
       canonical form), so the tagged form is not keyed either.

@@ -308,22 +308,6 @@ def test_migrated_legacy_tools_always_validate(calls):
     assert again.records == rec.records
 
 
-def test_core_imports_without_textual():
-    code = (
-        "import sys, core, core.io, core.migrate, core.redaction, core.canonical\n"
-        "from tests.conftest import make_recording\n"
-        "import tempfile, os\n"
-        "d = tempfile.mkdtemp(); p = os.path.join(d, 'r.json')\n"
-        "make_recording().save(p); core.Recording.load(p)\n"
-        "bad = [m for m in sys.modules if m == 'textual' or m.startswith('textual.') or m.startswith('inspector')]\n"
-        "assert not bad, bad\n"
-        "print('ok')\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
-
-
 def test_repeated_history_messages_share_one_frozen_instance(saved):
     rec = Recording.load(saved)
     m1, m2 = rec.records[2], rec.records[4]

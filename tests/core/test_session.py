@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -569,19 +567,3 @@ def test_events_recording_is_a_valid_recording(tmp_path: Path) -> None:
     path = tmp_path / "events.json"
     events.save(path)
     assert Recording.load(path).records[0].replayed is True
-
-
-# ---------------------------------------------------------------------- headless
-
-
-def test_core_imports_without_textual() -> None:
-    code = (
-        "import sys, core, core.session, core.sample_agent\n"
-        "assert 'textual' not in sys.modules, sorted(m for m in sys.modules if 'textual' in m)\n"
-        "assert 'inspector' not in sys.modules\n"
-        "print('ok')\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         cwd=Path(__file__).resolve().parents[2])
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -38,11 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def index() -> TimelineIndex:
     return TimelineIndex(build_recording())
-
-
-def test_core_timeline_is_headless():
-    code = "import sys, core.timeline; assert 'textual' not in sys.modules, sorted(m for m in sys.modules if 'textual' in m)"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_rows_columns(index):

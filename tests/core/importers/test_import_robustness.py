@@ -1,4 +1,4 @@
-"""Robustness of the importers (issue 3, point 4) and of detection: truncated sources,
+"""Robustness of the importers (SPEC "Recording format": bad input gets a clear error) and of detection: truncated sources,
 arguments that are not objects, empty or rewritten tool-call ids, values that cannot be
 canonicalized, non-standard JSON values, redaction, unknown and damaged files."""
 

@@ -1,5 +1,5 @@
 """vcrpy cassette importer: the five real cassettes (facts from SOURCES.md) and every
-robustness case of issue 3 point 4 that a cassette can carry."""
+importer robustness case (truncated or malformed input) that a cassette can carry."""
 
 from __future__ import annotations
 
