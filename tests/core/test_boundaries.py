@@ -58,6 +58,7 @@ def test_curated_api_loads_lazily_and_completely():
     for name in core.__all__:
         assert getattr(core, name) is not None
     assert set(core.__all__) <= set(dir(core))
+    assert core.__all__ == list(core._API)  # the literal list and the lazy map agree
 
 
 _ISSUE_CITATION = re.compile(r"\b(?:issue|task)\s*#?\s*\d+\s*(?:,\s*)?(?:point|item)\b|\((?:issue|task)\s*#?\d+\b",
