@@ -129,8 +129,22 @@ class ReplayRecord(_Model):
 
     @property
     def exit_code(self) -> int:
-        """CLI exit code: 0 completed, 3 paused, 2 failed (and queued/running)."""
+        """CLI exit code, from the table of replay states in ``docs/replay.md``: 0
+        completed and comparable (full or partial), 4 completed but not comparable
+        (comparability ``none``), 3 paused on requirements, 2 failed (and queued/running)."""
+        if self.status == "completed" and self.comparability.level == "none":
+            return 4
         return {"completed": 0, "paused": 3}.get(self.status, 2)
+
+    @property
+    def status_line(self) -> str:
+        """The status as a person reads it: ``completed — not comparable: <reason>`` for a
+        completed replay whose comparability is ``none`` (never plain success), else the
+        status itself."""
+        if self.status == "completed" and self.comparability.level == "none":
+            reason = "; ".join(self.comparability.reasons) or "no reason recorded"
+            return f"completed — not comparable: {reason}"
+        return self.status
 
 
 def _same(x: Any, y: Any) -> bool:

@@ -94,7 +94,7 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> N
     echo(f"branch          {record.branch_id}")
     echo(f"base            {record.base_path or ''} ({record.base_digest})")
     extra = record.stop_reason if record.stop_reason not in (None, record.status, "error") else None
-    echo(f"status          {record.status}" + (f" ({extra})" if extra else ""))
+    echo(f"status          {record.status_line}" + (f" ({extra})" if extra else ""))
     pol = record.policy
     echo(f"policy          model={pol.model} tool={pol.tool} drift={pol.drift} max_steps={pol.max_steps} "
          f"require_fixtures={str(pol.require_fixtures).lower()}")

@@ -286,3 +286,33 @@ def test_empty_workspace_lists_say_so(cwd, capsys):
                        (["fixture", "list"], "no fixtures"), (["requirements"], "no requirements")):
         code, out, _ = cli(capsys, *args)
         assert code == 0 and out.strip() == says
+
+
+def test_completed_but_not_comparable_exits_4_and_says_so(cwd, capsys):
+    # the model finishes at once, so the later tool-result intervention is never applied:
+    # the replay completes, but nothing in it can be compared with the base
+    write(cwd / "early.json", [
+        {"kind": "model_response", "seq": 3,
+         "response": {"message": {"role": "assistant", "content": "done early"}, "finish_reason": "stop"}},
+        {"kind": "tool_result", "seq": 6, "result": {"content": "never used"}},
+    ])
+    code, out, err = cli(capsys, "branch", "new", "base.json", "--at", 3, "--intervention", "early.json",
+                         "-o", "b.json")
+    assert code == 0, err
+    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json")
+    assert code == 4, (out, err)
+    status = next(line for line in out.splitlines() if line.startswith("status "))
+    assert status.split(None, 1)[1].startswith("completed — not comparable: ")
+    assert "intervention 1" in status and "never applied" in status
+    code, out, _ = cli(capsys, "replay", "base.json", "--branch", "b.json", "--json")
+    assert code == 4
+    obj = orjson.loads(out)
+    assert obj["status"] == "completed" and obj["comparability"]["level"] == "none"
+
+
+def test_comparable_completed_replay_still_exits_0(cwd, capsys):
+    write(cwd / "none.json", [])
+    cli(capsys, "branch", "new", "base.json", "--at", 3, "--intervention", "none.json", "-o", "b.json")
+    code, out, _ = cli(capsys, "replay", "base.json", "--branch", "b.json")
+    assert code == 0
+    assert "status          completed (final)" in out
