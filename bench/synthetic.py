@@ -11,8 +11,16 @@ from __future__ import annotations
 from core.canonical import model_key, tool_key
 from core.io import dumps_recording
 from core.recording import (
-    ChatMessage, ModelRecord, ModelRequest, ModelResponse, Recording, SessionInfo, ToolCall,
-    ToolRecord, ToolResult, Usage,
+    ChatMessage,
+    ModelRecord,
+    ModelRequest,
+    ModelResponse,
+    Recording,
+    SessionInfo,
+    ToolCall,
+    ToolRecord,
+    ToolResult,
+    Usage,
 )
 
 

@@ -87,7 +87,7 @@ class FormatError(InspectorError, ValueError):
         place = " at " + ", ".join(where) if where else ""
         return f"{printable(self.file or '<input>')}{place}: {self.reason}"
 
-    def with_file(self, file: str) -> "FormatError":
+    def with_file(self, file: str) -> FormatError:
         """Return a copy naming ``file`` (used when a lower layer did not know it)."""
         return FormatError(
             self.reason, file=file, record=self.record, path=self.path,

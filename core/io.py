@@ -37,8 +37,8 @@ from .errors import CanonicalizationError, FormatError, OutputError
 from .migrate import migrate
 from .recording import (
     FORMAT_NAME,
-    ChatMessage,
     FORMAT_VERSION,
+    ChatMessage,
     ModelRecord,
     Record,
     Recording,

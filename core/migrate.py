@@ -10,7 +10,7 @@ from a version-N document (a parsed JSON dict) to a version-N+1 document; adding
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .canonical import model_key, normalize_stop, tool_key
@@ -72,7 +72,7 @@ def _json_type(v: Any) -> str:
 def _epoch_to_rfc3339(ts: Any) -> str | None:
     if ts is None:
         return None
-    return datetime.fromtimestamp(float(ts), tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(float(ts), tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def _legacy_message(m: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def migrate_0_to_1(doc: dict[str, Any]) -> dict[str, Any]:
                    "tool_call_id": it.get("call_id"), "result": result}
             if it.get("elapsed") is not None:
                 rec["duration_seconds"] = it["elapsed"]
-            rec["key"] = _safe(lambda: tool_key(rec["tool"], args))
+            rec["key"] = _safe(lambda: tool_key(rec["tool"], args))  # noqa: B023 (called at once)
         elif typ == "model":
             params = dict(it.get("params") or {})
             stop = normalize_stop(params.pop("stop", None))
@@ -145,7 +145,7 @@ def migrate_0_to_1(doc: dict[str, Any]) -> dict[str, Any]:
                 rec["error"] = {"type": "ModelError", "message": str(it["error"])}
             if it.get("elapsed") is not None:
                 rec["duration_seconds"] = it["elapsed"]
-            rec["key"] = _safe(lambda: model_key(rec["model"], request))
+            rec["key"] = _safe(lambda: model_key(rec["model"], request))  # noqa: B023 (called at once)
         elif typ == "interrupt":
             rec = {**base, "value": it.get("value")}
         elif typ == "snapshot":

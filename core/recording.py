@@ -13,7 +13,7 @@ knows shapes and derived values (keys).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator
 
@@ -278,7 +278,7 @@ class LifecycleRecord(RecordBase):
 
 
 Record = Annotated[
-    Union[ToolRecord, ModelRecord, InterruptRecord, SnapshotRecord, LifecycleRecord],
+    ToolRecord | ModelRecord | InterruptRecord | SnapshotRecord | LifecycleRecord,
     Field(discriminator="kind"),
 ]
 
@@ -324,7 +324,7 @@ class Recording(_Model):
     # -- io (implemented in core.io; thin wrappers for the curated API) -----------------
 
     @classmethod
-    def load(cls, path: Any, *, verify_keys: bool | str = "auto") -> "Recording":
+    def load(cls, path: Any, *, verify_keys: bool | str = "auto") -> Recording:
         """Load and verify a recording file (migrating older versions). Raises FormatError.
 
         ``verify_keys``: ``"auto"`` recomputes keys only when the file has no digest (a
@@ -335,14 +335,14 @@ class Recording(_Model):
         return load_recording(path, verify_keys=verify_keys)
 
     @classmethod
-    def loads(cls, data: bytes | str, *, source: str = "<bytes>", verify_keys: bool | str = "auto") -> "Recording":
+    def loads(cls, data: bytes | str, *, source: str = "<bytes>", verify_keys: bool | str = "auto") -> Recording:
         """Parse and verify a recording from bytes. Raises FormatError."""
         from .io import loads_recording
 
         return loads_recording(data, source=source, verify_keys=verify_keys)
 
     @classmethod
-    def from_dict(cls, obj: Any, *, source: str = "<dict>", verify_keys: bool | str = "auto") -> "Recording":
+    def from_dict(cls, obj: Any, *, source: str = "<dict>", verify_keys: bool | str = "auto") -> Recording:
         """Validate (and migrate) a parsed JSON document. Raises FormatError."""
         from .io import recording_from_dict
 

@@ -45,7 +45,18 @@ from typing import Any
 import orjson
 
 from .errors import InspectorError, PolicyDenied
-from .recording import ChatMessage, ErrorInfo, ModelRecord, ModelRequest, ModelResponse, Recording, ToolCall, ToolRecord, ToolResult, Usage
+from .recording import (
+    ChatMessage,
+    ErrorInfo,
+    ModelRecord,
+    ModelRequest,
+    ModelResponse,
+    Recording,
+    ToolCall,
+    ToolRecord,
+    ToolResult,
+    Usage,
+)
 from .redaction import SecretRedactor
 from .session import (
     Harness,

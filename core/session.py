@@ -43,7 +43,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -148,7 +148,7 @@ def producer() -> str:
 
 
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _error_info(exc: BaseException) -> ErrorInfo:
@@ -234,7 +234,7 @@ class ReplaySession:
         redactor: SecretRedactor | None = None,
         clock: Callable[[], float] | None = None,
         now: Callable[[], str] | None = None,
-    ) -> "ReplaySession":
+    ) -> ReplaySession:
         """Load the recording at ``path`` (verified, migrated) into a new session.
 
         Raises:
@@ -254,7 +254,7 @@ class ReplaySession:
         clock: Callable[[], float] | None = None,
         now: Callable[[], str] | None = None,
         copy: bool = True,
-    ) -> "ReplaySession":
+    ) -> ReplaySession:
         """A session over an in-memory recording.
 
         With ``copy`` (default) the session works on a deep copy and ``recording`` is

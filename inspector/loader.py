@@ -11,7 +11,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from core.errors import FormatError
 from core.recording import FORMAT_NAME, FORMAT_VERSION, Recording
@@ -42,31 +41,6 @@ class LoadedRecording:
         return cls(Path(path), recording, TimelineIndex(recording), list(notices or []))
 
 
-def _split_result(result: Any) -> tuple[Recording, list[str]]:
-    """Accept ``Recording`` or ``(Recording, warnings...)`` from ``load_any``."""
-    if isinstance(result, Recording):
-        return result, []
-    if isinstance(result, tuple) and result and isinstance(result[0], Recording):
-        notices: list[str] = []
-        for extra in result[1:]:
-            if isinstance(extra, str):
-                notices.append(extra)
-            elif isinstance(extra, (list, tuple)):
-                notices.extend(str(w) for w in extra)
-            elif extra is not None:
-                notices.append(str(extra))
-        return result[0], notices
-    rec = getattr(result, "recording", None)
-    if isinstance(rec, Recording):
-        warnings = getattr(result, "warnings", None) or []
-        notices = [str(w) for w in warnings]
-        note = getattr(result, "notice", None)
-        if note:
-            notices.insert(0, str(note))
-        return rec, notices
-    raise TypeError(f"load_any returned {type(result).__name__}, not a Recording")
-
-
 def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> LoadedRecording:
     """Load (and if needed convert) ``path`` and index it.
 
@@ -81,7 +55,7 @@ def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> Lo
             fast-opened file: parsed, or its header and record shapes checked).
         core.errors.InspectorError: other load failures (e.g. no importer accepts it).
     """
-    from inspector.cli.common import load_any
+    from core.importers import open_any
 
     p = Path(path)
     threshold = FAST_OPEN_BYTES if fast_open_bytes is None else fast_open_bytes
@@ -93,7 +67,7 @@ def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> Lo
         fast = _fast_open(p)
         if fast is not None:
             return fast
-    rec, notices = _split_result(load_any(p, with_notices=True))
+    rec, notices = open_any(p, verify_keys="auto")
     return LoadedRecording(p, rec, TimelineIndex(rec), notices)
 
 

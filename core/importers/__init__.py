@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import FormatError, SourceImportError, InspectorError
+from ..errors import FormatError, InspectorError, SourceImportError
 from ..io import load_recording, records_digest
 from ..recording import Recording
 from ._source import TruncatedSourceError, read_head

@@ -33,7 +33,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -41,6 +41,16 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..canonical import canonical_json, normalize_stop
 from ..errors import CanonicalizationError, FormatError
+from ..jsonvalues import (
+    BIGINT_TAG,
+    SAFE_INT_MAX,
+    display_text,
+    encode_value,
+    find_big_int,
+    is_tagged,
+    json_loads_exact,
+    might_hold_big_int,
+)
 from ..recording import (
     ChatMessage,
     ErrorInfo,
@@ -55,16 +65,6 @@ from ..recording import (
     ToolRecord,
     ToolResult,
     Usage,
-)
-from ..jsonvalues import (
-    BIGINT_TAG,
-    SAFE_INT_MAX,
-    display_text,
-    encode_value,
-    find_big_int,
-    is_tagged,
-    json_loads_exact,
-    might_hold_big_int,
 )
 from ..redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
 from ._source import SourceFile
@@ -98,7 +98,7 @@ def to_rfc3339(value: Any) -> tuple[str | None, bool]:
         return None, False
     if isinstance(value, (int, float)):
         try:
-            dt = datetime.fromtimestamp(float(value), tz=timezone.utc)
+            dt = datetime.fromtimestamp(float(value), tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None, False
         return dt.isoformat().replace("+00:00", "Z"), False
@@ -296,7 +296,7 @@ class CallPairer:
     fallback adds a warning to ``builder``.
     """
 
-    def __init__(self, builder: "RunBuilder") -> None:
+    def __init__(self, builder: RunBuilder) -> None:
         self.builder = builder
         self.pending: list[PendingCall] = []
 

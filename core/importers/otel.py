@@ -44,7 +44,7 @@ import base64
 import hashlib
 import math
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +57,11 @@ from ..errors import FormatError
 from ..jsonvalues import BIGINT_TAG, decode_value, display_text, encode_value, is_tagged, load_json_lenient
 from ..recording import (
     ChatMessage,
-    Record,
     ErrorInfo,
     ModelRecord,
     ModelRequest,
     ModelResponse,
+    Record,
     Recording,
     SessionInfo,
     ToolCall,
@@ -69,9 +69,9 @@ from ..recording import (
     ToolResult,
     Usage,
 )
+from ._llm_api import CarriedResult, Warnings, parse_args, simplify_parts, text_part
 from ._source import read_source
 from .base import ImportedRun, Importer
-from ._llm_api import Warnings, CarriedResult, parse_args, simplify_parts, text_part
 from .vcr import ToolPairer, finalize_recording
 
 __all__ = ["OtelImporter", "export_otlp", "recording_to_otlp", "EXPORT_SCHEMA"]
@@ -246,7 +246,7 @@ def _nanos(at: str | None) -> int | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
 
 
@@ -515,7 +515,7 @@ def _nanos_to_rfc3339(v: Any) -> str | None:
         return None
     if n <= 0:
         return None
-    dt = datetime.fromtimestamp(n // 1_000_000_000, tz=timezone.utc).replace(microsecond=(n % 1_000_000_000) // 1000)
+    dt = datetime.fromtimestamp(n // 1_000_000_000, tz=UTC).replace(microsecond=(n % 1_000_000_000) // 1000)
     return dt.isoformat().replace("+00:00", "Z")
 
 
@@ -653,7 +653,7 @@ class OtelImporter(Importer):
     def _trace(self, tid: str, items: list[tuple[dict[str, Any], dict[str, Any], str]], path: Path, data: bytes, index: int) -> ImportedRun | None:
         warnings = Warnings()
         decorated = []
-        for sp, res, place in items:
+        for sp, _res, place in items:
             a = _attrs(sp.get("attributes"))
             seq = a.get("chassis.seq")
             try:

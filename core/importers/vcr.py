@@ -66,10 +66,10 @@ from ..recording import (
 from ..redaction import REDACTED, SecretRedactor, is_sensitive_header, is_sensitive_name
 from ._build import identity_key, record_identity, tag_big_ints, tag_big_ints_in
 from ._llm_api import (
-    Warnings,
+    CarriedResult,
     ParsedRequest,
     ParsedResponse,
-    CarriedResult,
+    Warnings,
     error_from_result,
     gemini_model,
     parse_request,
@@ -78,8 +78,8 @@ from ._llm_api import (
     provider_of,
     reassemble_stream,
 )
-from .base import ImportedRun, Importer
 from ._source import TruncatedSourceError, read_source
+from .base import ImportedRun, Importer
 
 __all__ = ["VcrImporter", "ToolPairer", "finalize_recording", "parse_sse"]
 

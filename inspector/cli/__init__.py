@@ -49,7 +49,7 @@ def _known_commands() -> set[str]:
     return set(getattr(group, "commands", {}))
 
 
-def fail(message: str, code: int = 2) -> "typer.Exit":
+def fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``chassis-inspector: message`` on stderr and return an Exit to raise."""
     typer.echo(f"chassis-inspector: {message}", err=True)
     return typer.Exit(code)

@@ -16,7 +16,6 @@ import typer
 
 from core.errors import FormatError, SourceImportError
 from core.io import atomic_write_bytes
-
 from core.recording import Recording
 
 from .common import check_output, print_json

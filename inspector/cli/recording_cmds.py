@@ -9,7 +9,7 @@ import orjson
 import typer
 
 from core.errors import FormatError
-from core.io import atomic_write_bytes, parse_json, recording_to_dict, recording_from_dict
+from core.io import atomic_write_bytes, parse_json, recording_from_dict, recording_to_dict
 from core.migrate import detect_version
 from core.recording import ModelRecord, Recording, ToolRecord
 

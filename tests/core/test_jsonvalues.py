@@ -30,7 +30,6 @@ from core.jsonvalues import (
 )
 from core.recording import Recording, ToolRecord, ToolResult
 
-
 # ------------------------------------------------------------------ non-finite numbers
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pydantic
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,6 @@ from core.errors import FormatError
 from core.io import atomic_write_bytes, recording_to_dict
 from core.migrate import migrate
 from core.recording import ModelRecord, Recording, ToolRecord
-
 from tests.conftest import DATA, make_recording
 
 
@@ -312,7 +312,7 @@ def test_repeated_history_messages_share_one_frozen_instance(saved):
     rec = Recording.load(saved)
     m1, m2 = rec.records[2], rec.records[4]
     assert m1.request.messages[0] is m2.request.messages[0]  # same system message, validated once
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError):
         m1.request.messages[0].content = "changed"  # frozen: sharing is safe
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from core.io import redact_recording, save_recording
 from core.recording import ChatMessage, ModelRecord, Recording, ToolRecord
-from core.redaction import REDACTED, SecretRedactor, is_sensitive_header, is_sensitive_name, redact
+from core.redaction import REDACTED, SecretRedactor, is_sensitive_name, redact
 from tests.conftest import make_recording
 
 

@@ -39,7 +39,6 @@ from inspector.widgets.transcript import (
 
 from .test_app_pilot import screen_of, seq_at_cursor, settle
 
-
 REPO = Path(__file__).resolve().parents[2]
 WHO_AND_WHEN = REPO / "sample_recordings" / "who-and-when-hand-crafted-1.json"
 FAULT = REPO / "sample_recordings" / "sample-agent-fault-tool-error.json"
