@@ -42,6 +42,7 @@ from .recording import (
     ModelRecord,
     Record,
     Recording,
+    RunLink,
     SessionInfo,
     ToolRecord,
 )
@@ -158,8 +159,9 @@ def records_digest(raw_records: list[Any], *, source: str = "<records>") -> str:
     """
     try:
         try:
-            prepared = [_prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}")
-                        for i, r in enumerate(raw_records)]
+            prepared = [
+                _prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}") for i, r in enumerate(raw_records)
+            ]
             data = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
         except (_NeedsReference, orjson.JSONEncodeError, CanonicalizationError):
             data = canonical_json(raw_records)  # slow path: exact order / exact error place
@@ -209,8 +211,31 @@ class _MessageMemo:
         except ValidationError as exc:
             err = _validation_to_format_error(exc, source, None)
             raise FormatError(
-                err.reason, file=source, record=record,
+                err.reason,
+                file=source,
+                record=record,
                 path=f"/records/{record}/request/messages/{j}" + ("" if err.path == "/" else err.path),
+            ) from None
+
+
+def _header_json(rec: Recording) -> dict[str, Any]:
+    """The header values that are free JSON or typed JSON outside the records:
+    ``metadata`` and (format v2) ``links``, keyed by their JSON Pointer prefix."""
+    out: dict[str, Any] = {"/metadata": rec.metadata}
+    if rec.links is not None:
+        out["/links"] = [link.to_json_obj() for link in rec.links]
+    return out
+
+
+def _check_header_canonical(rec: Recording, source: str) -> None:
+    """Canonicalize ``metadata`` and ``links`` (RFC 8785); raise :class:`FormatError`
+    with the JSON Pointer of a value that has no canonical form."""
+    for prefix, value in _header_json(rec).items():
+        try:
+            canonical_json(value)
+        except CanonicalizationError as exc:
+            raise FormatError(
+                f"value cannot be canonicalized: {exc.reason}", file=source, path=prefix + exc.path
             ) from None
 
 
@@ -230,12 +255,7 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
     except ValidationError as exc:
         raise _validation_to_format_error(exc, source, None) from None
 
-    try:
-        canonical_json(shell.metadata)
-    except CanonicalizationError as exc:
-        raise FormatError(
-            f"value cannot be canonicalized: {exc.reason}", file=source, path="/metadata" + exc.path
-        ) from None
+    _check_header_canonical(shell, source)
 
     records = []
     validate = _RECORD_ADAPTER.validate_python
@@ -254,7 +274,9 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
         if rec.seq <= prev_seq:
             raise FormatError(
                 f"seq {rec.seq} does not increase (previous record has seq {prev_seq})",
-                file=source, record=i, path=f"/records/{i}/seq",
+                file=source,
+                record=i,
+                path=f"/records/{i}/seq",
             )
         prev_seq = rec.seq
         if type(rec) is ToolRecord and rec.tool_call_id:
@@ -262,7 +284,9 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
             if k in answered:
                 raise FormatError(
                     f"tool_call_id {rec.tool_call_id!r} is answered twice (records {answered[k]} and {i})",
-                    file=source, record=i, path=f"/records/{i}/tool_call_id",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/tool_call_id",
                 )
             answered[k] = i
         records.append(rec)
@@ -272,7 +296,8 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
         raise FormatError(
             f"digest mismatch: header says {shell.digest}, records hash to {digest} "
             "(the file was changed or corrupted after it was saved)",
-            file=source, path="/digest",
+            file=source,
+            path="/digest",
         )
     # A matching digest seals keys that save_recording recomputed; without one (or when
     # asked, as `validate` does) every key is recomputed and compared.
@@ -280,11 +305,11 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
         verify_record_keys(records, source=source)
     shell.records = records
     if original < FORMAT_VERSION:
-        # not a file's digest: saving the migrated recording computes the real one
-        shell.digest = None
         shell._migrated_from = original
-    else:
-        shell.digest = digest
+    # A digest the file carried has just been checked against the (migrated) records, so
+    # it still seals them (migration 1 → 2 leaves records untouched); a migrated file
+    # without one (the 0.8.1 layout never had one) gets its digest when it is saved.
+    shell.digest = digest if (shell.digest is not None or original == FORMAT_VERSION) else None
     return shell
 
 
@@ -300,12 +325,16 @@ def verify_record_keys(records: list[Any], *, source: str) -> None:
                 field = "arguments" if type(rec) is ToolRecord else "request"
                 raise FormatError(
                     f"value cannot be canonicalized: {exc.reason}",
-                    file=source, record=i, path=f"/records/{i}/{field}{exc.path}",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/{field}{exc.path}",
                 ) from None
             if expected != rec.key:
                 raise FormatError(
                     f"key {rec.key} does not match the canonical key of the call ({expected})",
-                    file=source, record=i, path=f"/records/{i}/key",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/key",
                 )
 
 
@@ -316,7 +345,7 @@ _HUGE_INT = re.compile(rb"[:\[,][ \t\r\n]*-?[0-9]{20}")
 
 def _has_huge_integer(raw: bytes) -> bool:
     for m in _HUGE_INT.finditer(raw):
-        if raw[max(0, m.start() - 6):m.start()] != b"sha256":  # hex digests of keys
+        if raw[max(0, m.start() - 6) : m.start()] != b"sha256":  # hex digests of keys
             return True
     return False
 
@@ -353,7 +382,11 @@ def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: 
     if isinstance(doc, dict):
         raw = data.encode() if isinstance(data, str) else data
         # the digest seals records only: the header is checked whatever it says
-        suspicious = _suspicious_float(doc.get("metadata")) or _suspicious_float(doc.get("session"))
+        suspicious = (
+            _suspicious_float(doc.get("metadata"))
+            or _suspicious_float(doc.get("session"))
+            or _suspicious_float(doc.get("links"))
+        )
         if suspicious or (doc.get("digest") is None and _has_huge_integer(raw)):
             doc = _exact_reparse(raw, source)
     return recording_from_dict(doc, source=source, verify_keys=verify_keys)
@@ -383,13 +416,19 @@ def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "a
 def redact_recording(rec: Recording, redactor: SecretRedactor | None = None) -> int:
     """Redact ``rec`` in place by field name (and ``redactor``); return records changed.
 
-    Tool records whose result was scrubbed get ``result.redacted = True``; keys of
+    The whole of every record is redacted (its format-v2 ``meta`` included), and so are
+    the header's ``metadata`` and ``links``. Tool records whose result was scrubbed get ``result.redacted = True``; keys of
     changed records are recomputed on the redacted values.
     """
     changed_count = 0
     new_meta, meta_changed = redact(rec.metadata, redactor)
     if meta_changed:
         rec.metadata = new_meta
+    if rec.links is not None:
+        raw_links = [link.to_json_obj() for link in rec.links]
+        new_links, links_changed = redact(raw_links, redactor)
+        if links_changed:
+            rec.links = [RunLink.model_validate(link) for link in new_links]
     for i, r in enumerate(rec.records):
         obj = r.to_json_obj()
         new, changed = redact(obj, redactor)
@@ -424,21 +463,27 @@ def refresh_keys(rec: Recording) -> None:
 
 
 def recording_to_dict(rec: Recording) -> dict[str, Any]:
-    """The saved form: header fields, records (``None`` omitted) and the digest."""
-    try:
-        canonical_json(rec.metadata)
-    except CanonicalizationError as exc:
-        raise CanonicalizationError(exc.reason, "/metadata" + exc.path) from None
+    """The saved form (format version 2): header fields, ``links`` when set, the digest
+    and the records (``None`` omitted). The digest seals the records only."""
+    header = _header_json(rec)
+    for prefix, value in header.items():
+        try:
+            canonical_json(value)
+        except CanonicalizationError as exc:
+            raise CanonicalizationError(exc.reason, prefix + exc.path) from None
     records = [r.to_json_obj() for r in rec.records]
     digest = "sha256:" + hashlib.sha256(canonical_json(records)).hexdigest()
-    return {
+    doc: dict[str, Any] = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "metadata": rec.metadata,
         "session": rec.session.to_json_obj(),
-        "digest": digest,
-        "records": records,
     }
+    if "/links" in header:
+        doc["links"] = header["/links"]
+    doc["digest"] = digest
+    doc["records"] = records
+    return doc
 
 
 def dumps_recording(rec: Recording, *, indent: bool = False) -> bytes:

@@ -3,8 +3,8 @@
 A recording's ``format_version`` is the *format's* version, never the package version.
 Version 0 is the pre-versioning layout written by package version 0.8.1 (documented in
 ``docs/format.md`` § "Legacy layout"). Each step in :data:`MIGRATIONS` is a pure function
-from a version-N document (a parsed JSON dict) to a version-N+1 document; adding version
-2 later is one more function.
+from a version-N document (a parsed JSON dict) to a version-N+1 document, applied in
+order: 0 → 1 (:func:`migrate_0_to_1`), 1 → 2 (:func:`migrate_1_to_2`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,7 @@ def detect_version(doc: Any, *, source: str) -> int:
             or a version newer than :data:`core.recording.FORMAT_VERSION`.
     """
     if not isinstance(doc, dict):
-        raise FormatError(
-            f"expected a JSON object at the top level, found {_json_type(doc)}", file=source, path="/"
-        )
+        raise FormatError(f"expected a JSON object at the top level, found {_json_type(doc)}", file=source, path="/")
     if "format_version" not in doc:
         if doc.get("chassis_version") == LEGACY_PACKAGE_VERSION and "interactions" in doc:
             return 0
@@ -50,9 +48,7 @@ def detect_version(doc: Any, *, source: str) -> int:
             path="/format_version",
         )
     if doc.get("format") != FORMAT_NAME:
-        raise FormatError(
-            f"format is {doc.get('format')!r}, expected {FORMAT_NAME!r}", file=source, path="/format"
-        )
+        raise FormatError(f"format is {doc.get('format')!r}, expected {FORMAT_NAME!r}", file=source, path="/format")
     if version > FORMAT_VERSION:
         raise FormatError(
             f"format version {version} is newer than this inspector supports ({FORMAT_VERSION})",
@@ -65,8 +61,15 @@ def detect_version(doc: Any, *, source: str) -> int:
 
 
 def _json_type(v: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            int: "an integer", float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "null",
+    }.get(type(v), type(v).__name__)
 
 
 def _epoch_to_rfc3339(ts: Any) -> str | None:
@@ -79,8 +82,7 @@ def _legacy_message(m: dict[str, Any]) -> dict[str, Any]:
     out = {k: m[k] for k in ("role", "content", "tool_call_id", "name") if k in m}
     if m.get("tool_calls"):
         out["tool_calls"] = [
-            {"id": c.get("id", ""), "name": c.get("name", ""), "arguments": c.get("args", {})}
-            for c in m["tool_calls"]
+            {"id": c.get("id", ""), "name": c.get("name", ""), "arguments": c.get("args", {})} for c in m["tool_calls"]
         ]
     return out
 
@@ -114,8 +116,13 @@ def migrate_0_to_1(doc: dict[str, Any]) -> dict[str, Any]:
                 result["error"] = {"type": "ToolError", "message": str(err)}
             if it.get("redacted"):
                 result["redacted"] = True
-            rec = {**base, "tool": it.get("name"), "arguments": args,
-                   "tool_call_id": it.get("call_id"), "result": result}
+            rec = {
+                **base,
+                "tool": it.get("name"),
+                "arguments": args,
+                "tool_call_id": it.get("call_id"),
+                "result": result,
+            }
             if it.get("elapsed") is not None:
                 rec["duration_seconds"] = it["elapsed"]
             rec["key"] = _safe(lambda: tool_key(rec["tool"], args))  # noqa: B023 (called at once)
@@ -159,10 +166,25 @@ def migrate_0_to_1(doc: dict[str, Any]) -> dict[str, Any]:
         "format": FORMAT_NAME,
         "format_version": 1,
         "metadata": dict(doc.get("metadata") or {}, migrated_from=f"chassis {LEGACY_PACKAGE_VERSION}"),
-        "session": {"mode": doc.get("mode", "record"), "fallback": doc.get("fallback", "error"),
-                    "producer": f"chassis {LEGACY_PACKAGE_VERSION}"},
+        "session": {
+            "mode": doc.get("mode", "record"),
+            "fallback": doc.get("fallback", "error"),
+            "producer": f"chassis {LEGACY_PACKAGE_VERSION}",
+        },
         "records": records,
     }
+
+
+def migrate_1_to_2(doc: dict[str, Any]) -> dict[str, Any]:
+    """Pure migration from format version 1 to format version 2.
+
+    Version 2 is version 1 plus optional fields (SPEC "Format versions": a per-record
+    ``meta`` object and run-level ``links``), so a version-1 document is a version-2
+    document once ``format_version`` says 2: nothing else changes — no field is added,
+    records (hence keys and the ``digest``, which seals the records only) stay as written
+    and member order is kept. The input is not mutated.
+    """
+    return {k: (2 if k == "format_version" else v) for k, v in doc.items()}
 
 
 def _safe(fn: Callable[[], str]) -> str | None:
@@ -172,7 +194,7 @@ def _safe(fn: Callable[[], str]) -> str | None:
         return None  # validation reports the offending value with its place
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: migrate_0_to_1}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: migrate_0_to_1, 1: migrate_1_to_2}
 
 
 def migrate(doc: Any, *, source: str = "<dict>") -> tuple[dict[str, Any], int]:

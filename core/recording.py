@@ -1,6 +1,8 @@
-"""The recording model (format version 1): header plus ordered records.
+"""The recording model (format version 2): header plus ordered records.
 
-Shapes follow SPEC "Recording format"; every field is documented in ``docs/format.md``
+Shapes follow SPEC "Recording format" and its "Format versions" addition (version 2 =
+version 1 plus an optional per-record ``meta`` object and run-level ``links``, never part
+of a key); every field is documented in ``docs/format.md``
 and the JSON Schema generated from these models is committed at
 ``core/schema/recording.schema.json``.
 
@@ -12,15 +14,17 @@ knows shapes and derived values (keys).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from .canonical import model_key, normalize_stop, tool_key
 
 FORMAT_NAME = "chassis.replay"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 RECORD_KINDS = ("tool", "model", "interrupt", "snapshot", "lifecycle")
 LIFECYCLE_EVENTS = (
@@ -32,6 +36,10 @@ LIFECYCLE_EVENTS = (
     "harness.shutdown",
 )
 STANDARD_ROLES = ("system", "user", "assistant", "tool")
+#: Link relations with a documented meaning (docs/format.md § "Version 2"); other rels
+#: that are RFC 8288 ``reg-rel-type`` tokens are accepted and kept as written.
+LINK_RELS = ("sub-run", "parent", "fork", "forked-from", "replay-of", "source")
+_REL_TOKEN = re.compile(r"[a-z][a-z0-9.\-]*")
 
 
 class _Model(BaseModel):
@@ -135,9 +143,38 @@ def check_rfc3339(v: str | None) -> str | None:
     return v
 
 
+def _json_type(v: Any) -> str:
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+    }.get(type(v), type(v).__name__)
+
+
+def check_json_object(v: Any, field: str) -> Any:
+    """Accept ``None`` (absent) or a dict; otherwise raise a validation error whose
+    message says ``field`` must be a JSON object (format v2 ``meta``)."""
+    if v is None or isinstance(v, dict):
+        return v
+    raise PydanticCustomError(
+        "json_object", "{field} must be a JSON object, found {found}", {"field": field, "found": _json_type(v)}
+    )
+
+
 class RecordBase(_Model):
     """Fields every record has: ``seq`` (0-based, strictly increasing), optional ``at``
-    (RFC 3339 timestamp), ``run_id``, ``generation_id``, ``replayed``, ``live_fallback``."""
+    (RFC 3339 timestamp), ``run_id``, ``generation_id``, ``replayed``, ``live_fallback``,
+    and (format v2) ``meta``.
+
+    ``meta`` is a free-form JSON object about how the interaction was observed (SPEC
+    "Format versions": e.g. ``observed: true`` for an unmediated call, the importer's
+    ``action_parser``, the upstream ``http_status``). It is never part of a key, is
+    redacted and canonicalized like every other value, and — being inside the record —
+    is sealed by the ``digest``.
+    """
 
     seq: int = Field(ge=0)
     at: str | None = None
@@ -145,11 +182,17 @@ class RecordBase(_Model):
     generation_id: str | None = None
     replayed: bool = False
     live_fallback: bool = False
+    meta: dict[str, Any] | None = None
 
     @field_validator("at")
     @classmethod
     def _rfc3339(cls, v: str | None) -> str | None:
         return check_rfc3339(v)
+
+    @field_validator("meta", mode="before")
+    @classmethod
+    def _meta_object(cls, v: Any) -> Any:
+        return check_json_object(v, "meta")
 
     @property
     def at_datetime(self) -> datetime | None:
@@ -298,8 +341,56 @@ class SessionInfo(_Model):
         return check_rfc3339(v)
 
 
+class RunLink(_Model):
+    """A run-level link (format v2 ``links``): how this run relates to another.
+
+    Fields: ``rel`` (required) — the relation, an RFC 8288 ``reg-rel-type`` token
+    (lowercase letter, then lowercase letters, digits, ``.`` or ``-``); the rels in
+    :data:`LINK_RELS` have a documented meaning, any other token is accepted and kept as
+    written (extension relations). ``target`` (required, non-empty) — what the link
+    points to: a ``run_id`` (in this file or another), a file path relative to the
+    recording, or a URI. Optional: ``seq`` — the record of this run the link attaches to
+    (where a fork branched, where a sub-run was spawned); ``title`` — a label for
+    people; ``meta`` — a free-form JSON object. Unknown fields are rejected, as
+    everywhere in the format. Links are not part of any key and, being in the header,
+    are not sealed by the ``digest`` (like ``metadata``).
+    """
+
+    rel: str
+    target: str = Field(min_length=1)
+    seq: int | None = Field(default=None, ge=0)
+    title: str | None = None
+    meta: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, v: Any) -> Any:
+        if isinstance(v, (dict, RunLink)):
+            return v
+        raise PydanticCustomError(
+            "json_object", "a link must be a JSON object, found {found}", {"found": _json_type(v)}
+        )
+
+    @field_validator("rel")
+    @classmethod
+    def _rel_token(cls, v: str) -> str:
+        if not _REL_TOKEN.fullmatch(v):
+            raise PydanticCustomError(
+                "link_rel",
+                "rel {rel} is not a link relation token (RFC 8288 reg-rel-type: a lowercase "
+                "letter, then lowercase letters, digits, '.' or '-')",
+                {"rel": repr(v)},
+            )
+        return v
+
+    @field_validator("meta", mode="before")
+    @classmethod
+    def _meta_object(cls, v: Any) -> Any:
+        return check_json_object(v, "meta")
+
+
 class Recording(_Model):
-    """A recording: header + ordered records (format ``chassis.replay`` version 1).
+    """A recording: header + ordered records (format ``chassis.replay`` version 2).
 
     Load with :meth:`load` (path), :meth:`loads` (bytes) or :meth:`from_dict`; save with
     :meth:`save` (atomic, writes ``digest``). All raise/return as documented in
@@ -307,18 +398,30 @@ class Recording(_Model):
     """
 
     format: Literal["chassis.replay"] = FORMAT_NAME
-    format_version: Literal[1] = FORMAT_VERSION
+    format_version: Literal[2] = FORMAT_VERSION
     metadata: dict[str, Any] = Field(default_factory=dict)
     session: SessionInfo = Field(default_factory=SessionInfo)
+    links: list[RunLink] | None = None
     records: list[Record] = Field(default_factory=list)
     digest: str | None = None
     _migrated_from: int | None = PrivateAttr(default=None)
+
+    @field_validator("links", mode="before")
+    @classmethod
+    def _links_list(cls, v: Any) -> Any:
+        if v is None or isinstance(v, list):
+            return v
+        raise PydanticCustomError(
+            "json_array", "links must be a JSON array of link objects, found {found}", {"found": _json_type(v)}
+        )
 
     @property
     def migrated_from(self) -> int | None:
         """The format version this recording was migrated from on load (``0`` for the
         0.8.1 legacy layout), or ``None`` when it was read as the current version.
-        A migrated recording has no ``digest`` until it is saved."""
+        A digest the file carried is kept (it was verified, and migration 1 → 2 leaves
+        the records it seals untouched); otherwise a migrated recording has no
+        ``digest`` until it is saved."""
         return self._migrated_from
 
     # -- io (implemented in core.io; thin wrappers for the curated API) -----------------

@@ -16,6 +16,10 @@ from core.errors import FormatError
 from core.recording import FORMAT_NAME, FORMAT_VERSION, Recording
 from core.timeline import TimelineIndex
 
+#: format versions whose records are read as written by the fast-open path: version 2 is
+#: version 1 plus optional fields, so a v1 file migrates by its version number alone
+NATIVE_VERSIONS = (1, FORMAT_VERSION)
+
 #: native recordings at least this big open from a raw index (first paint after the
 #: JSON parse) and are verified in the background; smaller ones are verified first.
 #: ``CHASSIS_INSPECTOR_FAST_OPEN_MB`` overrides it (0 = always, e.g. for tests).
@@ -44,7 +48,7 @@ class LoadedRecording:
 def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> LoadedRecording:
     """Load (and if needed convert) ``path`` and index it.
 
-    A native format-v1 recording of at least ``fast_open_bytes`` (default
+    A native (format v1 or v2) recording of at least ``fast_open_bytes`` (default
     :data:`FAST_OPEN_BYTES`) is *fast-opened*: parsed with orjson, its header validated,
     its records checked for shape (known kind, increasing seq) and indexed raw; the full
     verification (every field, digest, keys) is returned as ``verify`` for the app to run
@@ -73,7 +77,7 @@ def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> Lo
 
 def _fast_open(path: Path) -> LoadedRecording | None:
     """The fast-open path of :func:`load_for_view`; ``None`` if the file is not a native
-    format-v1 recording (the caller then loads it the ordinary way)."""
+    format-v1/v2 recording (the caller then loads it the ordinary way)."""
     from core.io import parse_json, recording_from_dict
 
     source = str(path)
@@ -84,7 +88,7 @@ def _fast_open(path: Path) -> LoadedRecording | None:
     doc = parse_json(data, source=source)
     del data
     if not (isinstance(doc, dict) and doc.get("format") == FORMAT_NAME
-            and doc.get("format_version") == FORMAT_VERSION and isinstance(doc.get("records"), list)):
+            and doc.get("format_version") in NATIVE_VERSIONS and isinstance(doc.get("records"), list)):
         return None
     header = {k: v for k, v in doc.items() if k not in ("records", "digest")}
     shell = recording_from_dict({**header, "records": []}, source=source)

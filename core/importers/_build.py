@@ -52,6 +52,7 @@ from ..jsonvalues import (
     might_hold_big_int,
 )
 from ..recording import (
+    FORMAT_VERSION,
     ChatMessage,
     ErrorInfo,
     InterruptRecord,
@@ -74,11 +75,18 @@ MAX_STORED_WARNINGS = 200
 # every text SECRET_VALUE_PATTERNS can match contains one of these (a fast pre-check);
 # if core.redaction's patterns change, the pre-check turns itself off (matches everything)
 _KNOWN_PATTERNS = {
-    r"sk-ant-[A-Za-z0-9_\-]{8,}", r"sk-(?:proj-)?[A-Za-z0-9_\-]{16,}", r"AKIA[0-9A-Z]{16}",
-    r"gh[pousr]_[A-Za-z0-9]{20,}", r"hf_[A-Za-z0-9]{20,}", r"(?i)(?<=bearer )[A-Za-z0-9._\-]{16,}",
+    r"sk-ant-[A-Za-z0-9_\-]{8,}",
+    r"sk-(?:proj-)?[A-Za-z0-9_\-]{16,}",
+    r"AKIA[0-9A-Z]{16}",
+    r"gh[pousr]_[A-Za-z0-9]{20,}",
+    r"hf_[A-Za-z0-9]{20,}",
+    r"(?i)(?<=bearer )[A-Za-z0-9._\-]{16,}",
 }
-_TRIGGER = (re.compile(r"sk-|AKIA|gh[pousr]_|hf_|(?i:bearer )")
-            if {p.pattern for p in SECRET_VALUE_PATTERNS} == _KNOWN_PATTERNS else re.compile(""))
+_TRIGGER = (
+    re.compile(r"sk-|AKIA|gh[pousr]_|hf_|(?i:bearer )")
+    if {p.pattern for p in SECRET_VALUE_PATTERNS} == _KNOWN_PATTERNS
+    else re.compile("")
+)
 PRODUCER = "chassis-inspector import"
 
 
@@ -182,8 +190,9 @@ def identity_key(identity: dict[str, Any]) -> tuple[str | None, str | None]:
     if b'"$bigint"' in data:
         where = find_big_int(identity)
         if where is not None:
-            return None, (f"integer outside the I-JSON safe range ±(2**53-1) at {where}, "
-                          'kept exactly as {"$bigint": ...}')
+            return None, (
+                f'integer outside the I-JSON safe range ±(2**53-1) at {where}, kept exactly as {{"$bigint": ...}}'
+            )
     return "sha256:" + hashlib.sha256(data).hexdigest(), None
 
 
@@ -232,8 +241,11 @@ def tag_big_ints(records: list[Any], warn: Callable[[str, str], None]) -> int:
         try:
             nr = _RECORD.validate_python(new)
         except ValidationError as exc:
-            warn(place, f"record could not be rebuilt with its large integers tagged ({exc.error_count()} "
-                        "validation error(s)); saving it will fail")
+            warn(
+                place,
+                f"record could not be rebuilt with its large integers tagged ({exc.error_count()} "
+                "validation error(s)); saving it will fail",
+            )
             continue
         for w in vws:
             warn(w.place, w.message)
@@ -313,7 +325,9 @@ class CallPairer:
         if name:
             for i, c in enumerate(self.pending):
                 if c.name == name:
-                    self.builder.warn(place, f"tool result {how}; paired with the oldest unanswered {name!r} call ({c.id or 'no id'})")
+                    self.builder.warn(
+                        place, f"tool result {how}; paired with the oldest unanswered {name!r} call ({c.id or 'no id'})"
+                    )
                     return self.pending.pop(i)
         if self.pending:
             c = self.pending.pop(0)
@@ -466,8 +480,13 @@ class RunBuilder:
         """Append a model record; returns it. ``usage`` is ``(input, output)`` tokens."""
         tools = self.scrub(list(tools or []), place)
         options = self.scrub(dict(options or {}), place)
-        stop_n = normalize_stop(stop) if stop is None or isinstance(stop, str) or (
-            isinstance(stop, list) and all(isinstance(s, str) for s in stop)) else []
+        stop_n = (
+            normalize_stop(stop)
+            if stop is None
+            or isinstance(stop, str)
+            or (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
+            else []
+        )
         identity = {
             "messages": [self._msg_json(m) for m in messages],
             "tools": tools,
@@ -477,8 +496,9 @@ class RunBuilder:
         # the identity model_key() hashes, built from the messages' cached JSON
         key, why = identity_key({"kind": "model", "model": model, **identity})
         if key is None:
-            self.warn(place, f"model call cannot be canonicalized ({why}); "
-                             "imported without a key: replay cannot match it")
+            self.warn(
+                place, f"model call cannot be canonicalized ({why}); imported without a key: replay cannot match it"
+            )
         request = ModelRequest.model_construct(messages=messages, tools=tools, stop=stop_n, options=options)
         resp = None
         if response is not None:
@@ -487,9 +507,19 @@ class RunBuilder:
                 u = Usage.model_construct(input_tokens=int(usage[0] or 0), output_tokens=int(usage[1] or 0))
             resp = ModelResponse.model_construct(message=response, finish_reason=finish_reason, usage=u)
         rec = ModelRecord.model_construct(
-            seq=len(self.records), at=at, run_id=self.run_id, generation_id=None, replayed=False,
-            live_fallback=False, kind="model", key=key, model=model, request=request, response=resp,
-            duration_seconds=_dur(duration), error=error,
+            seq=len(self.records),
+            at=at,
+            run_id=self.run_id,
+            generation_id=None,
+            replayed=False,
+            live_fallback=False,
+            kind="model",
+            key=key,
+            model=model,
+            request=request,
+            response=resp,
+            duration_seconds=_dur(duration),
+            error=error,
         )
         self.records.append(rec)
         return rec
@@ -524,22 +554,35 @@ class RunBuilder:
         if identity_known:
             key, why = identity_key(tool_identity(tool, arguments))
             if key is None:
-                self.warn(place, f"tool call cannot be canonicalized ({why}); "
-                                 "imported without a key: replay cannot match it")
+                self.warn(
+                    place, f"tool call cannot be canonicalized ({why}); imported without a key: replay cannot match it"
+                )
         else:
-            self.warn(place, "the tool call's arguments are not in the source; imported without a key: "
-                             "replay cannot match it")
+            self.warn(
+                place, "the tool call's arguments are not in the source; imported without a key: replay cannot match it"
+            )
         tcid = None
         if isinstance(tool_call_id, str) and tool_call_id:
             self._ids[tool_call_id] += 1
             n = self._ids[tool_call_id]
             tcid = tool_call_id if n == 1 else f"{tool_call_id}~{n}"
             if n > 1:
-                self.warn(place, f"tool_call_id {tool_call_id!r} is used by more than one call in this run; "
-                                 f"recorded as {tcid!r}")
+                self.warn(
+                    place,
+                    f"tool_call_id {tool_call_id!r} is used by more than one call in this run; recorded as {tcid!r}",
+                )
         rec = ToolRecord.model_construct(
-            seq=len(self.records), at=at, run_id=self.run_id, generation_id=None, replayed=False,
-            live_fallback=False, kind="tool", key=key, tool=tool, arguments=arguments, tool_call_id=tcid,
+            seq=len(self.records),
+            at=at,
+            run_id=self.run_id,
+            generation_id=None,
+            replayed=False,
+            live_fallback=False,
+            kind="tool",
+            key=key,
+            tool=tool,
+            arguments=arguments,
+            tool_call_id=tcid,
             result=ToolResult.model_construct(content=content, artifact=artifact, error=error, redacted=redacted),
             duration_seconds=_dur(duration),
         )
@@ -549,8 +592,14 @@ class RunBuilder:
     def interrupt(self, value: Any, *, at: str | None = None, place: str = "") -> InterruptRecord:
         """Append an interrupt record (human input, an unknown message role, a state change)."""
         rec = InterruptRecord.model_construct(
-            seq=len(self.records), at=at, run_id=self.run_id, generation_id=None, replayed=False,
-            live_fallback=False, kind="interrupt", value=self.scrub(value, place),
+            seq=len(self.records),
+            at=at,
+            run_id=self.run_id,
+            generation_id=None,
+            replayed=False,
+            live_fallback=False,
+            kind="interrupt",
+            value=self.scrub(value, place),
         )
         self.records.append(rec)
         return rec
@@ -559,8 +608,7 @@ class RunBuilder:
         """Record every pending call that never got a result (result ``None``, warned)."""
         for c in self.pairer.drain():
             self.warn(c.place, f"tool call {c.id or '(no id)'} ({c.name}) has no recorded result")
-            self.tool(tool=c.name, arguments=c.arguments, tool_call_id=c.id, content=None,
-                      at=c.at, place=c.place)
+            self.tool(tool=c.name, arguments=c.arguments, tool_call_id=c.id, content=None, at=c.at, place=c.place)
 
     # -- finishing -------------------------------------------------------------------
 
@@ -598,10 +646,14 @@ class RunBuilder:
             source["incomplete"] = True
         meta["source"] = source
         rec = Recording.model_construct(
-            format="chassis.replay", format_version=1, metadata=meta,
-            session=SessionInfo(mode="record", fallback="error", created_at=created_at,
-                                producer=f"{PRODUCER} --from {self.fmt}"),
-            records=self.records, digest=None,
+            format="chassis.replay",
+            format_version=FORMAT_VERSION,
+            metadata=meta,
+            session=SessionInfo(
+                mode="record", fallback="error", created_at=created_at, producer=f"{PRODUCER} --from {self.fmt}"
+            ),
+            records=self.records,
+            digest=None,
         )
         return ImportedRun(run_id=self.run_id, recording=rec, warnings=list(self.warnings), incomplete=incomplete)
 
@@ -668,8 +720,9 @@ def openai_message(b: RunBuilder, d: Any, place: str) -> ChatMessage:
             name = fn.get("name", tc.get("name"))
             args = fn.get("arguments", tc.get("arguments")) if fn else tc.get("arguments")
             calls.append(b.tool_call(tc.get("id"), name, args, f"{place}.tool_calls[{j}]"))
-    return b.message(role, d.get("content"), tool_calls=calls, tool_call_id=d.get("tool_call_id"),
-                     name=d.get("name"), place=place)
+    return b.message(
+        role, d.get("content"), tool_calls=calls, tool_call_id=d.get("tool_call_id"), name=d.get("name"), place=place
+    )
 
 
 class JsonImporter:
@@ -748,13 +801,17 @@ def truncated_error(exc: Any, recovered: list[ImportedRun]) -> Any:
         if isinstance(src_meta, dict):
             src_meta["incomplete"] = True
     if recovered:
-        reason = (f"{exc.reason}; {len(recovered)} run(s) before the damage can be recovered, "
-                  "marked incomplete (chassis-inspector import --recover)")
+        reason = (
+            f"{exc.reason}; {len(recovered)} run(s) before the damage can be recovered, "
+            "marked incomplete (chassis-inspector import --recover)"
+        )
     else:
         reason = f"{exc.reason}; no complete run before the damage"
-    new = TruncatedSourceError(reason, file=exc.file, partial=exc.partial, line=exc.line, column=exc.column,
-                               path=exc.path)
+    new = TruncatedSourceError(
+        reason, file=exc.file, partial=exc.partial, line=exc.line, column=exc.column, path=exc.path
+    )
     new.recovered = recovered
+    new.damage = exc.damage
     return new
 
 

@@ -15,7 +15,7 @@ SCHEMA_PATH = Path(__file__).with_name("recording.schema.json")
 
 
 def recording_schema() -> dict[str, Any]:
-    """JSON Schema (draft 2020-12, as pydantic emits it) of format version 1."""
+    """JSON Schema (draft 2020-12, as pydantic emits it) of the current format version."""
     from ..recording import FORMAT_VERSION, Recording
 
     schema = Recording.model_json_schema(mode="validation")
