@@ -220,10 +220,14 @@ class _MessageMemo:
 
 def _header_json(rec: Recording) -> dict[str, Any]:
     """The header values that are free JSON or typed JSON outside the records:
-    ``metadata`` and (format v2) ``links``, keyed by their JSON Pointer prefix."""
+    ``metadata`` and (format v2) ``links``, keyed by their JSON Pointer prefix.
+
+    Links are dumped in Python mode (their fields are strings, integers and a ``meta``
+    object), so a NaN in a link's ``meta`` reaches canonicalization and is rejected
+    instead of being written as ``null``."""
     out: dict[str, Any] = {"/metadata": rec.metadata}
     if rec.links is not None:
-        out["/links"] = [link.to_json_obj() for link in rec.links]
+        out["/links"] = [link.model_dump(exclude_none=True) for link in rec.links]
     return out
 
 
@@ -471,6 +475,12 @@ def recording_to_dict(rec: Recording) -> dict[str, Any]:
             canonical_json(value)
         except CanonicalizationError as exc:
             raise CanonicalizationError(exc.reason, prefix + exc.path) from None
+    for i, r in enumerate(rec.records):
+        if r.meta is not None:  # free JSON: checked as given, so NaN is rejected, not nulled
+            try:
+                canonical_json(r.meta)
+            except CanonicalizationError as exc:
+                raise CanonicalizationError(exc.reason, f"/{i}/meta{exc.path}") from None
     records = [r.to_json_obj() for r in rec.records]
     digest = "sha256:" + hashlib.sha256(canonical_json(records)).hexdigest()
     doc: dict[str, Any] = {
