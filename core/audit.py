@@ -79,9 +79,13 @@ class KnockoutResult:
     outcome_changed: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "outcome": self.outcome,
-                "final_output_changed": self.final_output_changed, "detail": self.detail,
-                "outcome_changed": self.outcome_changed}
+        return {
+            "seq": self.seq,
+            "outcome": self.outcome,
+            "final_output_changed": self.final_output_changed,
+            "detail": self.detail,
+            "outcome_changed": self.outcome_changed,
+        }
 
 
 @runtime_checkable
@@ -89,8 +93,7 @@ class KnockoutRunner(Protocol):
     """The extension point for knockout analysis: replays ``recording`` with the call at
     ``seq`` knocked out (through the replay engine and a wired executor) and reports."""
 
-    def knockout(self, recording: Recording, seq: int) -> KnockoutResult:
-        ...
+    def knockout(self, recording: Recording, seq: int) -> KnockoutResult: ...
 
 
 @dataclass(frozen=True)
@@ -146,9 +149,15 @@ class CallLineage:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "seq": self.seq, "kind": self.kind, "name": self.name, "status": self.status,
-            "via": self.via, "reason": self.reason, "included_at": self.included_at,
-            "quoted": self.quoted, "redacted": self.redacted,
+            "seq": self.seq,
+            "kind": self.kind,
+            "name": self.name,
+            "status": self.status,
+            "via": self.via,
+            "reason": self.reason,
+            "included_at": self.included_at,
+            "quoted": self.quoted,
+            "redacted": self.redacted,
             "knockout": self.knockout.to_json() if self.knockout else None,
         }
 
@@ -387,9 +396,9 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
         out_value = final_output(rec, source="transcript") if final is not None else None
         final_text = _text(final_output(rec))
     reached: dict[int, set[int]] = {}
-    for s, t, via in edges:
-        if via != "issued":
-            reached.setdefault(s, set()).add(t)
+    for src, dst, edge_via in edges:
+        if edge_via != "issued":
+            reached.setdefault(src, set()).add(dst)
 
     lineage_calls: list[CallLineage] = []
     redactions: list[Redaction] = []
@@ -409,15 +418,17 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                     _walk_redacted(m.to_json_obj(), ["request", "messages", i], hidden)
         on = r.seq in lineage
         redactions.extend(Redaction(r.seq, p, on) for p in hidden)
-        via = sorted({v for s, t, v in edges if s == r.seq and (t in lineage)})
+        via_kinds = sorted({v for s, t, v in edges if s == r.seq and (t in lineage)})
         if r.seq == final_seq:
             status, reason = "final", ""
         elif on:
             status, reason = "contributed", ""
         elif any(t.seq == r.seq for t in trailing):
             status = "unknown"
-            reason = (f"cannot tell (an action of the last model response, seq {final.seq}; "  # type: ignore[union-attr]
-                      f"no model call read its result)")
+            reason = (
+                f"cannot tell (an action of the last model response, seq {final.seq}; "  # type: ignore[union-attr]
+                f"no model call read its result)"
+            )
         else:
             reason = _why_unused(r, final, final_seq, reached.get(r.seq, set()), lineage)
             status = "unknown" if reason.startswith("cannot tell") else "unused"
@@ -430,7 +441,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                     quoted.append(leaf)
                     if len(quoted) >= 5:
                         break
-        entry = CallLineage(r.seq, r.kind, name, status, via, reason, included_at.get(r.seq), quoted, hidden)
+        entry = CallLineage(r.seq, r.kind, name, status, via_kinds, reason, included_at.get(r.seq), quoted, hidden)
         if knockout is not None and final_seq is not None and r.seq < final_seq:
             entry.knockout = knockout.knockout(rec, r.seq)
         lineage_calls.append(entry)
@@ -443,8 +454,9 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
             unk = sum(1 for k in kos if k.outcome == "unknown")
             done = [k for k in kos if k.outcome != "unknown"]
             told = [k for k in done if k.outcome_changed is not None]
-            ko = (f"run: each of the {len(kos)} call(s) before the final output was replayed "
-                  f"with that call knocked out; ")
+            ko = (
+                f"run: each of the {len(kos)} call(s) before the final output was replayed with that call knocked out; "
+            )
             if told:
                 ko += f"the outcome changed for {sum(1 for k in told if k.outcome_changed)}, "
             ko += f"the final output changed for {sum(1 for k in done if k.final_output_changed)}"
@@ -474,8 +486,7 @@ def _trailing_actions(calls: list[Any], final: ModelRecord | None) -> list[ToolR
     return []
 
 
-def _why_unused(r: Any, final: ModelRecord | None, final_seq: int | None, reached: set[int],
-                lineage: set[int]) -> str:
+def _why_unused(r: Any, final: ModelRecord | None, final_seq: int | None, reached: set[int], lineage: set[int]) -> str:
     if final is None or final_seq is None:
         return "the run has no final output (it ended on an error or a tool request)"
     if r.seq > final_seq:

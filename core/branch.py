@@ -244,7 +244,11 @@ class ToolPolicyIntervention(_Model):
 
 
 Intervention = Annotated[
-    ToolResultIntervention | ModelResponseIntervention | MessagesIntervention | OptionsIntervention | ToolPolicyIntervention,
+    ToolResultIntervention
+    | ModelResponseIntervention
+    | MessagesIntervention
+    | OptionsIntervention
+    | ToolPolicyIntervention,
     Field(discriminator="kind"),
 ]
 _INTERVENTION = TypeAdapter(Intervention)
@@ -319,8 +323,10 @@ class Branch(_Model):
     def _identity(self) -> Branch:
         for name, value in (("id", self.id), ("parent", self.parent)):
             if value is not None and not _BRANCH_ID.fullmatch(value):
-                raise ValueError(f"{name} {value!r} is not a branch id (letters, digits, '.', '_', '-'; "
-                                 "no '/', at most 128 characters, not starting with '.')")
+                raise ValueError(
+                    f"{name} {value!r} is not a branch id (letters, digits, '.', '_', '-'; "
+                    "no '/', at most 128 characters, not starting with '.')"
+                )
         if self.parent is not None and self.parent == self.id:
             raise ValueError(f"branch {self.id} cannot be its own parent")
         try:
@@ -328,8 +334,7 @@ class Branch(_Model):
         except ValueError:
             when = None
         if when is None or when.tzinfo is None or "T" not in self.created_at:
-            raise ValueError(f"created_at {self.created_at!r} is not an RFC 3339 date-time "
-                             "(e.g. 2026-01-31T12:00:00Z)")
+            raise ValueError(f"created_at {self.created_at!r} is not an RFC 3339 date-time (e.g. 2026-01-31T12:00:00Z)")
         return self
 
     def dumps(self) -> bytes:
@@ -468,8 +473,7 @@ def validate_branch(branch: Branch, base: Recording) -> None:
     """
     if branch.base.digest and base.digest and branch.base.digest != base.digest:
         raise BranchError(
-            f"branch {branch.id}: base digest {branch.base.digest} does not match the "
-            f"recording given ({base.digest})"
+            f"branch {branch.id}: base digest {branch.base.digest} does not match the recording given ({base.digest})"
         )
     by_seq, models = _base_index(base)
     if branch.checkpoint not in by_seq:
@@ -519,6 +523,7 @@ def validate_branch(branch: Branch, base: Recording) -> None:
                 if iv.seq < cp:
                     raise BranchError(f"{where}: seq {iv.seq} is before the checkpoint {cp}")
             else:
+                assert iv.step is not None  # the model validator requires exactly one of seq / step
                 if iv.step >= len(models):
                     raise BranchError(f"{where}: the base has {len(models)} model call(s) (steps 0..{len(models) - 1})")
                 if iv.step < first_step_after:
@@ -543,6 +548,7 @@ def validate_branch(branch: Branch, base: Recording) -> None:
             except BranchError as exc:
                 raise BranchError(f"{where}: {exc} at seq {after_models[0].seq}") from None
             if iv.op in ("replace", "remove"):
+                assert iv.index is not None  # the model validator requires index for replace / remove
                 victim = nxt[iv.index]
                 if signed_reasoning_parts(victim):
                     raise BranchError(
@@ -582,8 +588,9 @@ def new_branch(
         BranchError: the checkpoint or an intervention is invalid against ``base``.
     """
     if parent is None:
-        produced_by = (base.metadata.get("replay") or {}).get("branch") if isinstance(
-            base.metadata.get("replay"), dict) else None
+        produced_by = (
+            (base.metadata.get("replay") or {}).get("branch") if isinstance(base.metadata.get("replay"), dict) else None
+        )
         if isinstance(produced_by, dict) and isinstance(produced_by.get("id"), str):
             parent = produced_by["id"]
     if at < 0:

@@ -70,8 +70,10 @@ def diff_id(replay_id: str, kind: str) -> str:
 def intervention_set_id(branch: Branch) -> str:
     """``is-`` + 16 hex of the SHA-256 of the canonical JSON of the checkpoint and the
     interventions without their notes: branches that change the same thing share it."""
-    doc = {"checkpoint": branch.checkpoint,
-           "interventions": [iv.model_dump(mode="json", exclude={"note"}) for iv in branch.interventions]}
+    doc = {
+        "checkpoint": branch.checkpoint,
+        "interventions": [iv.model_dump(mode="json", exclude={"note"}) for iv in branch.interventions],
+    }
     return "is-" + hashlib.sha256(canonical_json(doc)).hexdigest()[:16]
 
 
@@ -189,11 +191,17 @@ def compare_replay(
     drift_uses = answers.get("drift", 0)
     live_uses = answers.get("live", 0)
     targets = intervention_targets(base, branch)
-    ivs = []
+    ivs: list[dict[str, Any]] = []
     for i, iv in enumerate(branch.interventions):
         text = iv.describe() + (f" ({iv.note})" if iv.note else "")
-        ivs.append({"index": i, "kind": iv.kind, "description": text,
-                    "targets": [t.seq for t in intervention_targets(base, branch, [iv])]})
+        ivs.append(
+            {
+                "index": i,
+                "kind": iv.kind,
+                "description": text,
+                "targets": [t.seq for t in intervention_targets(base, branch, [iv])],
+            }
+        )
     description = "; ".join(x["description"] for x in ivs) or "no intervention"
     set_id = intervention_set_id(branch)
 
@@ -208,8 +216,16 @@ def compare_replay(
         trace_body = {"id": diff_id(rid, "trace"), **trace.to_json(include_same=False)}
         od = output_diff(final_output(base), final_output(events))
         output_body = {"id": diff_id(rid, "output"), **od.to_json()}
-        row = comparison_metrics(base, events, base_label="base", other_label=rid, predicate=predicate,
-                                 trace=trace, fixture_uses=fixture_uses, drift_uses=drift_uses).to_dicts()[0]
+        row = comparison_metrics(
+            base,
+            events,
+            base_label="base",
+            other_label=rid,
+            predicate=predicate,
+            trace=trace,
+            fixture_uses=fixture_uses,
+            drift_uses=drift_uses,
+        ).to_dicts()[0]
         metric_body = {"id": diff_id(rid, "metric"), **row}
         if observed:
             other_outcome, _ = outcome_of(events, predicate, label=f"replay {rid}")
@@ -240,7 +256,8 @@ def compare_replay(
         effect_text = "; ".join(parts) or "no observed change"
     else:
         why = {"paused": "the replay is paused", "failed": "the replay failed"}.get(
-            replay.status, f"the replay is {replay.status}")
+            replay.status, f"the replay is {replay.status}"
+        )
         if replay.status == "completed":
             why = "the replay is not comparable with its base"
         effect_text = f"not observed: {why}"
@@ -250,11 +267,22 @@ def compare_replay(
 
     diff_ids = [diff_id(rid, "causal")] + [b["id"] for b in (trace_body, output_body, metric_body) if b]
     obs = Observation(
-        replay_id=rid, branch_id=branch.id, intervention_set=set_id, targets=tuple(targets),
-        description=description, status=replay.status, comparability=level,
-        outcome_base=outcome_base, outcome=outcome, final_output_changed=output_changed,
-        deltas=deltas, drift_uses=drift_uses, fixture_uses=fixture_uses, live_uses=live_uses,
-        reasons=tuple(reasons), diff_ids=tuple(sorted(diff_ids)),
+        replay_id=rid,
+        branch_id=branch.id,
+        intervention_set=set_id,
+        targets=tuple(targets),
+        description=description,
+        status=replay.status,
+        comparability=level,
+        outcome_base=outcome_base,
+        outcome=outcome,
+        final_output_changed=output_changed,
+        deltas=deltas,
+        drift_uses=drift_uses,
+        fixture_uses=fixture_uses,
+        live_uses=live_uses,
+        reasons=tuple(reasons),
+        diff_ids=tuple(sorted(diff_ids)),
     )
     causal = {
         "id": diff_id(rid, "causal"),
@@ -283,8 +311,9 @@ def compare_replay(
 # --------------------------------------------------------------------------- workspace
 
 
-def store_comparison(ws: Any, cmp: ReplayComparison, events: Recording | None, *,
-                     predicate: Predicate | None = None) -> None:
+def store_comparison(
+    ws: Any, cmp: ReplayComparison, events: Recording | None, *, predicate: Predicate | None = None
+) -> None:
     """Store a replay's diffs (``trace``, ``output``, ``metric``, ``causal``) and the
     run metrics of its events (subject: the replay id) in workspace ``ws``."""
     for kind, body in cmp.diffs().items():
@@ -294,9 +323,15 @@ def store_comparison(ws: Any, cmp: ReplayComparison, events: Recording | None, *
         ws.put_metrics(cmp.replay_id, {k: v for k, v in row.items() if k != "run"})
 
 
-def workspace_effects(ws: Any, base_digest: str, *, predicate: Predicate | None = None,
-                      predicate_spec: str | None = None, base: Recording | None = None,
-                      refresh: bool = False) -> list[Any]:
+def workspace_effects(
+    ws: Any,
+    base_digest: str,
+    *,
+    predicate: Predicate | None = None,
+    predicate_spec: str | None = None,
+    base: Recording | None = None,
+    refresh: bool = False,
+) -> list[Any]:
     """Rank the effects of every replay of one base stored in workspace ``ws`` and
     store them (``effects`` table, list order = rank); returns the ranked
     :class:`core.effects.Effect` list.
@@ -324,8 +359,12 @@ def workspace_effects(ws: Any, base_digest: str, *, predicate: Predicate | None 
         cached = ws.diffs(record.id, "causal")
         if cached and not refresh:
             body = cached[-1]["body"]
-            if (body.get("events_digest") == record.events_digest and body.get("predicate") == predicate_spec
-                    and body.get("status") == record.status and "observation" in body):
+            if (
+                body.get("events_digest") == record.events_digest
+                and body.get("predicate") == predicate_spec
+                and body.get("status") == record.status
+                and "observation" in body
+            ):
                 observations.append(Observation.from_json(body["observation"]))
                 continue
         branch = ws.get_branch(record.branch_id)

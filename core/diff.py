@@ -119,17 +119,20 @@ def result_fingerprint(record: Any) -> str:
         return _loose_hash(record.result.to_json_obj())
     if isinstance(record, ModelRecord):
         resp = record.response
-        return _loose_hash({
-            "message": resp.message.to_json_obj() if resp else None,
-            "finish_reason": resp.finish_reason if resp else None,
-            "error": record.error.to_json_obj() if record.error else None,
-        })
+        return _loose_hash(
+            {
+                "message": resp.message.to_json_obj() if resp else None,
+                "finish_reason": resp.finish_reason if resp else None,
+                "error": record.error.to_json_obj() if record.error else None,
+            }
+        )
     return ""
 
 
 def _js(obj: Any) -> bytes:
     """pydantic's own JSON of a model (field order fixed by the model; dict order as held)."""
-    return obj.__pydantic_serializer__.to_json(obj)
+    out: bytes = obj.__pydantic_serializer__.to_json(obj)
+    return out
 
 
 def _same_result(ra: Any, rb: Any) -> bool:
@@ -143,7 +146,9 @@ def _same_result(ra: Any, rb: Any) -> bool:
         pa, pb = ra.response, rb.response
         ea, eb = ra.error, rb.error
         same_resp = (pa is pb) or (
-            pa is not None and pb is not None and pa.finish_reason == pb.finish_reason
+            pa is not None
+            and pb is not None
+            and pa.finish_reason == pb.finish_reason
             and (pa.message is pb.message or _js(pa.message) == _js(pb.message))
         )
         same_err = (ea is eb) or (ea is not None and eb is not None and _js(ea) == _js(eb))
@@ -160,7 +165,8 @@ def _name(record: Any) -> str | None:
     if isinstance(record, ModelRecord):
         return record.model
     if record.kind == "lifecycle":
-        return record.event
+        event: str = record.event
+        return event
     return None
 
 
@@ -201,8 +207,11 @@ class TraceOp:
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "op": self.op, "kind": self.kind, "name": self.name,
-            "base_seq": self.base_seq, "other_seq": self.other_seq,
+            "op": self.op,
+            "kind": self.kind,
+            "name": self.name,
+            "base_seq": self.base_seq,
+            "other_seq": self.other_seq,
         }
         if self.dimension is not None:
             d["dimension"] = self.dimension
@@ -338,7 +347,9 @@ def trace_diff(
     return TraceDiff(ops, _first_divergence(ops, a, b, matches), counts, len(a), len(b), tuple(kinds))
 
 
-def _first_divergence(ops: list[TraceOp], a: list[Any], b: list[Any], matches: list[tuple[int, int]]) -> FirstDivergence | None:
+def _first_divergence(
+    ops: list[TraceOp], a: list[Any], b: list[Any], matches: list[tuple[int, int]]
+) -> FirstDivergence | None:
     for idx, o in enumerate(ops):
         if o.op == "same":
             continue
@@ -350,9 +361,9 @@ def _first_divergence(ops: list[TraceOp], a: list[Any], b: list[Any], matches: l
             return FirstDivergence(o.counterpart_seq, o.other_seq, o.dimension or "extra")
         # the record at the same position on the other side: first of the gap, else next
         if o.op == "removed":
-            other_seq = next((p.other_seq for p in ops[idx + 1:] if p.other_seq is not None), None)
+            other_seq = next((p.other_seq for p in ops[idx + 1 :] if p.other_seq is not None), None)
             return FirstDivergence(o.base_seq, other_seq, "missing")
-        base_seq = next((p.base_seq for p in ops[idx + 1:] if p.base_seq is not None), None)
+        base_seq = next((p.base_seq for p in ops[idx + 1 :] if p.base_seq is not None), None)
         return FirstDivergence(base_seq, o.other_seq, "extra")
     return None
 
@@ -373,7 +384,9 @@ class ToolDiff:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "base_seq": self.base_seq, "other_seq": self.other_seq, "tool": self.tool,
+            "base_seq": self.base_seq,
+            "other_seq": self.other_seq,
+            "tool": self.tool,
             "other_tool": self.other_tool,
             "arguments": [c.to_json() for c in self.arguments],
             "result": [c.to_json() for c in self.result],
@@ -404,12 +417,18 @@ def tool_diffs(
             bs, os_ = o.base_seq, o.counterpart_seq
         else:
             continue
+        assert bs is not None and os_ is not None  # changed / paired-removed tool ops have both seqs
         rb, ro = ba[bs], ob[os_]
-        out.append(ToolDiff(
-            bs, os_, rb.tool, ro.tool,
-            payload_diff(rb.arguments, ro.arguments),
-            payload_diff(rb.result.to_json_obj(), ro.result.to_json_obj()),
-        ))
+        out.append(
+            ToolDiff(
+                bs,
+                os_,
+                rb.tool,
+                ro.tool,
+                payload_diff(rb.arguments, ro.arguments),
+                payload_diff(rb.result.to_json_obj(), ro.result.to_json_obj()),
+            )
+        )
     return out
 
 
@@ -428,8 +447,10 @@ class StateDiff:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "generation_id": self.generation_id, "base_seq": self.base_seq,
-            "other_seq": self.other_seq, "status": self.status,
+            "generation_id": self.generation_id,
+            "base_seq": self.base_seq,
+            "other_seq": self.other_seq,
+            "status": self.status,
             "changes": [c.to_json() for c in self.changes],
         }
 
@@ -457,9 +478,9 @@ def state_diff(base: Recording | Sequence[Any], other: Recording | Sequence[Any]
     for r, p in paired:
         ch = payload_diff(r.composition, p.composition)
         out.append(StateDiff(r.generation_id or p.generation_id, r.seq, p.seq, "changed" if ch else "same", ch))
-    for r in rest_a[len(rest_b):]:
+    for r in rest_a[len(rest_b) :]:
         out.append(StateDiff(r.generation_id, r.seq, None, "removed"))
-    for p in rest_b[len(rest_a):]:
+    for p in rest_b[len(rest_a) :]:
         out.append(StateDiff(p.generation_id, None, p.seq, "added"))
     out.sort(key=lambda s: (s.base_seq if s.base_seq is not None else float("inf"), s.other_seq or 0))
     return out
@@ -485,8 +506,12 @@ class OutputDiff:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "mode": self.mode, "changed": self.changed, "base": self.base, "other": self.other,
-            "text_diff": self.text_diff, "changes": [c.to_json() for c in self.changes],
+            "mode": self.mode,
+            "changed": self.changed,
+            "base": self.base,
+            "other": self.other,
+            "text_diff": self.text_diff,
+            "changes": [c.to_json() for c in self.changes],
         }
 
 
@@ -522,9 +547,9 @@ def output_diff(base_output: Any, other_output: Any) -> OutputDiff:
     tb = other_output if isinstance(other_output, str) else orjson.dumps(other_output).decode()
     if ta == tb:
         return OutputDiff("same", base_output, other_output)
-    lines = list(difflib.unified_diff(
-        ta.splitlines(), tb.splitlines(), fromfile="base", tofile="other", lineterm="", n=2
-    ))
+    lines = list(
+        difflib.unified_diff(ta.splitlines(), tb.splitlines(), fromfile="base", tofile="other", lineterm="", n=2)
+    )
     return OutputDiff("text", base_output, other_output, text_diff=lines)
 
 

@@ -232,7 +232,7 @@ def fixture_from_spec(obj: Any, *, source: str, index: int, default_scope: str) 
         raise FixtureError(f"{where}: unknown field(s) {extra}")
     if ("tool" in obj) == ("model" in obj):
         raise FixtureError(f"{where}: give exactly one of 'tool' or 'model'")
-    kind = "tool" if "tool" in obj else "model"
+    kind: Literal["tool", "model"] = "tool" if "tool" in obj else "model"
     name = obj[kind]
     if not isinstance(name, str) or not name:
         raise FixtureError(f"{where}: {kind!r} must be a non-empty string")
@@ -264,8 +264,9 @@ def fixture_from_spec(obj: Any, *, source: str, index: int, default_scope: str) 
     kw: dict[str, Any] = {}
     if isinstance(obj.get("id"), str):
         kw["id"] = obj["id"]
-    return Fixture(scope=scope, kind=kind, name=name, args_hash=h, arguments=arguments,
-                   output=output, source=source, **kw)
+    return Fixture(
+        scope=scope, kind=kind, name=name, args_hash=h, arguments=arguments, output=output, source=source, **kw
+    )
 
 
 def load_fixture_file(path: Path, *, default_scope: str = "project") -> list[Fixture]:
@@ -273,8 +274,7 @@ def load_fixture_file(path: Path, *, default_scope: str = "project") -> list[Fix
     :func:`fixture_from_spec`). Raises FixtureError naming the file and entry."""
     obj = _read_json(path)
     items = obj if isinstance(obj, list) else [obj]
-    return [fixture_from_spec(o, source=str(path), index=i, default_scope=default_scope)
-            for i, o in enumerate(items)]
+    return [fixture_from_spec(o, source=str(path), index=i, default_scope=default_scope) for i, o in enumerate(items)]
 
 
 # --------------------------------------------------------------------------- requirements
@@ -344,8 +344,13 @@ def nearest_tool_call(base: Recording, tool: str, arguments: Any, *, near_seq: i
     if best is None:
         return None
     r = best[1]
-    return NearestCall(seq=r.seq, name=r.tool, arguments=r.arguments,
-                       output=r.result.to_json_obj(), diff=json_diff(r.arguments, arguments))
+    return NearestCall(
+        seq=r.seq,
+        name=r.tool,
+        arguments=r.arguments,
+        output=r.result.to_json_obj(),
+        diff=json_diff(r.arguments, arguments),
+    )
 
 
 def nearest_model_call(base: Recording, model: str, request: dict[str, Any], *, step: int) -> NearestCall | None:
@@ -356,9 +361,13 @@ def nearest_model_call(base: Recording, model: str, request: dict[str, Any], *, 
         return None
     r = models[step] if step < len(models) else models[-1]
     base_req = r.request.identity()
-    return NearestCall(seq=r.seq, name=r.model, arguments=None,
-                       output=r.response.to_json_obj() if r.response else None,
-                       diff=json_diff(base_req, request, limit=20))
+    return NearestCall(
+        seq=r.seq,
+        name=r.model,
+        arguments=None,
+        output=r.response.to_json_obj() if r.response else None,
+        diff=json_diff(base_req, request, limit=20),
+    )
 
 
 class Requirement(_Model):

@@ -143,7 +143,7 @@ def _int_from_digits(text: str) -> int:
     digits = text.lstrip("+-")
     n = 0
     for i in range(0, len(digits), _CHUNK):
-        chunk = digits[i:i + _CHUNK]
+        chunk = digits[i : i + _CHUNK]
         n = n * 10 ** len(chunk) + int(chunk)
     return -n if neg else n
 
@@ -319,11 +319,14 @@ def display_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if is_tagged(value):
+        shown: str
         if NONFINITE_TAG in value:
-            return value[NONFINITE_TAG]
-        if BIGINT_TAG in value:
-            return value[BIGINT_TAG]
-        return value[INVALID_UNICODE_TAG]
+            shown = value[NONFINITE_TAG]
+        elif BIGINT_TAG in value:
+            shown = value[BIGINT_TAG]
+        else:
+            shown = value[INVALID_UNICODE_TAG]
+        return shown
     return orjson.dumps(_for_display(value)).decode()
 
 
@@ -359,14 +362,12 @@ class _Walker:
 
     def finish(self) -> list[ValueWarning]:
         if self.dropped:
-            self.warnings.append(
-                ValueWarning(self.place or "/", f"... and {self.dropped} more non-standard value(s)")
-            )
+            self.warnings.append(ValueWarning(self.place or "/", f"... and {self.dropped} more non-standard value(s)"))
         return self.warnings
 
     def text(self, s: str, path: str) -> Any:
         enc = encode_text(s, escaped_bytes=self.escaped_bytes)
-        if enc is not s:
+        if not isinstance(enc, str):  # a tag (encode_text returns ``s`` itself when valid)
             parts = []
             if "surrogates" in enc:
                 parts.append(f"{len(enc['surrogates'])} lone UTF-16 surrogate(s)")
@@ -374,7 +375,8 @@ class _Walker:
                 parts.append(f"{len(enc['bytes'])} byte(s) that are not UTF-8")
             self.warn(
                 path,
-                "invalid unicode: " + " and ".join(parts)
+                "invalid unicode: "
+                + " and ".join(parts)
                 + ' kept reversibly as {"$invalid_unicode": ...} (shown as U+FFFD)',
             )
         return enc
@@ -402,9 +404,12 @@ class _Walker:
         if t is float:
             if math.isfinite(v):
                 return v
-            enc = encode_float(v)
-            self.warn(path, f'non-standard number {enc[NONFINITE_TAG]} kept as {{"$nonfinite": "{enc[NONFINITE_TAG]}"}}')
-            return enc
+            fenc = encode_float(v)
+            assert isinstance(fenc, dict)  # a non-finite float is always tagged
+            self.warn(
+                path, f'non-standard number {fenc[NONFINITE_TAG]} kept as {{"$nonfinite": "{fenc[NONFINITE_TAG]}"}}'
+            )
+            return fenc
         if t is dict:
             if is_tagged(v):
                 return v
@@ -413,8 +418,9 @@ class _Walker:
             for k, item in v.items():
                 nk = k
                 if type(k) is str and _has_surrogate(k):
-                    nk = encode_text(k, escaped_bytes=self.escaped_bytes)
-                    nk = nk[INVALID_UNICODE_TAG]
+                    ktag = encode_text(k, escaped_bytes=self.escaped_bytes)
+                    assert isinstance(ktag, dict)  # a key with a lone surrogate is always tagged
+                    nk = ktag[INVALID_UNICODE_TAG]
                     self.warn(path, f"invalid unicode in object key {nk!r}: bad code units replaced by U+FFFD (lossy)")
                     changed = True
                 elif type(k) is not str:
@@ -563,9 +569,7 @@ def json_loads_exact(text: str) -> Any:
     return json.loads(text, parse_constant=_nonfinite_constant, parse_int=_int_from_digits)
 
 
-def load_json_lenient(
-    data: bytes | str, *, source: str = "<bytes>", place: str = ""
-) -> tuple[Any, list[ValueWarning]]:
+def load_json_lenient(data: bytes | str, *, source: str = "<bytes>", place: str = "") -> tuple[Any, list[ValueWarning]]:
     """Parse JSON that may hold ``NaN``/``Infinity``/``-Infinity`` literals, integers
     outside ±(2**53-1), lone surrogate escapes or bytes that are not UTF-8; return
     ``(value, warnings)`` with every such value tagged (see module docstring).

@@ -85,8 +85,17 @@ RUN_SCHEMA: dict[str, Any] = {
 }
 
 _NUMERIC = (
-    "records", "steps", "model_calls", "tool_calls", "tool_errors", "model_errors",
-    "input_tokens", "output_tokens", "duration_seconds", "wall_seconds", "cost",
+    "records",
+    "steps",
+    "model_calls",
+    "tool_calls",
+    "tool_errors",
+    "model_errors",
+    "input_tokens",
+    "output_tokens",
+    "duration_seconds",
+    "wall_seconds",
+    "cost",
 )
 
 COMPARISON_SCHEMA: dict[str, Any] = {
@@ -189,7 +198,7 @@ def load_predicate(spec: str) -> Predicate:
         mod = importlib.import_module(mod_name)
     except ImportError as exc:
         raise AnalysisError(f"outcome predicate {spec!r}: cannot import {mod_name!r} ({exc})") from None
-    fn = getattr(mod, func_name, None)
+    fn: Callable[[Recording], Any] | None = getattr(mod, func_name, None)
     if fn is None or not callable(fn):
         raise AnalysisError(f"outcome predicate {spec!r}: {mod_name} has no callable {func_name!r}")
     return fn
@@ -203,9 +212,7 @@ def outcome_of(rec: Recording, predicate: Predicate | None = None, *, label: str
         try:
             value = predicate(rec)
         except Exception as exc:  # a user's function: report, never a traceback
-            raise AnalysisError(
-                f"outcome predicate failed on {label or 'run'}: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise AnalysisError(f"outcome predicate failed on {label or 'run'}: {type(exc).__name__}: {exc}") from exc
         out = normalize_outcome(value)
         return out, ("predicate" if out != "unknown" else "unknown")
     if "outcome" in rec.metadata:
@@ -240,7 +247,7 @@ def validate_price_table(doc: Any, *, source: str = "<prices>") -> dict[str, dic
     out: dict[str, dict[str, float]] = {}
     for model, entry in doc.items():
         if not isinstance(entry, dict):
-            raise AnalysisError(f"{source} at /{model}: expected {{\"input\": N, \"output\": N}}")
+            raise AnalysisError(f'{source} at /{model}: expected {{"input": N, "output": N}}')
         prices: dict[str, float] = {}
         for k in ("input", "output"):
             v = entry.get(k, 0)
@@ -442,16 +449,18 @@ def comparison_metrics(
     for m in _NUMERIC:
         x, y = a[m], b[m]
         row[f"{m}_delta"] = None if x is None or y is None else y - x
-    row.update({
-        "outcome_base": a["outcome"],
-        "outcome_other": b["outcome"],
-        "outcome_changed": a["outcome"] != b["outcome"],
-        "final_output_changed": output_diff(final_output(base), final_output(other)).changed,
-        "divergence_base_seq": fd.base_seq if fd else None,
-        "divergence_replay_seq": fd.replay_seq if fd else None,
-        "divergence_dimension": fd.dimension if fd else None,
-        "divergence_step": step_of(base, fd.base_seq) if fd else None,
-        "fixture_uses": fixture_uses,
-        "drift_uses": drift_uses,
-    })
+    row.update(
+        {
+            "outcome_base": a["outcome"],
+            "outcome_other": b["outcome"],
+            "outcome_changed": a["outcome"] != b["outcome"],
+            "final_output_changed": output_diff(final_output(base), final_output(other)).changed,
+            "divergence_base_seq": fd.base_seq if fd else None,
+            "divergence_replay_seq": fd.replay_seq if fd else None,
+            "divergence_dimension": fd.dimension if fd else None,
+            "divergence_step": step_of(base, fd.base_seq) if fd else None,
+            "fixture_uses": fixture_uses,
+            "drift_uses": drift_uses,
+        }
+    )
     return pl.DataFrame([row], schema=COMPARISON_SCHEMA, orient="row")

@@ -107,7 +107,7 @@ def pointer(tokens: list[Any]) -> str:
 def _leaf_bytes(v: Any) -> bytes:
     t = type(v)
     if t is str:
-        b = v.encode("utf-8", "surrogatepass")
+        b: bytes = v.encode("utf-8", "surrogatepass")
         return b"s%d:" % len(b) + b
     if t is bool:
         return b"T" if v else b"F"
@@ -227,17 +227,31 @@ class _HashGuide:
         self._list(level, diff_instance, t1, t2)
         return True
 
-    def _dict(self, level: Any, dd: Any, t1: dict, t2: dict) -> None:
+    def _dict(self, level: Any, dd: Any, t1: dict[Any, Any], t2: dict[Any, Any]) -> None:
         for k, y in t2.items():
             if k not in t1:
-                dd.custom_report_result("dictionary_item_added", level.branch_deeper(
-                    notpresent, y, child_relationship_class=DictRelationship,
-                    child_relationship_param=k, child_relationship_param2=k))
+                dd.custom_report_result(
+                    "dictionary_item_added",
+                    level.branch_deeper(
+                        notpresent,
+                        y,
+                        child_relationship_class=DictRelationship,
+                        child_relationship_param=k,
+                        child_relationship_param2=k,
+                    ),
+                )
         for k, x in t1.items():
             if k not in t2:
-                dd.custom_report_result("dictionary_item_removed", level.branch_deeper(
-                    x, notpresent, child_relationship_class=DictRelationship,
-                    child_relationship_param=k, child_relationship_param2=k))
+                dd.custom_report_result(
+                    "dictionary_item_removed",
+                    level.branch_deeper(
+                        x,
+                        notpresent,
+                        child_relationship_class=DictRelationship,
+                        child_relationship_param=k,
+                        child_relationship_param2=k,
+                    ),
+                )
         of = self.d.of
         for k, x in t1.items():
             if k in t2:
@@ -245,11 +259,18 @@ class _HashGuide:
                 tx, ty = type(x), type(y)
                 if tx is ty and (tx is dict or tx is list) and (x is y or of(x) == of(y)):
                     continue
-                dd._diff(level.branch_deeper(
-                    x, y, child_relationship_class=DictRelationship,
-                    child_relationship_param=k, child_relationship_param2=k), frozenset())
+                dd._diff(
+                    level.branch_deeper(
+                        x,
+                        y,
+                        child_relationship_class=DictRelationship,
+                        child_relationship_param=k,
+                        child_relationship_param2=k,
+                    ),
+                    frozenset(),
+                )
 
-    def _list(self, level: Any, dd: Any, t1: list, t2: list) -> None:
+    def _list(self, level: Any, dd: Any, t1: list[Any], t2: list[Any]) -> None:
         key = self.d.key
         matches = align([key(x) for x in t1], [key(y) for y in t2])
         rel = SubscriptableIterableRelationship
@@ -258,17 +279,38 @@ class _HashGuide:
                 continue
             n = min(i2 - i1, j2 - j1)
             for t in range(n):  # replace block: pair by position, look deeper
-                dd._diff(level.branch_deeper(
-                    t1[i1 + t], t2[j1 + t], child_relationship_class=rel,
-                    child_relationship_param=i1 + t, child_relationship_param2=j1 + t), frozenset())
+                dd._diff(
+                    level.branch_deeper(
+                        t1[i1 + t],
+                        t2[j1 + t],
+                        child_relationship_class=rel,
+                        child_relationship_param=i1 + t,
+                        child_relationship_param2=j1 + t,
+                    ),
+                    frozenset(),
+                )
             for i in range(i1 + n, i2):
-                dd.custom_report_result("payload_item_removed", level.branch_deeper(
-                    t1[i], notpresent, child_relationship_class=rel,
-                    child_relationship_param=i, child_relationship_param2=i))
+                dd.custom_report_result(
+                    "payload_item_removed",
+                    level.branch_deeper(
+                        t1[i],
+                        notpresent,
+                        child_relationship_class=rel,
+                        child_relationship_param=i,
+                        child_relationship_param2=i,
+                    ),
+                )
             for j in range(j1 + n, j2):
-                dd.custom_report_result("payload_item_added", level.branch_deeper(
-                    notpresent, t2[j], child_relationship_class=rel,
-                    child_relationship_param=j, child_relationship_param2=j))
+                dd.custom_report_result(
+                    "payload_item_added",
+                    level.branch_deeper(
+                        notpresent,
+                        t2[j],
+                        child_relationship_class=rel,
+                        child_relationship_param=j,
+                        child_relationship_param2=j,
+                    ),
+                )
 
 
 # --------------------------------------------------------------------------- results
@@ -316,15 +358,19 @@ def findings_of(tree: Any) -> list[Change]:
             elif op == "removed":
                 out.append(Change("removed", pointer(lv.path(output_format="list")), old=lv.t1))
             elif op == "moved":
-                out.append(Change(
-                    "moved", pointer(lv.path(output_format="list")), old=lv.t1, new=lv.t2,
-                    new_path=pointer(lv.path(output_format="list", use_t2=True, reporting_move=True)),
-                ))
+                out.append(
+                    Change(
+                        "moved",
+                        pointer(lv.path(output_format="list")),
+                        old=lv.t1,
+                        new=lv.t2,
+                        new_path=pointer(lv.path(output_format="list", use_t2=True, reporting_move=True)),
+                    )
+                )
             else:
                 p_old = pointer(lv.path(output_format="list"))
                 p_new = pointer(lv.path(output_format="list", use_t2=True))
-                out.append(Change("changed", p_old, old=lv.t1, new=lv.t2,
-                                  new_path=p_new if p_new != p_old else None))
+                out.append(Change("changed", p_old, old=lv.t1, new=lv.t2, new_path=p_new if p_new != p_old else None))
     out.sort(key=_sort_key)
     return out
 
@@ -355,4 +401,3 @@ def plain_deepdiff(old: Any, new: Any) -> list[Change]:
     """Plain ``DeepDiff`` with :data:`PINNED_OPTIONS` (no guidance), as Changes — the
     reference the tests and the benchmark compare against."""
     return findings_of(DeepDiff(old, new, **PINNED_OPTIONS).tree)
-

@@ -136,8 +136,9 @@ def interrupt_status(value: Any) -> str:
     ``human``, ``user``, ``user_message``, ``user_input``, ``human_input``, ``input``
     (e.g. Who&When's opening question, OpenHands' user_message, Inspect's input event) —
     else ``interrupted`` (an approval, a pause, an agent-state change)."""
-    if isinstance(value, dict) and (value.get("role") in _USER_ROLES or value.get("source") in _USER_ROLES
-                                    or value.get("type") in _USER_TYPES):
+    if isinstance(value, dict) and (
+        value.get("role") in _USER_ROLES or value.get("source") in _USER_ROLES or value.get("type") in _USER_TYPES
+    ):
         return "input"
     return "interrupted"
 
@@ -148,7 +149,10 @@ def composition_text(composition: dict[str, Any]) -> str:
     for field in ("plugins", "tools", "capabilities"):
         items = composition.get(field)
         if isinstance(items, list):
-            names = [i if isinstance(i, str) else (i.get("name") if isinstance(i, dict) and "name" in i else one_line(i, 40)) for i in items]
+            names = [
+                i if isinstance(i, str) else (i.get("name") if isinstance(i, dict) and "name" in i else one_line(i, 40))
+                for i in items
+            ]
             parts.append(f"{field}: {', '.join(str(n) for n in names) or '-'}")
     for field, value in composition.items():
         if field not in ("plugins", "tools", "capabilities"):
@@ -163,8 +167,12 @@ def _is_instruction(arguments: Any) -> bool:
     """Whether tool arguments are just an instruction in prose (one ``instruction`` /
     ``task`` / ``request`` string, as multi-agent importers such as Who&When write them):
     the summary then leads with the result, ``⇒ result ⇐ instruction``."""
-    return (isinstance(arguments, dict) and len(arguments) == 1
-            and next(iter(arguments)) in _INSTRUCTION_KEYS and isinstance(next(iter(arguments.values())), str))
+    return (
+        isinstance(arguments, dict)
+        and len(arguments) == 1
+        and next(iter(arguments)) in _INSTRUCTION_KEYS
+        and isinstance(next(iter(arguments.values())), str)
+    )
 
 
 def args_text(arguments: Any) -> Any:
@@ -213,7 +221,7 @@ def _message_id(m: Any) -> int:
     return hash((m.role, getattr(m, "name", None), getattr(m, "tool_call_id", None), m.text))
 
 
-def _haystack(rec: Any, previous_request: dict[str, Counter[int]]) -> str:
+def _haystack(rec: Any, previous_request: dict[str | None, Counter[int]]) -> str:
     """Searchable text of a record: names, arguments, contents, results, errors.
 
     A model record contributes its response, its error, and the *new* messages of its
@@ -331,17 +339,16 @@ class TimelineIndex:
         tokens_in = tokens_out = 0
         times: list[float] = []
         for i, r in enumerate(recording.records):
-            t = type(r)
             kind = r.kind
             counts[kind] += 1
             self.seqs[i] = r.seq
             self.kinds[i] = kind
-            if t is ToolRecord:
+            if type(r) is ToolRecord:
                 self.names[i] = r.tool
                 self.durations[i] = r.duration_seconds
                 if r.tool_call_id:
                     self.answered_by.setdefault((r.run_id, r.tool_call_id), i)
-            elif t is ModelRecord:
+            elif type(r) is ModelRecord:
                 self.names[i] = r.model
                 self.durations[i] = r.duration_seconds
                 resp = r.response
@@ -395,12 +402,19 @@ class TimelineIndex:
                 raise FormatError("record is not a JSON object", file=source, record=i, path=f"/records/{i}")
             kind = r.get("kind")
             if kind not in counts:
-                raise FormatError(f"unknown record kind {kind!r} (expected one of {', '.join(RECORD_KINDS)})",
-                                  file=source, record=i, path=f"/records/{i}/kind")
+                raise FormatError(
+                    f"unknown record kind {kind!r} (expected one of {', '.join(RECORD_KINDS)})",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/kind",
+                )
             seq = r.get("seq")
             if type(seq) is not int or seq <= prev:
-                reason = ("seq must be an integer" if type(seq) is not int
-                          else f"seq {seq} does not increase (previous record has seq {prev})")
+                reason = (
+                    "seq must be an integer"
+                    if type(seq) is not int
+                    else f"seq {seq} does not increase (previous record has seq {prev})"
+                )
                 raise FormatError(reason, file=source, record=i, path=f"/records/{i}/seq")
             prev = seq
             counts[kind] += 1
@@ -493,8 +507,9 @@ class TimelineIndex:
         self._haystack: pl.Series | None = None
         self._validated: dict[int, Any] = {}
 
-    def _finish(self, metadata: dict[str, Any], counts: dict[str, int], tokens_in: int, tokens_out: int,
-                times: list[float]) -> None:
+    def _finish(
+        self, metadata: dict[str, Any], counts: dict[str, int], tokens_in: int, tokens_out: int, times: list[float]
+    ) -> None:
         start = min(times) if times else None
         if start is not None:
             self.offsets = [None if o is None else o - start for o in self.offsets]
@@ -535,8 +550,12 @@ class TimelineIndex:
             except ValidationError as exc:
                 err = exc.errors(include_url=False)[0]
                 loc = "/".join(str(x) for x in err.get("loc", ())[1:])
-                raise FormatError(err.get("msg", "invalid record"), file=self._source, record=position,
-                                  path=f"/records/{position}" + (f"/{loc}" if loc else "")) from None
+                raise FormatError(
+                    err.get("msg", "invalid record"),
+                    file=self._source,
+                    record=position,
+                    path=f"/records/{position}" + (f"/{loc}" if loc else ""),
+                ) from None
             self._validated[position] = rec
         return rec
 
@@ -609,7 +628,7 @@ class TimelineIndex:
         return out
 
     def _build_haystack(self) -> pl.Series:
-        previous_request: dict[str, Counter[int]] = {}
+        previous_request: dict[str | None, Counter[int]] = {}
         texts = []
         for p in range(len(self)):
             try:
@@ -782,10 +801,13 @@ def transcript_for(index: TimelineIndex, position: int) -> tuple[list[Transcript
         if rec.response is not None:
             entries.append(TranscriptEntry(rec.response.message, caption=f"response of seq {rec.seq}", current=True))
         elif rec.error is not None:
-            entries.append(TranscriptEntry(
-                ChatMessage(role="assistant", content=f"✗ model call failed: {_error_text(rec.error)}"),
-                caption=f"error of seq {rec.seq}", current=True,
-            ))
+            entries.append(
+                TranscriptEntry(
+                    ChatMessage(role="assistant", content=f"✗ model call failed: {_error_text(rec.error)}"),
+                    caption=f"error of seq {rec.seq}",
+                    current=True,
+                )
+            )
         n = len(rec.request.messages)
         note = f"model call seq {rec.seq} · {rec.model} · {n} request message{'' if n == 1 else 's'}"
         return entries, note
@@ -802,8 +824,11 @@ def transcript_for(index: TimelineIndex, position: int) -> tuple[list[Transcript
             else:
                 content = f"✗ {_error_text(err)}" + (f"\n{body_text}" if body_text else "")
         else:
-            content = rec.result.content if isinstance(rec.result.content, str) else one_line(rec.result.content, 1 << 20)
+            content = (
+                rec.result.content if isinstance(rec.result.content, str) else one_line(rec.result.content, 1 << 20)
+            )
         result_msg = ChatMessage(role="tool", content=content, tool_call_id=rec.tool_call_id, name=rec.tool)
+        model_pos: int | None
         if links:
             model_pos = links[0]
             how = "that requested it"
@@ -818,13 +843,17 @@ def transcript_for(index: TimelineIndex, position: int) -> tuple[list[Transcript
         entries, _ = transcript_for(index, model_pos)
         entries = [TranscriptEntry(e.message, e.caption, False) for e in entries]
         entries.append(TranscriptEntry(result_msg, caption=f"result of seq {rec.seq}", current=True))
-        note = (f"tool call seq {rec.seq} · {rec.tool}: transcript of model call seq "
-                f"{index.seqs[model_pos]} {how}, then this result")
+        note = (
+            f"tool call seq {rec.seq} · {rec.tool}: transcript of model call seq "
+            f"{index.seqs[model_pos]} {how}, then this result"
+        )
         return entries, note
     if type(rec) is InterruptRecord:
-        return [TranscriptEntry(ChatMessage(role="interrupt", content=interrupt_text(rec.value)),
-                                caption=f"seq {rec.seq}", current=True)], (
-            f"interrupt seq {rec.seq}: the run paused with this value (no chat transcript)")
+        return [
+            TranscriptEntry(
+                ChatMessage(role="interrupt", content=interrupt_text(rec.value)), caption=f"seq {rec.seq}", current=True
+            )
+        ], (f"interrupt seq {rec.seq}: the run paused with this value (no chat transcript)")
     article = "an" if rec.kind[:1] in "aeiou" else "a"
     return [], f"{article} {rec.kind} record has no chat transcript"
 
@@ -835,8 +864,9 @@ def interrupt_summary(value: Any) -> str:
     fields as ``key=value`` (``·``-separated); anything else as compact JSON."""
     if isinstance(value, dict):
         head = [str(value[k]) for k in _INTERRUPT_TEXT_KEYS if isinstance(value.get(k), str)]
-        rest = [f"{k}={one_line(v, 40)}" for k, v in value.items()
-                if not (k in _INTERRUPT_TEXT_KEYS and isinstance(v, str))]
+        rest = [
+            f"{k}={one_line(v, 40)}" for k, v in value.items() if not (k in _INTERRUPT_TEXT_KEYS and isinstance(v, str))
+        ]
         return " · ".join([*head, *rest])
     return one_line(value, 1 << 20)
 

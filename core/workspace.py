@@ -35,10 +35,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .branch import Branch, branch_from_dict
 from .engine import ReplayOutcome
@@ -47,6 +47,8 @@ from .fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_
 from .io import dumps_recording, recording_to_dict
 from .recording import Recording
 from .replay_record import ReplayRecord
+
+_M = TypeVar("_M", bound=BaseModel)
 
 __all__ = ["DEFAULT_DIR", "FILE_NAME", "MIGRATIONS", "SCHEMA_VERSION", "NoWorkspace", "Workspace"]
 
@@ -134,8 +136,10 @@ class NoWorkspace(WorkspaceError):
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        super().__init__(f"no workspace at {path} (nothing stored yet: sweep, replay and branch new create it;"
-                         " --workspace DIR points elsewhere)")
+        super().__init__(
+            f"no workspace at {path} (nothing stored yet: sweep, replay and branch new create it;"
+            " --workspace DIR points elsewhere)"
+        )
 
 
 class _Conn(sqlite3.Connection):
@@ -146,7 +150,7 @@ class _Conn(sqlite3.Connection):
 
     ws_path: str = "<workspace>"
 
-    def execute(self, sql: str, params: Any = (), /) -> sqlite3.Cursor:  # type: ignore[override]
+    def execute(self, sql: str, params: Any = (), /) -> sqlite3.Cursor:
         try:
             return super().execute(sql, params)
         except sqlite3.IntegrityError:
@@ -154,7 +158,7 @@ class _Conn(sqlite3.Connection):
         except sqlite3.DatabaseError as exc:
             raise WorkspaceError(f"{self.ws_path}: {_describe_sql(sql)}: {exc}") from None
 
-    def executemany(self, sql: str, params: Any, /) -> sqlite3.Cursor:  # type: ignore[override]
+    def executemany(self, sql: str, params: Any, /) -> sqlite3.Cursor:
         try:
             return super().executemany(sql, params)
         except sqlite3.IntegrityError:
@@ -174,8 +178,19 @@ def _describe_sql(sql: str) -> str:
     return "database error"
 
 
-_TABLES = ("meta", "recordings", "branches", "replays", "replay_events", "attempts", "requirements",
-           "fixtures", "diffs", "metrics", "effects")
+_TABLES = (
+    "meta",
+    "recordings",
+    "branches",
+    "replays",
+    "replay_events",
+    "attempts",
+    "requirements",
+    "fixtures",
+    "diffs",
+    "metrics",
+    "effects",
+)
 
 
 class Workspace:
@@ -194,8 +209,9 @@ class Workspace:
     # ------------------------------------------------------------------ open / close
 
     @classmethod
-    def open(cls, folder: str | os.PathLike[str] | None = None, *, timeout: float = 30.0,
-             create: bool = True) -> Workspace:
+    def open(
+        cls, folder: str | os.PathLike[str] | None = None, *, timeout: float = 30.0, create: bool = True
+    ) -> Workspace:
         """Open (creating if needed) ``folder/workspace.sqlite`` (default folder
         ``./.chassis-inspector``) and bring its schema to :data:`SCHEMA_VERSION`.
 
@@ -218,8 +234,9 @@ class Workspace:
             raise WorkspaceError(f"{folder_p}: cannot create the workspace folder: {exc.strerror}") from None
         path = folder_p / FILE_NAME
         try:
-            conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False,
-                                   factory=_Conn)
+            conn = sqlite3.connect(
+                str(path), timeout=timeout, isolation_level=None, check_same_thread=False, factory=_Conn
+            )
             conn.ws_path = str(path)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -274,8 +291,11 @@ class Workspace:
     def _migrate(self) -> None:
         c = self._conn
         with self._tx():
-            tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")
-                      if not r[0].startswith("sqlite_")}
+            tables = {
+                r[0]
+                for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                if not r[0].startswith("sqlite_")
+            }
             row = None
             if "meta" in tables:
                 try:
@@ -302,13 +322,17 @@ class Workspace:
                     if stmt.strip():
                         c.execute(stmt)
                 c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(number),))
-                c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                          (f"migration.{number}", f"{_now()} {description}"))
+                c.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                    (f"migration.{number}", f"{_now()} {description}"),
+                )
             present = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             missing = [t for t in _TABLES if t not in present]
             if missing:
-                raise WorkspaceError(f"{self.path}: the workspace is damaged: table(s) {', '.join(missing)} missing "
-                                     f"(schema version {version})")
+                raise WorkspaceError(
+                    f"{self.path}: the workspace is damaged: table(s) {', '.join(missing)} missing "
+                    f"(schema version {version})"
+                )
 
     def _parse_version(self, value: Any) -> int:
         try:
@@ -327,7 +351,7 @@ class Workspace:
         except (orjson.JSONDecodeError, TypeError) as exc:
             raise WorkspaceError(f"{self.path}: the workspace is damaged: {where}: not JSON ({exc})") from None
 
-    def _model(self, cls: Any, text: Any, where: str) -> Any:
+    def _model(self, cls: type[_M], text: Any, where: str) -> _M:
         """Parse and validate a stored JSON row as ``cls`` (WorkspaceError if damaged)."""
         obj = self._load(text, where)
         try:
@@ -335,8 +359,9 @@ class Workspace:
         except ValidationError as exc:
             err = exc.errors(include_url=False)[0]
             loc = "/" + "/".join(str(p) for p in err.get("loc", ()))
-            raise WorkspaceError(f"{self.path}: the workspace is damaged: {where}: at {loc}: "
-                                 f"{err.get('msg', 'invalid value')}") from None
+            raise WorkspaceError(
+                f"{self.path}: the workspace is damaged: {where}: at {loc}: {err.get('msg', 'invalid value')}"
+            ) from None
 
     def _unzip(self, blob: Any, where: str) -> bytes:
         try:
@@ -371,7 +396,9 @@ class Workspace:
             if status in ("completed", "paused") and not has_events:
                 problems.append(f"replay {rid} is {status} but has no events")
             if status in ("completed", "paused", "failed") and n_attempts != len(rec.get("attempts", [])):
-                problems.append(f"replay {rid}: {n_attempts} attempt row(s), record lists {len(rec.get('attempts', []))}")
+                problems.append(
+                    f"replay {rid}: {n_attempts} attempt row(s), record lists {len(rec.get('attempts', []))}"
+                )
             if rec.get("status") != status:
                 problems.append(f"replay {rid}: status column {status} != record {rec.get('status')}")
         return problems
@@ -400,18 +427,27 @@ class Workspace:
         if row is None:
             raise WorkspaceError(f"{self.path}: no recording with digest {digest}")
         try:
-            return Recording.loads(zlib.decompress(row[0]), source=f"workspace recording {row[1] or digest}",
-                                   verify_keys=False)
+            return Recording.loads(
+                zlib.decompress(row[0]), source=f"workspace recording {row[1] or digest}", verify_keys=False
+            )
         except (FormatError, zlib.error, TypeError) as exc:
             raise WorkspaceError(f"{self.path}: stored recording {digest} is damaged: {exc}") from None
 
     def list_recordings(self) -> list[dict[str, Any]]:
         """``[{digest, path, records, added_at, metadata}]`` in insertion order."""
         rows = self._conn.execute(
-            "SELECT digest, path, records, added_at, metadata FROM recordings ORDER BY rowid").fetchall()
-        return [{"digest": d, "path": p, "records": n, "added_at": a,
-                 "metadata": self._load(m, f"table recordings, row {d}, column metadata")}
-                for d, p, n, a, m in rows]
+            "SELECT digest, path, records, added_at, metadata FROM recordings ORDER BY rowid"
+        ).fetchall()
+        return [
+            {
+                "digest": d,
+                "path": p,
+                "records": n,
+                "added_at": a,
+                "metadata": self._load(m, f"table recordings, row {d}, column metadata"),
+            }
+            for d, p, n, a, m in rows
+        ]
 
     # ------------------------------------------------------------------ branches
 
@@ -425,8 +461,10 @@ class Workspace:
         row = self._conn.execute("SELECT body FROM branches WHERE id=?", (branch.id,)).fetchone()
         if row is not None:
             try:
-                same = branch_from_dict(self._load(row[0], f"table branches, row {branch.id}"),
-                                        source="").to_json_obj() == branch.to_json_obj()
+                same = (
+                    branch_from_dict(self._load(row[0], f"table branches, row {branch.id}"), source="").to_json_obj()
+                    == branch.to_json_obj()
+                )
             except BranchError:
                 same = False
             if same:
@@ -439,8 +477,15 @@ class Workspace:
             c.execute(
                 "INSERT OR REPLACE INTO branches(id, base_digest, parent_id, label, checkpoint, created_at, body) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (branch.id, branch.base.digest, branch.parent, branch.label, branch.checkpoint,
-                 branch.created_at, branch.dumps().decode()),
+                (
+                    branch.id,
+                    branch.base.digest,
+                    branch.parent,
+                    branch.label,
+                    branch.checkpoint,
+                    branch.created_at,
+                    branch.dumps().decode(),
+                ),
             )
 
     def get_branch(self, branch_id: str) -> Branch:
@@ -448,18 +493,23 @@ class Workspace:
         row = self._conn.execute("SELECT body FROM branches WHERE id=?", (branch_id,)).fetchone()
         if row is None:
             raise WorkspaceError(f"{self.path}: no branch {branch_id!r}")
-        return branch_from_dict(self._load(row[0], f"table branches, row {branch_id}"),
-                                source=f"{self.path}: table branches, row {branch_id}")
+        return branch_from_dict(
+            self._load(row[0], f"table branches, row {branch_id}"),
+            source=f"{self.path}: table branches, row {branch_id}",
+        )
 
     def list_branches(self, base_digest: str | None = None) -> list[Branch]:
         """Branches (of one base when ``base_digest`` is given), oldest first."""
         if base_digest is None:
             rows = self._conn.execute("SELECT id, body FROM branches ORDER BY created_at, rowid").fetchall()
         else:
-            rows = self._conn.execute("SELECT id, body FROM branches WHERE base_digest=? ORDER BY created_at, rowid",
-                                      (base_digest,)).fetchall()
-        return [branch_from_dict(self._load(b, f"table branches, row {i}"), source=f"{self.path}: table branches, row {i}")
-                for i, b in rows]
+            rows = self._conn.execute(
+                "SELECT id, body FROM branches WHERE base_digest=? ORDER BY created_at, rowid", (base_digest,)
+            ).fetchall()
+        return [
+            branch_from_dict(self._load(b, f"table branches, row {i}"), source=f"{self.path}: table branches, row {i}")
+            for i, b in rows
+        ]
 
     # ------------------------------------------------------------------ replays
 
@@ -471,8 +521,15 @@ class Workspace:
                 c.execute(
                     "INSERT INTO replays(id, branch_id, base_digest, status, created_at, updated_at, record) "
                     "VALUES (?,?,?,?,?,?,?)",
-                    (record.id, record.branch_id, record.base_digest, record.status, record.created_at,
-                     record.updated_at, _json(record.to_json_obj())),
+                    (
+                        record.id,
+                        record.branch_id,
+                        record.base_digest,
+                        record.status,
+                        record.created_at,
+                        record.updated_at,
+                        _json(record.to_json_obj()),
+                    ),
                 )
         except sqlite3.IntegrityError:
             raise WorkspaceError(f"{self.path}: replay {record.id} already exists") from None
@@ -480,11 +537,14 @@ class Workspace:
     def save_replay_state(self, record: ReplayRecord) -> None:
         """Update the record row only (e.g. ``running`` at the start of an attempt)."""
         with self._tx() as c:
-            c.execute("UPDATE replays SET status=?, updated_at=?, record=? WHERE id=?",
-                      (record.status, record.updated_at, _json(record.to_json_obj()), record.id))
+            c.execute(
+                "UPDATE replays SET status=?, updated_at=?, record=? WHERE id=?",
+                (record.status, record.updated_at, _json(record.to_json_obj()), record.id),
+            )
 
-    def save_replay_outputs(self, record: ReplayRecord, outcome: ReplayOutcome | None,
-                            requirements: list[Requirement]) -> None:
+    def save_replay_outputs(
+        self, record: ReplayRecord, outcome: ReplayOutcome | None, requirements: list[Requirement]
+    ) -> None:
         """Write everything one attempt produced in ONE transaction: the record, the
         events (replacing earlier ones), the attempts, and the requirements (a requirement
         met again is reopened)."""
@@ -500,11 +560,15 @@ class Workspace:
                 del doc
             n_events = len(outcome.events.records)
         with self._tx() as c:
-            c.execute("UPDATE replays SET status=?, updated_at=?, record=? WHERE id=?",
-                      (record.status, record.updated_at, _json(record.to_json_obj()), record.id))
+            c.execute(
+                "UPDATE replays SET status=?, updated_at=?, record=? WHERE id=?",
+                (record.status, record.updated_at, _json(record.to_json_obj()), record.id),
+            )
             if events_blob is not None:
-                c.execute("INSERT OR REPLACE INTO replay_events(replay_id, digest, records, body) VALUES (?,?,?,?)",
-                          (record.id, digest, n_events, events_blob))
+                c.execute(
+                    "INSERT OR REPLACE INTO replay_events(replay_id, digest, records, body) VALUES (?,?,?,?)",
+                    (record.id, digest, n_events, events_blob),
+                )
             c.execute("DELETE FROM attempts WHERE replay_id=?", (record.id,))
             c.executemany(
                 "INSERT INTO attempts(replay_id, number, kind, started_at, ended_at, outcome) VALUES (?,?,?,?,?,?)",
@@ -515,8 +579,7 @@ class Workspace:
                 c.execute(
                     "INSERT OR REPLACE INTO requirements(id, replay_id, status, kind, name, created_at, body) "
                     "VALUES (?,?,?,?,?,?,?)",
-                    (req.id, req.replay_id, req.status, req.kind, req.name, req.created_at,
-                     _json(req.to_json_obj())),
+                    (req.id, req.replay_id, req.status, req.kind, req.name, req.created_at, _json(req.to_json_obj())),
                 )
 
     def get_replay(self, replay_id: str) -> ReplayRecord:
@@ -540,8 +603,10 @@ class Workspace:
         if cond:
             q += " WHERE " + " AND ".join(cond)
         q = q.replace("SELECT record", "SELECT id, record") + " ORDER BY created_at, rowid"
-        return [self._model(ReplayRecord, r[1], f"table replays, row {r[0]}, column record")
-                for r in self._conn.execute(q, args).fetchall()]
+        return [
+            self._model(ReplayRecord, r[1], f"table replays, row {r[0]}, column record")
+            for r in self._conn.execute(q, args).fetchall()
+        ]
 
     def replay_events(self, replay_id: str) -> Recording | None:
         """The events recording of a replay (``None`` before its first attempt ends)."""
@@ -563,7 +628,8 @@ class Workspace:
         """Attempt rows of a replay: ``[{number, kind, started_at, ended_at, outcome}]``."""
         rows = self._conn.execute(
             "SELECT number, kind, started_at, ended_at, outcome FROM attempts WHERE replay_id=? ORDER BY number",
-            (replay_id,)).fetchall()
+            (replay_id,),
+        ).fetchall()
         return [dict(zip(("number", "kind", "started_at", "ended_at", "outcome"), r)) for r in rows]
 
     # ------------------------------------------------------------------ fixtures
@@ -607,8 +673,10 @@ class Workspace:
         if cond:
             q += " WHERE " + " AND ".join(cond)
         q += " ORDER BY created_at, rowid"
-        return [self._model(Requirement, r[1], f"table requirements, row {r[0]}")
-                for r in self._conn.execute(q, args).fetchall()]
+        return [
+            self._model(Requirement, r[1], f"table requirements, row {r[0]}")
+            for r in self._conn.execute(q, args).fetchall()
+        ]
 
     def get_requirement(self, req_id: str) -> Requirement:
         """The requirement ``req_id``. Raises FixtureError if unknown."""
@@ -618,8 +686,7 @@ class Workspace:
         return self._model(Requirement, row[0], f"table requirements, row {req_id}")
 
     def _put_requirement(self, c: sqlite3.Connection, req: Requirement) -> None:
-        c.execute("UPDATE requirements SET status=?, body=? WHERE id=?",
-                  (req.status, _json(req.to_json_obj()), req.id))
+        c.execute("UPDATE requirements SET status=?, body=? WHERE id=?", (req.status, _json(req.to_json_obj()), req.id))
 
     def attach_fixture(self, req_id: str, output: Any, *, source: str, scope: str | None = None) -> Fixture:
         """Answer requirement ``req_id`` with ``output`` (a tool result or model response
@@ -633,14 +700,23 @@ class Workspace:
         """
         req = self.get_requirement(req_id)
         if req.kind == "approval":
-            raise FixtureError(f"requirement {req_id} asks for an approval, not a fixture: use "
-                               f"'requirements --approve {req_id}' (or --waive)")
+            raise FixtureError(
+                f"requirement {req_id} asks for an approval, not a fixture: use "
+                f"'requirements --approve {req_id}' (or --waive)"
+            )
         out = parse_output(output, req.kind, source=source)
         if scope is None:
             scope = f"branch:{self.get_replay(req.replay_id).branch_id}"
         scope = parse_scope(scope)
-        fx = Fixture(scope=scope, kind=req.kind, name=req.name, args_hash=req.args_hash,
-                     arguments=req.arguments, output=out, source=f"{source} (requirement {req_id})")
+        fx = Fixture(
+            scope=scope,
+            kind=req.kind,
+            name=req.name,
+            args_hash=req.args_hash,
+            arguments=req.arguments,
+            output=out,
+            source=f"{source} (requirement {req_id})",
+        )
         with self._tx() as c:
             self._insert_fixture(c, fx)
             self._put_requirement(c, req.model_copy(update={"status": "satisfied", "fixture_id": fx.id}))
@@ -668,8 +744,10 @@ class Workspace:
         now = _now()
         with self._tx() as c:
             c.execute("DELETE FROM diffs WHERE replay_id=? AND kind=?", (replay_id, kind))
-            c.executemany("INSERT INTO diffs(replay_id, kind, body, created_at) VALUES (?,?,?,?)",
-                          [(replay_id, kind, _json(b), now) for b in bodies])
+            c.executemany(
+                "INSERT INTO diffs(replay_id, kind, body, created_at) VALUES (?,?,?,?)",
+                [(replay_id, kind, _json(b), now) for b in bodies],
+            )
 
     def diffs(self, replay_id: str, kind: str | None = None) -> list[dict[str, Any]]:
         """``[{kind, body}]`` of a replay, in insertion order."""
@@ -678,7 +756,10 @@ class Workspace:
         if kind is not None:
             q += " AND kind=?"
             args.append(kind)
-        return [{"kind": k, "body": self._load(b, f"table diffs, replay {replay_id}")} for k, b in self._conn.execute(q + " ORDER BY n", args)]
+        return [
+            {"kind": k, "body": self._load(b, f"table diffs, replay {replay_id}")}
+            for k, b in self._conn.execute(q + " ORDER BY n", args)
+        ]
 
     def put_metrics(self, subject: str, metrics: dict[str, Any]) -> None:
         """Store metrics of a subject (a recording digest or a replay id): numbers go in
@@ -689,14 +770,16 @@ class Workspace:
             num = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
             rows.append((subject, name, num, None if num is not None else _json(v), now))
         with self._tx() as c:
-            c.executemany("INSERT OR REPLACE INTO metrics(subject, name, value, body, created_at) VALUES (?,?,?,?,?)",
-                          rows)
+            c.executemany(
+                "INSERT OR REPLACE INTO metrics(subject, name, value, body, created_at) VALUES (?,?,?,?,?)", rows
+            )
 
     def metrics(self, subject: str) -> dict[str, Any]:
         """The metrics of a subject as ``{name: value}``."""
         out: dict[str, Any] = {}
-        for name, value, body in self._conn.execute("SELECT name, value, body FROM metrics WHERE subject=?",
-                                                    (subject,)):
+        for name, value, body in self._conn.execute(
+            "SELECT name, value, body FROM metrics WHERE subject=?", (subject,)
+        ):
             out[name] = value if body is None else self._load(body, f"table metrics, row {subject}/{name}")
         return out
 
@@ -705,10 +788,14 @@ class Workspace:
         now = _now()
         with self._tx() as c:
             c.execute("DELETE FROM effects WHERE base_digest=?", (base_digest,))
-            c.executemany("INSERT INTO effects(base_digest, rank, body, created_at) VALUES (?,?,?,?)",
-                          [(base_digest, i, _json(e), now) for i, e in enumerate(effects)])
+            c.executemany(
+                "INSERT INTO effects(base_digest, rank, body, created_at) VALUES (?,?,?,?)",
+                [(base_digest, i, _json(e), now) for i, e in enumerate(effects)],
+            )
 
     def effects(self, base_digest: str) -> list[Any]:
         """The ranked effects of a base."""
-        return [self._load(b, f"table effects, base {base_digest}") for (b,) in self._conn.execute(
-            "SELECT body FROM effects WHERE base_digest=? ORDER BY rank", (base_digest,))]
+        return [
+            self._load(b, f"table effects, base {base_digest}")
+            for (b,) in self._conn.execute("SELECT body FROM effects WHERE base_digest=? ORDER BY rank", (base_digest,))
+        ]
