@@ -4,6 +4,11 @@ Kept small on purpose: screens live in :mod:`inspector.screens`, widgets in
 :mod:`inspector.widgets`, palette providers in :mod:`inspector.commands`, styles in
 ``app.tcss``. Loading happens before the app starts (:mod:`inspector.loader`), so a
 file that fails to load never opens a screen.
+
+Every background task (worker) fails the same way: :meth:`InspectorApp.on_worker_state_changed`
+clears the status the task showed and opens the error screen naming the task and what
+went wrong. Workers therefore run on the app (``self.app.run_worker``), never exit it on
+error, and carry a name and a description.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
+from textual.worker import Worker, WorkerState
 
 from core.errors import InspectorError
 from core.recording import Recording
@@ -71,7 +77,14 @@ class InspectorApp(App[None]):
         if self.loaded.verify is not None:
             self._verify()
 
-    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="verify",
+        exit_on_error=False,
+        name="verify",
+        description="verifying the recording (digest and keys)",
+    )
     def _verify(self) -> None:
         """Run the full verification of a fast-opened file (see inspector.loader)."""
         verify = self.loaded.verify
@@ -103,6 +116,24 @@ class InspectorApp(App[None]):
 
         self.push_screen(ErrorScreen(f"{event.error.title} error — this recording is not valid",
                                      str(event.error), "enter: quit (exit code 2)"), close)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a failed background task ends: the status it showed is cleared
+        (each screen drops its own in ``background_failed``) and the error screen names
+        the task and the exception's message, as plain text."""
+        worker = event.worker
+        if event.state is not WorkerState.ERROR:
+            return
+        if worker.group == "verify":
+            # the header said "verifying…": the recording stays open, unverified
+            self.loaded.verify = None
+        for screen in self.screen_stack:
+            if isinstance(screen, TimelineScreen):
+                screen.background_failed(worker)
+        error = worker.error
+        what = worker.description or worker.name or "a background task"
+        message = f"{type(error).__name__}: {error}" if error is not None else "no exception recorded"
+        self.push_screen(ErrorScreen(f"failed: {what}", message))
 
     def action_command_palette(self) -> None:
         """The command palette; in a browser its search icon is a plain ``›`` (the

@@ -1,4 +1,6 @@
-"""A modal that shows an error (title + message); dismissing it returns ``None``."""
+"""A modal that shows an error (title + message); dismissing it returns ``None``.
+
+Every text is shown as plain text, never as markup: a message may quote recorded content."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ class ErrorScreen(ModalScreen[None]):
         with Vertical():
             yield Static(Text(self.error_title, style="bold #ff5f5f"), id="error-title")
             yield Static(Text(self.message), id="error-message")
-            yield Static(self.hint, id="error-hint")
+            yield Static(Text(self.hint), id="error-hint")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -7,10 +7,12 @@ runs in a thread worker (the first search over a big recording builds the haysta
 
 from __future__ import annotations
 
+import asyncio
 import bisect
+from functools import partial
 
 import orjson
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -18,6 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer
+from textual.worker import Worker
 
 from core.errors import FormatError
 from core.recording import ModelRecord, ToolRecord
@@ -104,6 +107,9 @@ class TimelineScreen(Screen[None]):
         self._detail_timer: Timer | None = None
         self._searching = False
         self._search_from: int | None = None
+        self._search_job: Worker[None] | None = None
+        #: set while the detail pane shows the record under the cursor (see detail_settled)
+        self._detail_current = asyncio.Event()
 
     def compose(self) -> ComposeResult:
         yield RecordingHeader(self._header_text(), id="header")
@@ -122,6 +128,7 @@ class TimelineScreen(Screen[None]):
         self.detail.marks = {m.seq: (m.label, m.reason) for m in marks}
         table.focus()
         self.detail.show(self.index, table.cursor_position)
+        self._detail_current.set()
 
     # ------------------------------------------------------------------ helpers
 
@@ -183,9 +190,18 @@ class TimelineScreen(Screen[None]):
     def _highlighted(self, event: TimelineTable.RecordHighlighted) -> None:
         if self._detail_timer is not None:
             self._detail_timer.stop()
-        position = event.position
-        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self.detail.show(self.index, position, empty_message=self.table.empty_message))
+        self._detail_current.clear()
+        self._detail_timer = self.set_timer(DETAIL_DELAY, partial(self._show_detail, event.position))
         self._update_match_info()
+
+    def _show_detail(self, position: int | None) -> None:
+        self.detail.show(self.index, position, empty_message=self.table.empty_message)
+        self._detail_current.set()
+
+    async def detail_settled(self) -> None:
+        """Wait until the detail pane shows the record under the cursor: after a move its
+        redraw waits :data:`DETAIL_DELAY` for the cursor to settle."""
+        await self._detail_current.wait()
 
     @on(TimelineTable.RecordSelected)
     def _selected(self, event: TimelineTable.RecordSelected) -> None:
@@ -224,12 +240,34 @@ class TimelineScreen(Screen[None]):
             return
         self._searching = True
         self.query_one(FilterBar).set_match_info("searching…")
-        self._search_worker(text)
+        # on the app, so that a failure reaches its one handler (InspectorApp.on_worker_state_changed)
+        self._search_job = self.app.run_worker(
+            partial(self._search, text),
+            name="search",
+            group="search",
+            description=f"search for {text!r}",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
 
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def _search_worker(self, text: str) -> None:
+    def _search(self, text: str) -> None:
+        """The search itself (in a thread): posts :class:`SearchFinished`."""
         positions = self.index.search(text)
         self.post_message(self.SearchFinished(text, positions))
+
+    def background_failed(self, worker: Worker) -> None:
+        """Drop the status a failed background task showed here: the "searching…" of
+        the current search (the search is cleared), the header's "verifying…"."""
+        if worker.group == "verify":
+            self.refresh_header()
+        elif worker is self._search_job:
+            self._search_job = None
+            self._searching = False
+            self.search_text = ""
+            self.matches = []
+            self.table.set_matches(frozenset(), "")
+            self._update_match_info()
 
     @on(SearchFinished)
     def _search_finished(self, event: SearchFinished) -> None:
