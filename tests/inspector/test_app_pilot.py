@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,13 @@ SIZE = (140, 40)
 
 
 async def settle(pilot, app) -> None:
+    """Wait for the background work, the pending messages and the detail pane (whose
+    redraw after a cursor move is debounced): never a fixed sleep."""
     await app.workers.wait_for_complete()
-    await pilot.pause(0.15)
+    await pilot.pause()
+    if isinstance(app.screen, TimelineScreen):
+        await asyncio.wait_for(app.screen.detail_settled(), timeout=30)  # a hang fails, not a race
+        await pilot.pause()
 
 
 def screen_of(app) -> TimelineScreen:
@@ -295,11 +301,11 @@ async def test_palette_runs_a_timeline_command(built):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await settle(pilot, app)
         await pilot.press(*"first error")
-        await pilot.pause(0.5)
+        await settle(pilot, app)  # the palette gathers its hits in workers
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await settle(pilot, app)
         assert seq_at_cursor(app) == built.recording.first_error().seq
 
 
@@ -347,7 +353,7 @@ async def test_fast_open_of_an_invalid_file_shows_the_error_and_exits_2(built_pa
         assert isinstance(app.screen, ErrorScreen)
         assert "digest mismatch" in app.screen.message and str(built_path) in app.screen.message
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await pilot.pause()
     assert app.return_code == 2
     assert "digest mismatch" in str(app.load_error)
 

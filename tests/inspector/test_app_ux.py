@@ -228,12 +228,10 @@ async def test_z_in_the_transcript_keeps_the_scroll_position(built):
         await pilot.press("G", "k", "t")  # the final model call
         await settle(pilot, app)
         view = app.screen.query_one(TranscriptView)
-        await pilot.pause(0.2)
         before = view.scroll_y
         assert before > 0
         await pilot.press("z")
         await settle(pilot, app)
-        await pilot.pause(0.2)
         assert view.scroll_y >= before - 1 and view.scroll_y > 0
 
 
@@ -302,7 +300,6 @@ async def test_detail_says_where_the_record_matched(built):
         await settle(pilot, app)
         await pilot.press("slash", *"zebra-quartz", "enter")
         await settle(pilot, app)
-        await pilot.pause(0.2)
         assert "matched in result.content" in plain(app.screen.query_one("#detail-identity"))
     assert matched_fields({"arguments": {"command": "ls"}, "result": {"content": "LS"}}, "ls") == [
         "arguments.command", "result.content"]
@@ -356,7 +353,7 @@ async def test_filter_chips_go_compact_when_the_counter_would_not_fit(built):
         assert not bar.has_class("-compact")  # small counts: full chips fit
         big = {"model": 49_949, "tool": 49_949, "interrupt": 100, "snapshot": 1, "lifecycle": 1}
         bar.set_state(frozenset(big), False, big)
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert bar.has_class("-compact")
         assert app.screen.query_one("#match-info").region.right <= 124
 
@@ -369,7 +366,6 @@ async def test_search_term_is_highlighted_in_the_transcript(built):
         await settle(pilot, app)
         await pilot.press("t")
         await settle(pilot, app)
-        await pilot.pause(0.2)
         blocks = list(app.screen.query_one(TranscriptView).query(MessageBlock))
         current = [b for b in blocks if b.entry.current][-1]
         body = current.body
@@ -385,7 +381,7 @@ async def test_palette_icon_is_plain_in_the_browser(built, monkeypatch):
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot, app)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
+        await settle(pilot, app)
         icons = list(app.screen.query(SearchIcon))
         assert icons and all(i.icon == "›" for i in icons)
 

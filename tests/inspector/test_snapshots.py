@@ -22,8 +22,9 @@ def _app(tmp_path: Path) -> InspectorApp:
 
 
 async def _settle(pilot) -> None:
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause(0.3)
+    from .test_app_pilot import settle
+
+    await settle(pilot, pilot.app)
 
 
 def test_timeline(snap_compare, tmp_path):
