@@ -24,7 +24,7 @@ from core.recording import Recording
 
 from .commands import TimelineCommands
 from .loader import LoadedRecording
-from .runinfo import open_notice
+from .runinfo import open_notice, warning_texts
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
 from .screens.timeline import TimelineScreen
@@ -70,9 +70,9 @@ class InspectorApp(App[None]):
     def on_mount(self) -> None:
         self.push_screen(TimelineScreen(self.loaded))
         # one grouped notice; every warning is listed in the run-info view (i)
-        notice = open_notice(self.loaded.recording, self.loaded.notices)
+        notice = open_notice(self.loaded.recording, self.loaded.notices, opened=self.loaded.opened)
         if notice:
-            warned = any(n.startswith("warning:") for n in self.loaded.notices)
+            warned = bool(warning_texts(self.loaded.recording, self.loaded.notices, self.loaded.opened))
             self.notify(notice, title="opened", severity="warning" if warned else "information", timeout=8)
         if self.loaded.verify is not None:
             self._verify()

@@ -1,8 +1,9 @@
 """Loading a recording for viewing: the recording, its timeline index and any notices.
 
-Goes through :func:`inspector.cli.common.load_any` so files in other formats that the
-importers accept are converted on the fly; whatever the importers warn about becomes a
-notice shown in the app.
+Goes through :func:`core.importers.open_any`, so files in other formats that the
+importers accept are converted on the fly; the typed result (:class:`core.importers.Opened`:
+source format, runs, warnings) is kept as ``LoadedRecording.opened`` and the app phrases
+it (:mod:`inspector.runinfo`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import FormatError
+from core.importers import Opened, open_any
 from core.recording import FORMAT_NAME, FORMAT_VERSION, Recording
 from core.timeline import TimelineIndex
+
+from .runinfo import opened_notes
 
 #: format versions whose records are read as written by the fast-open path: version 2 is
 #: version 1 plus optional fields, so a v1 file migrates by its version number alone
@@ -29,7 +33,9 @@ FAST_OPEN_BYTES = int(float(os.environ.get("CHASSIS_INSPECTOR_FAST_OPEN_MB", "64
 @dataclass
 class LoadedRecording:
     """A recording ready to view: ``path`` it came from, the ``recording``, its timeline
-    ``index`` and ``notices`` (import conversions and warnings, one line each)."""
+    ``index``, ``notices`` (notes on the conversion, one line each; ``warning: ...``
+    lines are accepted too) and ``opened``, what :func:`core.importers.open_any` said
+    about the file (``None`` for an in-memory or fast-opened recording)."""
 
     path: Path
     recording: Recording
@@ -38,11 +44,25 @@ class LoadedRecording:
     #: for a fast-opened file: the full verification still to run (returns the verified
     #: recording or raises FormatError); ``None`` when the recording is verified
     verify: Callable[[], Recording] | None = None
+    opened: Opened | None = None
 
     @classmethod
-    def from_recording(cls, recording: Recording, path: Path | str = "<memory>", notices: list[str] | None = None) -> LoadedRecording:
+    def from_recording(
+        cls,
+        recording: Recording,
+        path: Path | str = "<memory>",
+        notices: list[str] | None = None,
+        opened: Opened | None = None,
+    ) -> LoadedRecording:
         """Wrap an in-memory recording (builds the index)."""
-        return cls(Path(path), recording, TimelineIndex(recording), list(notices or []))
+        return cls(Path(path), recording, TimelineIndex(recording), list(notices or []), opened=opened)
+
+    @classmethod
+    def from_opened(cls, opened: Opened, path: Path | str) -> LoadedRecording:
+        """Wrap what :func:`core.importers.open_any` returned for ``path`` (builds the
+        index; the notes are :func:`inspector.runinfo.opened_notes`)."""
+        p = Path(path)
+        return cls.from_recording(opened.recording, p, opened_notes(opened, p), opened)
 
 
 def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> LoadedRecording:
@@ -59,8 +79,6 @@ def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> Lo
             fast-opened file: parsed, or its header and record shapes checked).
         core.errors.InspectorError: other load failures (e.g. no importer accepts it).
     """
-    from core.importers import open_any
-
     p = Path(path)
     threshold = FAST_OPEN_BYTES if fast_open_bytes is None else fast_open_bytes
     try:
@@ -71,8 +89,7 @@ def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> Lo
         fast = _fast_open(p)
         if fast is not None:
             return fast
-    rec, notices = open_any(p, verify_keys="auto")
-    return LoadedRecording(p, rec, TimelineIndex(rec), notices)
+    return LoadedRecording.from_opened(open_any(p), p)
 
 
 def _fast_open(path: Path) -> LoadedRecording | None:
@@ -87,8 +104,12 @@ def _fast_open(path: Path) -> LoadedRecording | None:
         raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
     doc = parse_json(data, source=source)
     del data
-    if not (isinstance(doc, dict) and doc.get("format") == FORMAT_NAME
-            and doc.get("format_version") in NATIVE_VERSIONS and isinstance(doc.get("records"), list)):
+    if not (
+        isinstance(doc, dict)
+        and doc.get("format") == FORMAT_NAME
+        and doc.get("format_version") in NATIVE_VERSIONS
+        and isinstance(doc.get("records"), list)
+    ):
         return None
     header = {k: v for k, v in doc.items() if k not in ("records", "digest")}
     shell = recording_from_dict({**header, "records": []}, source=source)

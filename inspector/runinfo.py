@@ -8,15 +8,20 @@ import warnings — the structured metadata of a recording, read without any UI.
   Who&When annotation (``metadata.annotation.mistake_seq``, else ``mistake_step``)
   and the sample agent's planted fault (``metadata.fault.seq``);
 * :func:`group_warnings` folds near-identical import warnings (same text once the
-  indexes such as ``messages[3]`` are replaced by ``[*]``) into one line with a count.
+  indexes such as ``messages[3]`` are replaced by ``[*]``) into one line with a count;
+* the source format, the notes and the import warnings of a converted file come from
+  the :class:`core.importers.Opened` the loader got (:func:`opened_notes`,
+  :func:`source_format`, :func:`warning_texts`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from core.importers.opened import Opened
 from core.metrics import outcome_of
 from core.recording import Recording
 
@@ -107,30 +112,59 @@ def source_warnings(recording: Recording) -> list[str]:
     return []
 
 
-def source_format(recording: Recording, notices: list[str]) -> str | None:
-    """The format a recording was converted from: ``metadata.source.format``, else
-    parsed from a "converted from X" notice; ``None`` for a native recording."""
+def opened_notes(opened: Opened, path: Path) -> list[str]:
+    """The app's notes on the file at ``path`` converted in memory (none for a native
+    recording): converted from which format (and how to save it), which run among how
+    many, incomplete."""
+    if not opened.converted:
+        return []
+    notes = [
+        f"converted from {opened.source_format} ({path.name}) in memory; "
+        f"save it with: chassis-inspector import {path} -o OUT"
+    ]
+    if len(opened.runs) > 1:
+        notes.append(
+            f"{path.name} holds {len(opened.runs)} runs; showing run {opened.run_id!r} "
+            f"({opened.run_index} of 0..{len(opened.runs) - 1}); import another with: chassis-inspector import --run ID"
+        )
+    if opened.incomplete:
+        notes.append("this run is incomplete (the source was cut short)")
+    return notes
+
+
+def warning_texts(recording: Recording, notices: list[str], opened: Opened | None = None) -> list[str]:
+    """The import warnings to list, one ``PLACE: MESSAGE`` per warning raised: those of
+    ``opened`` (:attr:`core.importers.Opened.all_warnings`), else the ``warning:``
+    notices, else the ones stored in the recording (:func:`source_warnings`)."""
+    if opened is not None and opened.all_warnings:
+        return [str(w) for w in opened.all_warnings]
+    return split_notices(notices)[1] or source_warnings(recording)
+
+
+def source_format(recording: Recording, opened: Opened | None = None) -> str | None:
+    """The format a recording was converted from: ``opened.source_format``, else
+    ``metadata.source.format``; ``None`` for a native recording."""
+    if opened is not None:
+        return opened.source_format if opened.converted else None
     src = recording.metadata.get("source")
     if isinstance(src, dict) and src.get("format"):
         return str(src["format"])
-    for n in notices:
-        m = re.match(r"converted from (\S+)", n)
-        if m:
-            return m.group(1)
     return None
 
 
-def open_notice(recording: Recording, notices: list[str], key: str = "i") -> str | None:
+def open_notice(recording: Recording, notices: list[str], key: str = "i", opened: Opened | None = None) -> str | None:
     """The one notice shown when a file opens: ``converted from X with N warnings —
-    press i`` (or without the count); ``None`` when there is nothing to say."""
+    press i`` (or without the count; the first note when the format is not known);
+    ``None`` when there is nothing to say. ``N`` counts every warning raised
+    (:attr:`core.importers.Opened.warning_count`, else the ``warning:`` notices)."""
     notes, warnings = split_notices(notices)
-    if not notes and not warnings:
+    n = opened.warning_count if opened is not None else len(warnings)
+    if not notes and not n:
         return None
-    fmt = source_format(recording, notices) or "another format"
-    converted = any(n.startswith("converted") for n in notes)
-    head = f"converted from {fmt}" if converted else (notes[0] if notes else "opened")
-    if warnings:
-        n = len(warnings)
+    fmt = source_format(recording, opened)
+    converted = opened.converted if opened is not None else any(x.startswith("converted") for x in notes)
+    head = f"converted from {fmt}" if converted and fmt else (notes[0] if notes else "opened")
+    if n:
         return f"{head} with {n} warning{'s' if n != 1 else ''} — press {key} for run info"
     return f"{head} — press {key} for run info"
 

@@ -7,8 +7,9 @@ Public API:
   with one line here);
 * :func:`detect` — which importer takes a file (a native Chassis recording first);
 * :func:`import_file` — every run of a file as :class:`~.base.ImportedRun` objects;
-* :func:`open_any` — one recording from any file (native or importable) plus the
-  notices to show (converted from which format, warnings, other runs).
+* :func:`open_any` — one recording from any file (native or importable) as an
+  :class:`~.opened.Opened`: the recording, its source format, the run shown and every
+  run of the file, whether it is incomplete, and its typed warnings.
 
 Errors: a file no importer takes raises :class:`core.errors.SourceImportError` naming
 every format tried and why each refused; a damaged file raises
@@ -24,11 +25,11 @@ from pathlib import Path
 
 from ..errors import FormatError, InspectorError, SourceImportError
 from ..io import load_recording, records_digest
-from ..recording import Recording
 from ._source import TruncatedSourceError, read_head
-from .base import ImportedRun, Importer, ImportWarning, group_warnings
+from .base import ImportedRun, Importer, ImportWarning, fold_warnings
 from .inspect_ai import InspectAIImporter
 from .mini_swe_agent import MiniSweAgentImporter
+from .opened import Opened, RunRef
 from .openhands import OpenHandsImporter
 from .otel import OtelImporter
 from .swe_agent import SweAgentImporter
@@ -42,9 +43,10 @@ __all__ = [
     "ImportedRun",
     "ImportWarning",
     "Importer",
+    "Opened",
+    "RunRef",
     "TruncatedSourceError",
     "detect",
-    "group_notices",
     "get_importer",
     "import_file",
     "open_any",
@@ -108,7 +110,7 @@ def detect(path: str | Path) -> str:
         raise FormatError("file is empty", file=str(p))
     if _NATIVE_HEAD.search(head[:4096]):
         return NATIVE
-    attempts: dict[str, str] = {NATIVE: "no \"format\": \"chassis.replay\" near the start"}
+    attempts: dict[str, str] = {NATIVE: 'no "format": "chassis.replay" near the start'}
     for imp in IMPORTERS:
         try:
             reason = imp.sniff(p, head)
@@ -127,7 +129,8 @@ def detect(path: str | Path) -> str:
         raise TruncatedSourceError(
             "truncated JSON: the file ends early, before enough of it to tell which format it is "
             f"(a JSON {'array' if head.lstrip()[:1] == b'[' else 'document'} of {p.stat().st_size} bytes)",
-            file=str(p))
+            file=str(p),
+        )
     tried = "; ".join(f"{k}: {v}" for k, v in attempts.items())
     raise SourceImportError(f"{p}: not a recognised agent-run format (tried {tried})", attempts=attempts)
 
@@ -191,27 +194,6 @@ def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = Fal
         ) from None
 
 
-def group_notices(notices: list[str]) -> list[str]:
-    """``notices`` of :func:`open_any` for printing: the ``warning: PLACE: MESSAGE`` ones
-    folded by :func:`core.importers.base.group_warnings` (near-identical warnings → one
-    line with a count), placed where the first warning was; other notices unchanged."""
-    out: list[str] = []
-    pending: list[ImportWarning] = []
-    at = -1
-    for n in notices:
-        if n.startswith("warning: "):
-            place, sep, message = n[len("warning: "):].partition(": ")
-            pending.append(ImportWarning(place, message) if sep else ImportWarning("", place))
-            if at < 0:
-                at = len(out)
-        else:
-            out.append(n)
-    if pending:
-        lines = [line.removeprefix(": ") for line in group_warnings(pending)]
-        out[at:at] = [f"warning: {line}" for line in lines]
-    return out
-
-
 def select_run(runs: list[ImportedRun], run: str | int | None, *, source: str) -> ImportedRun:
     """Pick one run by id or index (``None`` → the first).
 
@@ -235,43 +217,83 @@ def select_run(runs: list[ImportedRun], run: str | int | None, *, source: str) -
     raise SourceImportError(f"{source}: no run {key!r} (runs: {shown}; or an index 0..{len(runs) - 1})")
 
 
+def run_label(run: ImportedRun) -> str:
+    """A short summary of a run for a picker: its outcome when the source records one,
+    and its number of records (``success · 24 records``)."""
+    n = len(run.recording.records)
+    parts = [f"{n} record{'s' if n != 1 else ''}"]
+    outcome = run.recording.metadata.get("outcome")
+    if isinstance(outcome, str) and outcome:
+        parts.insert(0, outcome)
+    if run.incomplete:
+        parts.append("incomplete")
+    return " · ".join(parts)
+
+
 def open_any(
     path: str | Path,
-    *,
     run: str | int | None = None,
+    *,
     fmt: str | None = None,
     verify_keys: bool | str = "auto",
-) -> tuple[Recording, list[str]]:
-    """Open ``path`` whatever its format: ``(recording, notices)``.
+    recover: bool = False,
+) -> Opened:
+    """Open ``path`` whatever its format, as an :class:`~.opened.Opened`.
 
-    A Chassis recording is loaded (and verified) as is, with no notice. Any importable
-    file is converted in memory; ``notices`` then says so (format, run chosen among
-    how many, each import warning as ``warning: PLACE: MESSAGE`` — one per warning, so
-    a caller can count them; :func:`group_notices` folds near-identical ones for
-    printing). ``run`` picks a run of a multi-run source (id or
-    index; default the first). ``verify_keys`` is passed to
-    :func:`core.io.load_recording` for native files.
+    A Chassis recording is loaded (and verified, ``verify_keys`` as
+    :func:`core.io.load_recording` takes it) as is: ``source_format`` ``"chassis"``, no
+    runs, no warnings. Any importable file is converted in memory (``fmt`` names the
+    importer, else :func:`detect` finds it); ``run`` picks one of its runs by id or
+    index (default the first, :func:`select_run`); ``runs`` lists them all; the
+    chosen run's warnings come folded (``warnings``) and as raised (``all_warnings``).
+    A recording that has no canonical digest is returned without one (saving it
+    reports the value).
+
+    With ``recover``, a truncated source gives the run(s) recovered from before the
+    damage: ``incomplete`` is true and the first warning (code ``truncated``, no
+    place) says what is wrong with the file; without it, truncation raises.
 
     Raises:
-        FormatError / SourceImportError / TruncatedSourceError: as :func:`import_file`
-            and :func:`core.io.load_recording`.
+        FormatError: the file is missing, empty, damaged or not a valid recording
+            (:func:`core.io.load_recording`, :func:`import_file`).
+        TruncatedSourceError: the file ends early (unless ``recover`` and a run
+            before the damage could be rebuilt).
+        SourceImportError: no importer takes the file (names every format tried), an
+            unknown ``fmt``, or no run ``run`` (lists the ids).
     """
     p = Path(path)
     name = fmt or detect(p)
     if name == NATIVE:
-        return load_recording(p, verify_keys=verify_keys), []
-    runs = import_file(p, name)
+        return Opened(recording=load_recording(p, verify_keys=verify_keys), source_format=NATIVE)
+    damage: list[ImportWarning] = []
+    try:
+        runs = import_file(p, name)
+    except TruncatedSourceError as exc:
+        if not (recover and exc.recovered):
+            raise
+        runs = exc.recovered
+        n = len(runs)
+        damage.append(
+            ImportWarning(
+                None,
+                f"the source ends early ({exc.damage}); {n} run{'s' if n != 1 else ''} before the damage "
+                "recovered, marked incomplete",
+                "truncated",
+            )
+        )
     chosen = select_run(runs, run, source=str(p))
     if chosen.recording.digest is None:
         try:
             chosen.recording.digest = records_digest([r.to_json_obj() for r in chosen.recording.records])
         except FormatError:
             pass  # shown without a digest; saving reports the value that has no canonical form
-    notices = [f"converted from {name} ({p.name}) in memory; save it with: chassis-inspector import {p} -o OUT"]
-    if len(runs) > 1:
-        notices.append(f"{p.name} holds {len(runs)} runs; showing run {chosen.run_id!r} "
-                       f"({runs.index(chosen)} of 0..{len(runs) - 1}); import another with: chassis-inspector import --run ID")
-    if chosen.incomplete:
-        notices.append("this run is incomplete (the source was cut short)")
-    notices.extend(f"warning: {w}" for w in chosen.warnings)
-    return chosen.recording, notices
+    every = damage + list(chosen.warnings)
+    return Opened(
+        recording=chosen.recording,
+        source_format=name,
+        run_id=chosen.run_id,
+        runs=[RunRef(r.run_id, i, run_label(r)) for i, r in enumerate(runs)],
+        incomplete=chosen.incomplete,
+        warnings=fold_warnings(every),
+        all_warnings=every,
+    )

@@ -127,13 +127,15 @@ class TruncatedSourceError(FormatError):
 
     ``recovered`` holds the runs an importer could rebuild from the part before the
     damage, each marked ``incomplete`` (may be empty). ``partial`` is the salvaged
-    document (:class:`Truncation`) or ``None``.
+    document (:class:`Truncation`) or ``None``. ``damage`` is what is wrong with the
+    file alone (``reason`` may add what can be done about it).
     """
 
     def __init__(self, reason: str, *, file: str, partial: Truncation | None = None, **kw: Any) -> None:
         super().__init__(reason, file=file, **kw)
         self.partial = partial
         self.recovered: list[Any] = []
+        self.damage = reason
 
 
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[\[\]{},:]', re.S)

@@ -16,20 +16,60 @@ from typing import ClassVar
 
 from ..recording import Recording
 
+#: Stable codes of import warnings, from the message an importer wrote: the first
+#: ``(code, words)`` whose words occur in the message wins; anything else is
+#: ``unmapped``. A frontend may key on the code (filtering, icons, counts); the message
+#: is the text for a person.
+WARNING_CODES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("truncated", ("ends early", "cut short")),
+    ("redacted", ("redacted",)),
+    ("timestamp-assumed-utc", ("no UTC offset",)),
+    ("usage-dropped", ("token usage",)),
+    ("big-integer", ("$bigint", "2**53")),
+    ("arguments-raw", ("arguments",)),
+    ("call-without-result", ("has no recorded result", "has no observation")),
+    ("result-without-call", ("answers no",)),
+    ("paired-by-position", ("paired by position",)),
+    ("extra-choices", ("only the first",)),
+    ("unknown-value", ("'unknown'",)),
+    ("not-mapped", ("not mapped",)),
+    ("skipped", ("skipped", "ignored")),
+    ("kept-raw", ("kept raw", "kept as text", "stored as JSON text", "kept as written")),
+)
+
+
+def warning_code(message: str) -> str:
+    """The stable code of a warning message (see :data:`WARNING_CODES`)."""
+    for code, words in WARNING_CODES:
+        if any(w in message for w in words):
+            return code
+    return "unmapped"
+
 
 @dataclass(frozen=True)
 class ImportWarning:
     """Something an importer could not map exactly.
 
     ``place`` locates it in the *source* (e.g. ``samples[0].events[12]`` or
-    ``interactions[3].response.body``); ``message`` says what happened.
+    ``interactions[3].response.body``; ``None`` or ``""`` when it concerns the file as
+    a whole); ``message`` says what happened, in plain words (no command names);
+    ``code`` is a short stable slug (:func:`warning_code` of the message unless given);
+    ``count`` is how many near-identical warnings this one stands for (1 as an importer
+    raises it; more once folded by :func:`fold_warnings`, ``place`` then naming them
+    all).
     """
 
-    place: str
+    place: str | None
     message: str
+    code: str = ""
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.code:
+            object.__setattr__(self, "code", warning_code(self.message))
 
     def __str__(self) -> str:
-        return f"{self.place}: {self.message}"
+        return f"{self.place or ''}: {self.message}"
 
 
 _NUMBER = re.compile(r"\d+")
@@ -63,32 +103,47 @@ def _places(places: list[str]) -> str:
     return f"{places[0]} … {places[-1]}"
 
 
-def group_warnings(warnings: list[ImportWarning]) -> list[str]:
-    """Import warnings as lines for a person, near-identical ones grouped into one.
+def fold_warnings(warnings: list[ImportWarning]) -> list[ImportWarning]:
+    """Near-identical warnings folded into one each, in the order of their first.
 
     Two warnings are near-identical when their place and their message are equal once
     every number is ignored (``samples[0].messages[3]`` and ``samples[0].messages[4]``,
-    "the tool call's arguments are not in the source"). A group of ``n > 1`` is one line
-    ``PLACES (n×): MESSAGE`` — ``PLACES`` names the varying index as a range or list
-    (``samples[0].messages[0..10]``), ``MESSAGE`` is the first one's (prefixed ``e.g.``
-    when the numbers in the messages differ). Groups keep the order of their first
-    warning. Used by every importer's output (``import``, and the notices of a file
-    converted in memory); ``metadata.source.warnings`` keeps each warning."""
+    "the tool call's arguments are not in the source"). A group of ``n > 1`` becomes one
+    warning with ``count`` ``n``, the first one's ``code``, a ``place`` naming the
+    varying index as a range or list (``samples[0].messages[0..10]``, else
+    ``FIRST … LAST``) and the first one's ``message`` (prefixed ``e.g.`` when the
+    numbers in the messages differ). Counts already folded add up."""
     groups: dict[tuple[str, str], list[ImportWarning]] = {}
     for w in warnings:
-        groups.setdefault((_shape(w.place)[0], _shape(w.message)[0]), []).append(w)
-    lines: list[str] = []
+        groups.setdefault((_shape(w.place or "")[0], _shape(w.message)[0]), []).append(w)
+    out: list[ImportWarning] = []
     for members in groups.values():
         if len(members) == 1:
-            lines.append(str(members[0]))
+            out.append(members[0])
             continue
         msg = members[0].message
         if len({m.message for m in members}) > 1:
             msg = "e.g. " + msg
-        places = [m.place for m in members]
+        places = [m.place or "" for m in members]
         where = places[0] if len(set(places)) == 1 else _places(places)
-        lines.append(f"{where} ({len(members)}×): {msg}")
-    return lines
+        out.append(ImportWarning(where or None, msg, members[0].code, sum(m.count for m in members)))
+    return out
+
+
+def warning_line(w: ImportWarning) -> str:
+    """One warning as a line for a person: ``PLACE: MESSAGE``, or ``PLACES (n×): MESSAGE``
+    for a folded one."""
+    if w.count > 1:
+        return f"{w.place or ''} ({w.count}×): {w.message}"
+    return str(w)
+
+
+def group_warnings(warnings: list[ImportWarning]) -> list[str]:
+    """Import warnings as lines for a person, near-identical ones grouped into one:
+    :func:`warning_line` of each of :func:`fold_warnings`. Used by every importer's
+    output (``import``, and the notices of a file converted in memory);
+    ``metadata.source.warnings`` keeps each warning."""
+    return [warning_line(w) for w in fold_warnings(warnings)]
 
 
 @dataclass

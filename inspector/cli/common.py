@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import typer
 
+from core.importers.opened import Opened
 from core.io import load_recording
 from core.recording import Recording
 
@@ -17,16 +18,15 @@ def load_any(
     *,
     verify_keys: bool | str = "auto",
     convert: bool = True,
-    with_notices: bool = False,
-) -> Recording | tuple[Recording, list[str]]:
+) -> Recording:
     """Load a recording for a command, converting any importable format in memory.
 
     A Chassis recording is loaded and verified as is. With ``convert`` (default), a file
     in a format some importer accepts (Inspect AI, SWE-agent, tau-bench, vcrpy, ...) is
-    converted (its first run; see :func:`core.importers.open_any`), and the notices —
-    "converted from FORMAT", other runs, import warnings — are printed on stderr, or
-    returned as ``(recording, notices)`` when ``with_notices``. ``convert=False`` accepts
-    native recordings only (``validate``).
+    converted (its first run; see :func:`core.importers.open_any`) and what the CLI says
+    about it (:func:`opened_notices`: converted from FORMAT, other runs, import
+    warnings) is printed on stderr. ``convert=False`` accepts native recordings only
+    (``validate``).
 
     Raises:
         core.errors.FormatError: unreadable, damaged or invalid file.
@@ -34,16 +34,52 @@ def load_any(
             tried and why each refused).
     """
     if not convert:
-        rec = load_recording(path, verify_keys=verify_keys)
-        return (rec, []) if with_notices else rec
-    from core.importers import group_notices, open_any
+        return load_recording(path, verify_keys=verify_keys)
+    from core.importers import open_any
 
-    rec, notices = open_any(path, verify_keys=verify_keys)
-    if with_notices:
-        return rec, notices
-    for n in group_notices(notices):
-        echo_err(n if n.startswith("warning: ") else f"notice: {n}")  # one prefix per line
-    return rec
+    opened = open_any(path, verify_keys=verify_keys)
+    for line in opened_notices(path, opened):
+        echo_err(line)
+    return opened.recording
+
+
+def _conversion_notes(path: Path, opened: Opened) -> list[str]:
+    """The CLI's notes on a converted file: converted from which format (with the
+    command that saves it), which run among how many (with the one that imports
+    another), incomplete."""
+    if not opened.converted:
+        return []
+    p = Path(path)
+    notes = [
+        f"converted from {opened.source_format} ({p.name}) in memory; save it with: chassis-inspector import {p} -o OUT"
+    ]
+    if len(opened.runs) > 1:
+        notes.append(
+            f"{p.name} holds {len(opened.runs)} runs; showing run {opened.run_id!r} "
+            f"({opened.run_index} of 0..{len(opened.runs) - 1}); import another with: chassis-inspector import --run ID"
+        )
+    if opened.incomplete:
+        notes.append("this run is incomplete (the source was cut short)")
+    return notes
+
+
+def opened_notices(path: Path, opened: Opened) -> list[str]:
+    """What the commands print on stderr (after ``chassis-inspector: ``) for a file
+    :func:`core.importers.open_any` opened: ``notice: ...`` lines, then one ``warning:
+    ...`` line per folded warning (:func:`core.importers.base.warning_line`). Nothing for
+    a native recording."""
+    from core.importers.base import warning_line
+
+    lines = [f"notice: {n}" for n in _conversion_notes(path, opened)]
+    lines += [f"warning: {warning_line(w).removeprefix(': ')}" for w in opened.warnings]
+    return lines
+
+
+def opened_notices_each(path: Path, opened: Opened) -> list[str]:
+    """Like :func:`opened_notices` but unfolded and without the ``notice:`` prefix, as
+    ``export`` prints them: each note, then ``warning: PLACE: MESSAGE`` per warning
+    raised."""
+    return _conversion_notes(path, opened) + [f"warning: {w}" for w in opened.all_warnings]
 
 
 def print_json(obj: object) -> None:

@@ -18,7 +18,7 @@ from core.errors import FormatError, SourceImportError
 from core.io import atomic_write_bytes
 from core.recording import Recording
 
-from .common import check_output, print_json
+from .common import check_output, opened_notices_each, print_json
 
 EXPORT_FORMATS = ("otlp",)
 
@@ -27,7 +27,8 @@ def _open(path: Path, run: str | None, fmt: str | None) -> tuple[Recording, list
     """The recording to export and the notices to show (conversion, warnings)."""
     from core.importers import open_any
 
-    return open_any(path, run=run, fmt=fmt)
+    opened = open_any(path, run=run, fmt=fmt)
+    return opened.recording, opened_notices_each(path, opened)
 
 
 def export_summary(doc: dict[str, Any]) -> dict[str, int]:

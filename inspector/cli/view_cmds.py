@@ -21,7 +21,7 @@ import typer
 from core.recording import RECORD_KINDS
 from core.timeline import TimelineIndex, format_duration, format_offset, rows_to_csv
 
-from .common import echo_err, print_json
+from .common import echo_err, opened_notices_each, print_json
 
 #: files bigger than this get a "loading…" line on stderr before the app starts
 LOUD_LOAD_BYTES = 50 * 1024 * 1024
@@ -155,8 +155,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         loaded = _load(file, fast_open=False)
         index: TimelineIndex = loaded.index
-        for notice in loaded.notices:
-            echo_err(f"notice: {notice}")
+        if loaded.opened is not None:
+            for notice in opened_notices_each(file, loaded.opened):
+                echo_err(f"notice: {notice}")
         kinds = [k.value for k in kind] if kind else None
         positions = index.select(kinds, errors_only=errors, grep=grep)
         rows = index.rows(positions)

@@ -16,6 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from core.importers.opened import Opened
 from core.jsonvalues import display_text
 from core.recording import Recording
 from core.timeline import one_line
@@ -24,8 +25,8 @@ from ..runinfo import (
     group_warnings,
     marked_seqs,
     run_outcome,
-    source_warnings,
     split_notices,
+    warning_texts,
 )
 from ..widgets.json_tree import JsonTree
 
@@ -38,8 +39,9 @@ def _row(t: Text, label: str, value: Any, style: str = "") -> None:
     t.append("\n")
 
 
-def run_info_text(recording: Recording, notices: list[str]) -> Text:
-    """The sections of the run-info view as text (everything but the JSON tree)."""
+def run_info_text(recording: Recording, notices: list[str], opened: Opened | None = None) -> Text:
+    """The sections of the run-info view as text (everything but the JSON tree); the
+    import warnings are ``opened``'s when given (:func:`inspector.runinfo.warning_texts`)."""
     md = recording.metadata
     t = Text()
     outcome, source = run_outcome(recording)
@@ -78,9 +80,9 @@ def run_info_text(recording: Recording, notices: list[str]) -> Text:
                 args = a.get("kwargs", a.get("arguments")) if isinstance(a, dict) else a
                 _row(t, f"expected [{i}]", (f"{name}(" + one_line(args, 300) + ")") if name else one_line(a, 300))
     src = md.get("source")
-    notes, warnings = split_notices(notices)
-    stored = source_warnings(recording)
-    if isinstance(src, dict) or notes or warnings or stored:
+    notes = split_notices(notices)[0]
+    all_warnings = warning_texts(recording, notices, opened)
+    if isinstance(src, dict) or notes or all_warnings:
         t.append("\nSource\n", style="bold underline")
         if isinstance(src, dict):
             for k, v in src.items():
@@ -88,7 +90,6 @@ def run_info_text(recording: Recording, notices: list[str]) -> Text:
                     _row(t, k, one_line(v, 200))
         for n in notes:
             _row(t, "notice", n, "dim")
-        all_warnings = warnings or stored
         if all_warnings:
             t.append(f"\n{len(all_warnings)} import warning{'s' if len(all_warnings) != 1 else ''}\n",
                      style="bold #d7af00")
@@ -117,15 +118,16 @@ class RunInfoScreen(ModalScreen[int | None]):
     RunInfoScreen JsonTree { height: 1fr; overflow-x: hidden; }
     """
 
-    def __init__(self, recording: Recording, notices: list[str]) -> None:
+    def __init__(self, recording: Recording, notices: list[str], opened: Opened | None = None) -> None:
         super().__init__()
         self.recording = recording
         self.notices = notices
+        self.opened = opened
 
     def compose(self) -> ComposeResult:
         with Vertical():
             with VerticalScroll(id="runinfo-scroll"):
-                yield Static(run_info_text(self.recording, self.notices), id="runinfo-text")
+                yield Static(run_info_text(self.recording, self.notices, self.opened), id="runinfo-text")
             yield Static("All metadata (JSON tree: enter opens a node, z expands long strings)", id="runinfo-tree-title")
             yield JsonTree(id="runinfo-tree")
 

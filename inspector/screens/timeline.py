@@ -533,7 +533,7 @@ class TimelineScreen(Screen[None]):
             if seq is not None:
                 self._jump_to_seq_or_say(seq)
 
-        self.app.push_screen(RunInfoScreen(self.loaded.recording, self.loaded.notices), done)
+        self.app.push_screen(RunInfoScreen(self.loaded.recording, self.loaded.notices, self.loaded.opened), done)
 
     def _jump_to_seq_or_say(self, seq: int) -> None:
         p = self.index.position_of_seq(seq)

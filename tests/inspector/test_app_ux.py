@@ -129,11 +129,20 @@ def test_near_identical_warnings_are_grouped():
 
 
 async def test_one_grouped_notice_on_open_and_every_warning_in_run_info():
+    from core.importers import ImportWarning, Opened, RunRef
+    from core.importers.base import fold_warnings
+
     rec = load(FAULT)
-    notices = ["converted from inspect_ai (x.json) in memory; save it with: chassis-inspector import x.json -o OUT"]
-    notices += [f"warning: samples[0].messages[{i}]: no arguments" for i in range(13)]
-    loaded = LoadedRecording.from_recording(rec, "x.json", notices)
-    assert open_notice(rec, notices) == "converted from inspect_ai with 13 warnings — press i for run info"
+    ws = [ImportWarning(f"samples[0].messages[{i}]", "no arguments") for i in range(13)]
+    opened = Opened(rec, "inspect_ai", "1", [RunRef("1", 0, "")], False, fold_warnings(ws), ws)
+    loaded = LoadedRecording.from_opened(opened, "x.json")
+    notices = loaded.notices
+    assert notices == [
+        "converted from inspect_ai (x.json) in memory; save it with: chassis-inspector import x.json -o OUT"
+    ]
+    assert (
+        open_notice(rec, notices, opened=opened) == "converted from inspect_ai with 13 warnings — press i for run info"
+    )
     app = InspectorApp(loaded)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)

@@ -172,12 +172,14 @@ def test_group_warnings_rules() -> None:
     assert group_warnings([]) == []
 
 
-def test_open_any_keeps_one_notice_per_warning_and_group_notices_folds_them() -> None:
-    from core.importers import group_notices, open_any
+def test_open_any_keeps_one_notice_per_warning_and_the_cli_folds_them() -> None:
+    from core.importers import open_any
+    from inspector.cli.common import opened_notices, opened_notices_each
 
-    _, notices = open_any(OLD_INSPECT)
+    opened = open_any(OLD_INSPECT)
+    notices = opened_notices_each(OLD_INSPECT, opened)
     assert sum(n.startswith("warning: ") for n in notices) == 12  # the app counts these
-    grouped = group_notices(notices)
+    grouped = [n.removeprefix("notice: ") for n in opened_notices(OLD_INSPECT, opened)]
     assert grouped[0].startswith("converted from inspect_ai")
     assert grouped[1:] == [
         ("warning: samples[0]: old layout: no events; calls reconstructed from the sample's messages "

@@ -17,7 +17,7 @@ from core.importers import NATIVE, TruncatedSourceError, detect, import_file, op
 from core.importers._source import salvage_json
 from core.io import load_recording
 from core.jsonvalues import decode_value
-from core.recording import ModelRecord, ToolRecord
+from core.recording import ModelRecord, Recording, ToolRecord
 from core.redaction import REDACTED
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real_traces"
@@ -331,12 +331,18 @@ def test_open_any_native_and_converted(tmp_path: Path) -> None:
     out = tmp_path / "native.json"
     run.recording.save(out)
     assert detect(out) == NATIVE
-    rec, notices = open_any(out)
+    from inspector.cli.common import opened_notices_each
+
+    def opened(path: Path, **kw: object) -> tuple[Recording, list[str]]:
+        o = open_any(path, **kw)  # type: ignore[arg-type]
+        return o.recording, opened_notices_each(path, o)
+
+    rec, notices = opened(out)
     assert notices == [] and len(rec.records) == 24
-    rec, notices = open_any(REAL / "swe_agent" / "pydicom__pydicom-1458.traj")
+    rec, notices = opened(REAL / "swe_agent" / "pydicom__pydicom-1458.traj")
     assert notices[0].startswith("converted from swe_agent")
     assert rec.digest and rec.digest.startswith("sha256:")
-    rec, notices = open_any(TAU, run="task3-trial2")
+    rec, notices = opened(TAU, run="task3-trial2")
     assert rec.metadata["task_id"] == 3 and rec.metadata["trial"] == 2
     assert any("holds 200 runs" in n for n in notices)
     with pytest.raises(SourceImportError, match="already a Chassis recording"):
