@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test bench clean-venv
+.PHONY: run test lint lint-types bench clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,17 @@ $(VENV)/.installed: pyproject.toml
 run: $(VENV)/.installed  ## open the app on the bundled default recording
 	$(BIN)/chassis-inspector $(ARGS)
 
-test: $(VENV)/.installed  ## run the whole test suite
+test: lint  ## lint and type checks, then the whole test suite
 	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed  ## ruff (lint + format check), import contracts, mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory lint-types
+
+lint-types: $(VENV)/.installed  ## mypy: strict on core, normal on inspector
+	$(BIN)/mypy
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py

@@ -175,9 +175,12 @@ def summarize(r: dict) -> dict:
         "first_paint_s": r["first_paint_wall_s"],
         "first_paint_in_process_s": r["first_paint_in_process_s"],
         "ratio_vs_orjson": r["first_paint_wall_s"] / r["orjson_s"],
-        "down_ms": med(r["down_ms"]), "down_p90_ms": p90(r["down_ms"]),
-        "pagedown_ms": med(r["pagedown_ms"]), "pagedown_p90_ms": p90(r["pagedown_ms"]),
-        "end_ms": med(r["end_ms"]), "end_p90_ms": p90(r["end_ms"]),
+        "down_ms": med(r["down_ms"]),
+        "down_p90_ms": p90(r["down_ms"]),
+        "pagedown_ms": med(r["pagedown_ms"]),
+        "pagedown_p90_ms": p90(r["pagedown_ms"]),
+        "end_ms": med(r["end_ms"]),
+        "end_p90_ms": p90(r["end_ms"]),
         "peak_rss_gb": r["peak_rss_gb"],
     }
 
@@ -200,7 +203,11 @@ def main() -> int:
         spawn = time.time()
         proc = subprocess.run(
             [sys.executable, __file__, "--child", str(path), repr(spawn)],
-            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TEXTUAL": ""}, check=False,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "TEXTUAL": ""},
+            check=False,
         )
         line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if proc.returncode != 0 or line is None:
@@ -212,21 +219,27 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'records':>9} {'MB':>6} {'fast':>4} {'orjson s':>8} {'launch s':>8} {'load s':>7} {'raw idx s':>9} {'1st paint s':>11} "
-          f"{'×orjson':>7} {'verified s':>10} {'down ms':>7} {'pgdn ms':>7} {'end ms':>6} {'down/verif':>10} {'RSS GB':>6}")
+    print(
+        f"{'records':>9} {'MB':>6} {'fast':>4} {'orjson s':>8} {'launch s':>8} {'load s':>7} {'raw idx s':>9} {'1st paint s':>11} "
+        f"{'×orjson':>7} {'verified s':>10} {'down ms':>7} {'pgdn ms':>7} {'end ms':>6} {'down/verif':>10} {'RSS GB':>6}"
+    )
     for r in rows:
         dv = "-" if r["down_during_verify_ms"] is None else f"{r['down_during_verify_ms']:.1f}"
-        print(f"{r['records']:>9,} {r['mb']:>6.0f} {'yes' if r['fast_open'] else 'no':>4} {r['orjson_s']:>8.2f} "
-              f"{r['launch_s']:>8.2f} {r['load_s']:>7.2f} {r['raw_index_s']:>9.2f} {r['first_paint_s']:>11.2f} {r['ratio_vs_orjson']:>7.1f} "
-              f"{r['verified_s']:>10.1f} {r['down_ms']:>7.1f} {r['pagedown_ms']:>7.1f} {r['end_ms']:>6.1f} {dv:>10} "
-              f"{r['peak_rss_gb']:>6.1f}")
+        print(
+            f"{r['records']:>9,} {r['mb']:>6.0f} {'yes' if r['fast_open'] else 'no':>4} {r['orjson_s']:>8.2f} "
+            f"{r['launch_s']:>8.2f} {r['load_s']:>7.2f} {r['raw_index_s']:>9.2f} {r['first_paint_s']:>11.2f} {r['ratio_vs_orjson']:>7.1f} "
+            f"{r['verified_s']:>10.1f} {r['down_ms']:>7.1f} {r['pagedown_ms']:>7.1f} {r['end_ms']:>6.1f} {dv:>10} "
+            f"{r['peak_rss_gb']:>6.1f}"
+        )
     print("targets: first paint ≤ 2.0 × orjson.loads; keypress → repaint median < 50 ms")
     for r in rows:
         lat_ok = max(r["down_ms"], r["pagedown_ms"], r["end_ms"]) < 50
-        print(f"  {r['records']:>9,}: first paint {r['ratio_vs_orjson']:.1f}× orjson "
-              f"({'meets' if r['ratio_vs_orjson'] <= 2 else 'MISSES'} target); latency "
-              f"{'meets' if lat_ok else 'MISSES'} target (p90 down {r['down_p90_ms']:.1f}, "
-              f"pgdn {r['pagedown_p90_ms']:.1f}, end {r['end_p90_ms']:.1f} ms)")
+        print(
+            f"  {r['records']:>9,}: first paint {r['ratio_vs_orjson']:.1f}× orjson "
+            f"({'meets' if r['ratio_vs_orjson'] <= 2 else 'MISSES'} target); latency "
+            f"{'meets' if lat_ok else 'MISSES'} target (p90 down {r['down_p90_ms']:.1f}, "
+            f"pgdn {r['pagedown_p90_ms']:.1f}, end {r['end_p90_ms']:.1f} ms)"
+        )
     return 0
 
 

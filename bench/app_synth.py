@@ -22,7 +22,32 @@ if str(ROOT) not in sys.path:
 
 from core.canonical import canonical_json, model_key, tool_key  # noqa: E402 (after the sys.path set-up)
 
-_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega"]
+_WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "chi",
+    "psi",
+    "omega",
+]
 
 
 def _text(i: int, n_words: int) -> str:
@@ -41,8 +66,12 @@ def synthetic_records(n: int) -> list[dict]:
         at = (start + timedelta(milliseconds=250 * seq)).isoformat().replace("+00:00", "Z")
         base = {"seq": seq, "at": at, "run_id": "run-0"}
         if seq == 0:
-            rec = {**base, "kind": "snapshot", "generation_id": "gen-1",
-                   "composition": {"plugins": ["shell"], "tools": ["bash"], "capabilities": ["exec"]}}
+            rec = {
+                **base,
+                "kind": "snapshot",
+                "generation_id": "gen-1",
+                "composition": {"plugins": ["shell"], "tools": ["bash"], "capabilities": ["exec"]},
+            }
         elif seq == 1:
             rec = {**base, "kind": "lifecycle", "event": "plugin.mount", "details": {"plugin": "shell"}}
         elif seq % 1000 == 999:
@@ -60,13 +89,23 @@ def synthetic_records(n: int) -> list[dict]:
                 "stop": [],
                 "options": {"temperature": 0.0},
             }
-            rec = {**base, "kind": "model", "model": "synthetic-model-1",
-                   "key": model_key("synthetic-model-1", request), "request": request,
-                   "response": {"message": {"role": "assistant", "content": _text(call_no + 1, 30),
-                                            "tool_calls": [{"id": cid, "name": "bash", "arguments": args}]},
-                                "finish_reason": "tool_calls",
-                                "usage": {"input_tokens": 300 + call_no % 97, "output_tokens": 40 + call_no % 13}},
-                   "duration_seconds": 0.8 + (call_no % 10) / 10}
+            rec = {
+                **base,
+                "kind": "model",
+                "model": "synthetic-model-1",
+                "key": model_key("synthetic-model-1", request),
+                "request": request,
+                "response": {
+                    "message": {
+                        "role": "assistant",
+                        "content": _text(call_no + 1, 30),
+                        "tool_calls": [{"id": cid, "name": "bash", "arguments": args}],
+                    },
+                    "finish_reason": "tool_calls",
+                    "usage": {"input_tokens": 300 + call_no % 97, "output_tokens": 40 + call_no % 13},
+                },
+                "duration_seconds": 0.8 + (call_no % 10) / 10,
+            }
             pending_call = (cid, args)
         else:
             cid, args = pending_call
@@ -75,9 +114,16 @@ def synthetic_records(n: int) -> list[dict]:
             result = {"content": None if failed else _text(call_no + 2, 85), "redacted": False}
             if failed:
                 result["error"] = {"type": "CommandFailed", "message": f"exit status 2 on call {call_no}"}
-            rec = {**base, "kind": "tool", "tool": "bash", "key": tool_key("bash", args),
-                   "arguments": args, "tool_call_id": cid, "result": result,
-                   "duration_seconds": 0.05 + (call_no % 7) / 100}
+            rec = {
+                **base,
+                "kind": "tool",
+                "tool": "bash",
+                "key": tool_key("bash", args),
+                "arguments": args,
+                "tool_call_id": cid,
+                "result": result,
+                "duration_seconds": 0.05 + (call_no % 7) / 100,
+            }
         out.append(rec)
         seq += 1
     return out
@@ -90,10 +136,14 @@ def write_synthetic(path: Path, n: int) -> Path:
         return path
     records = synthetic_records(n)
     digest = "sha256:" + hashlib.sha256(canonical_json(records)).hexdigest()
-    doc = {"format": "chassis.replay", "format_version": 1,
-           "metadata": {"dataset": "synthetic", "outcome": "n/a", "records": n},
-           "session": {"mode": "record", "fallback": "error", "producer": "bench/app_synth.py"},
-           "digest": digest, "records": records}
+    doc = {
+        "format": "chassis.replay",
+        "format_version": 1,
+        "metadata": {"dataset": "synthetic", "outcome": "n/a", "records": n},
+        "session": {"mode": "record", "fallback": "error", "producer": "bench/app_synth.py"},
+        "digest": digest,
+        "records": records,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(orjson.dumps(doc))

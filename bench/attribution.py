@@ -103,8 +103,9 @@ class NoisyExecutor(SampleAgentExecutor):
         if self.rnd.random() < self.noise and response.message.tool_calls:
             call = response.message.tool_calls[0]
             wrong = ToolCall(id=call.id, name="cancel_order", arguments={"order_id": "A1001"})
-            response = response.model_copy(update={"message": response.message.model_copy(
-                update={"tool_calls": [wrong]})})
+            response = response.model_copy(
+                update={"message": response.message.model_copy(update={"tool_calls": [wrong]})}
+            )
         return response
 
     def live_tool(self, name, arguments):
@@ -130,9 +131,16 @@ def _one(job: tuple[str, str, str, int, str, int, float]) -> dict:
     calls = [r.seq for r in rec.records if isinstance(r, (ToolRecord, ModelRecord))]
     rank = ranked.index(fault["seq"]) + 1 if fault["seq"] in ranked else None
     return {
-        "task": task, "kind": kind, "step": step, "fault_seq": fault["seq"], "rank": rank,
-        "top": ranked[:3], "top_effect": res.effects[0].effect if res.effects else None,
-        "calls": len(calls), "replays": len(res.replays), "seconds": dt,
+        "task": task,
+        "kind": kind,
+        "step": step,
+        "fault_seq": fault["seq"],
+        "rank": rank,
+        "top": ranked[:3],
+        "top_effect": res.effects[0].effect if res.effects else None,
+        "calls": len(calls),
+        "replays": len(res.replays),
+        "seconds": dt,
         "first_error": first_error_guess(rec) == fault["seq"],
     }
 
@@ -143,8 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="runs swept in parallel processes")
     ap.add_argument("--json", action="store_true", help="print the per-run results as JSON too")
     ap.add_argument("--write-samples", type=Path, default=None)
-    ap.add_argument("--noise", type=float, default=0.0,
-                    help="probability that a live answer goes wrong (a flaky executor; 0 = the sample agent's)")
+    ap.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help="probability that a live answer goes wrong (a flaky executor; 0 = the sample agent's)",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="replays per candidate call (sweep --repeat)")
     args = ap.parse_args(argv)
     os.environ["BENCH_NOISE"] = str(args.noise)
@@ -178,12 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     top3 = sum(1 for r in results if r["rank"] is not None and r["rank"] <= 3)
     fe = sum(1 for r in results if r["first_error"])
     uniform = sum(1 / r["calls"] for r in results)
-    print(f"attribution benchmark: {n} failing sample-agent runs, one planted fault each "
-          f"(generated in {gen:.2f} s)")
+    print(f"attribution benchmark: {n} failing sample-agent runs, one planted fault each (generated in {gen:.2f} s)")
     who = f"a flaky executor (noise {args.noise:g})" if args.noise else "--executor recorded"
-    print(f"sweep --strategy {args.strategy} --candidates all --repeat {args.repeat}, {who}: "
-          f"{sum(r['replays'] for r in results)} replays in {sweep_time:.2f} s "
-          f"({sweep_time / n * 1000:.0f} ms per run, {args.jobs} job(s))")
+    print(
+        f"sweep --strategy {args.strategy} --candidates all --repeat {args.repeat}, {who}: "
+        f"{sum(r['replays'] for r in results)} replays in {sweep_time:.2f} s "
+        f"({sweep_time / n * 1000:.0f} ms per run, {args.jobs} job(s))"
+    )
     print()
     print(f"{'fault kind':<18} {'runs':>4}  {'top-1':>7}  {'top-3':>7}  {'first-error':>11}  {'uniform':>7}")
     for kind in (*FAULT_KINDS, None):
@@ -197,12 +210,16 @@ def main(argv: list[str] | None = None) -> int:
         un_ = sum(1 / r["calls"] for r in rs) / k
         print(f"{kind or 'all':<18} {k:>4}  {t1_:>7.1%}  {t3_:>7.1%}  {fe_:>11.1%}  {un_:>7.1%}")
     print()
-    print(f"top-1 {top1}/{n} = {top1 / n:.1%} (target >= 90%), top-3 {top3}/{n} = {top3 / n:.1%}; "
-          f"log-only baselines: first-error {fe / n:.1%}, uniform {uniform / n:.1%}")
+    print(
+        f"top-1 {top1}/{n} = {top1 / n:.1%} (target >= 90%), top-3 {top3}/{n} = {top3 / n:.1%}; "
+        f"log-only baselines: first-error {fe / n:.1%}, uniform {uniform / n:.1%}"
+    )
     misses = [r for r in results if r["rank"] != 1]
     for r in misses:
-        print(f"  miss: {r['task']} {r['kind']} step {r['step']}: fault seq {r['fault_seq']} ranked "
-              f"{r['rank']}, top {r['top']}")
+        print(
+            f"  miss: {r['task']} {r['kind']} step {r['step']}: fault seq {r['fault_seq']} ranked "
+            f"{r['rank']}, top {r['top']}"
+        )
     if args.json:
         print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
     return 0

@@ -64,16 +64,26 @@ def make_run(n: int, *, seed: int = 0, tag: str = "") -> list:
         turn = i // 2
         if i % 2 == 0:
             r = ModelRecord(
-                seq=i, model="bench-model",
+                seq=i,
+                model="bench-model",
                 request=ModelRequest(messages=[ChatMessage(role="user", content=f"{tag}turn {turn}")]),
                 response=ModelResponse(
-                    message=ChatMessage(role="assistant", content="", tool_calls=[
-                        ToolCall(id=f"c{turn}", name="lookup", arguments={"q": f"{tag}{turn}"})]),
-                    usage=Usage(input_tokens=100, output_tokens=10)),
+                    message=ChatMessage(
+                        role="assistant",
+                        content="",
+                        tool_calls=[ToolCall(id=f"c{turn}", name="lookup", arguments={"q": f"{tag}{turn}"})],
+                    ),
+                    usage=Usage(input_tokens=100, output_tokens=10),
+                ),
             )
         else:
-            r = ToolRecord(seq=i, tool="lookup", arguments={"q": f"{tag}{turn}"}, tool_call_id=f"c{turn}",
-                           result=ToolResult(content={"value": rnd.randint(0, 10**6)}))
+            r = ToolRecord(
+                seq=i,
+                tool="lookup",
+                arguments={"q": f"{tag}{turn}"},
+                tool_call_id=f"c{turn}",
+                result=ToolResult(content={"value": rnd.randint(0, 10**6)}),
+            )
         r.key = r.compute_key()
         recs.append(r)
     return recs
@@ -96,13 +106,16 @@ def bench_trace(n: int, repeat: int) -> None:
     args_changed.key = args_changed.compute_key()
     edited[(3 * n) // 4 | 1] = args_changed
     edited = [r.model_copy(update={"seq": i}) for i, r in enumerate(edited)]
-    departed = base[: n // 2] + [r.model_copy(update={"seq": n // 2 + i}) for i, r in
-                                 enumerate(make_run(n - n // 2, seed=1, tag="branch "))]
+    departed = base[: n // 2] + [
+        r.model_copy(update={"seq": n // 2 + i}) for i, r in enumerate(make_run(n - n // 2, seed=1, tag="branch "))
+    ]
     for label, other in (("identical", same), ("a handful of edits", edited), ("departs at the middle", departed)):
         sec, d = _timed(lambda other=other: trace_diff(base, other), repeat)
         fd = d.first_divergence
-        print(f"   {label:<24} {sec * 1000:8.1f} ms  {2 * n / sec / 1e6:5.2f} M records/s  "
-              f"counts={d.counts}  first={fd.to_json() if fd else None}")
+        print(
+            f"   {label:<24} {sec * 1000:8.1f} ms  {2 * n / sec / 1e6:5.2f} M records/s  "
+            f"counts={d.counts}  first={fd.to_json() if fd else None}"
+        )
 
 
 # --------------------------------------------------------------------------- payload diff
@@ -116,9 +129,12 @@ def make_payload(mb: float, seed: int = 0) -> dict:
     target = mb * 1_000_000
     while size < target:
         item = {
-            "order_id": f"A{i:07d}", "customer": {"id": f"C-{rnd.randint(1, 9999)}", "tier": rnd.choice(["gold", "silver"])},
-            "items": [{"sku": f"SKU-{rnd.randint(1, 500)}", "qty": rnd.randint(1, 4), "price": round(rnd.random() * 100, 2)}
-                      for _ in range(rnd.randint(1, 3))],
+            "order_id": f"A{i:07d}",
+            "customer": {"id": f"C-{rnd.randint(1, 9999)}", "tier": rnd.choice(["gold", "silver"])},
+            "items": [
+                {"sku": f"SKU-{rnd.randint(1, 500)}", "qty": rnd.randint(1, 4), "price": round(rnd.random() * 100, 2)}
+                for _ in range(rnd.randint(1, 3))
+            ],
             "status": rnd.choice(["delivered", "shipped", "pending"]),
             "notes": "n" * rnd.randint(10, 60),
         }

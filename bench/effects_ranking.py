@@ -45,16 +45,32 @@ def synthetic(n: int, candidates: int, seed: int = 7) -> list[Observation]:
         status = "completed" if rnd.random() > 0.03 else rnd.choice(["paused", "failed"])
         level = "none" if status != "completed" else rnd.choice(["full", "partial", "partial"])
         outcome = ("success" if rnd.random() < p else "failure") if status == "completed" else "unknown"
-        out.append(Observation(
-            replay_id=f"rp-{i:08d}", branch_id=f"br-{i:08d}", intervention_set=set_id, targets=targets,
-            description=f"tool_result at seq {seq}", status=status, comparability=level,
-            outcome_base="failure", outcome=outcome, final_output_changed=outcome == "success" or rnd.random() < 0.2,
-            deltas={"tool_errors": rnd.choice([-1, 0, 0, 1]), "steps": rnd.randint(-3, 5),
-                    "model_calls": rnd.randint(-3, 5), "tool_calls": rnd.randint(-3, 5),
-                    "input_tokens": rnd.randint(-5000, 20000), "output_tokens": rnd.randint(-500, 2000)},
-            drift_uses=rnd.choice([0, 0, 0, 1, 2]), fixture_uses=rnd.choice([0, 0, 1]),
-            live_uses=rnd.randint(0, 4), diff_ids=(f"df-rp-{i:08d}-causal", f"df-rp-{i:08d}-trace"),
-        ))
+        out.append(
+            Observation(
+                replay_id=f"rp-{i:08d}",
+                branch_id=f"br-{i:08d}",
+                intervention_set=set_id,
+                targets=targets,
+                description=f"tool_result at seq {seq}",
+                status=status,
+                comparability=level,
+                outcome_base="failure",
+                outcome=outcome,
+                final_output_changed=outcome == "success" or rnd.random() < 0.2,
+                deltas={
+                    "tool_errors": rnd.choice([-1, 0, 0, 1]),
+                    "steps": rnd.randint(-3, 5),
+                    "model_calls": rnd.randint(-3, 5),
+                    "tool_calls": rnd.randint(-3, 5),
+                    "input_tokens": rnd.randint(-5000, 20000),
+                    "output_tokens": rnd.randint(-500, 2000),
+                },
+                drift_uses=rnd.choice([0, 0, 0, 1, 2]),
+                fixture_uses=rnd.choice([0, 0, 1]),
+                live_uses=rnd.randint(0, 4),
+                diff_ids=(f"df-rp-{i:08d}-causal", f"df-rp-{i:08d}-trace"),
+            )
+        )
     return out
 
 
@@ -82,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     shuffled = list(obs)
     random.Random(1).shuffle(shuffled)
     same = [e.to_json() for e in rank_effects(shuffled)] == docs
-    print(f"effect ranking: {args.replays} replays of one base, {args.candidates} target calls, "
-          f"{len(ranked)} effects (median of {args.repeat})")
+    print(
+        f"effect ranking: {args.replays} replays of one base, {args.candidates} target calls, "
+        f"{len(ranked)} effects (median of {args.repeat})"
+    )
     print(f"  rank_effects            {t_rank * 1000:8.1f} ms  ({t_rank / args.replays * 1e6:.1f} µs per replay)")
     print(f"  effects to JSON         {t_json * 1000:8.1f} ms")
     print(f"  observations from JSON  {t_load * 1000:8.1f} ms  ({len(blob) / 1e6:.1f} MB stored)")

@@ -61,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         order = [e.seq for e in res.effects]
         if first is None:
             first = (dt, order)
-        print(f"  --jobs {jobs}: {len(res.replays)} replays in {dt:.2f} s  (x{first[0] / dt:.2f} of 1 job; "
-              f"same ranking: {order == first[1]})")
+        print(
+            f"  --jobs {jobs}: {len(res.replays)} replays in {dt:.2f} s  (x{first[0] / dt:.2f} of 1 job; "
+            f"same ranking: {order == first[1]})"
+        )
     return 0
 
 

@@ -19,7 +19,9 @@ import orjson
 from core.importers import detect, import_file, open_any
 from core.io import save_recording
 
-DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "data" / "real_traces" / "tau_bench" / "gpt-4o-airline.json"
+DEFAULT = (
+    Path(__file__).resolve().parent.parent / "tests" / "data" / "real_traces" / "tau_bench" / "gpt-4o-airline.json"
+)
 
 
 def best(fn, repeat: int) -> float:
@@ -54,8 +56,10 @@ def main() -> None:
     print(f"file            {path.name}  {size / 1e6:.1f} MB, {len(runs)} runs, {records} records")
     print(f"orjson parse    {floor * 1000:8.1f} ms   (floor)")
     print(f"detect          {t_detect * 1000:8.1f} ms")
-    print(f"import all      {t_import * 1000:8.1f} ms   ×{t_import / floor:.1f} the orjson parse, "
-          f"{size / 1e6 / t_import:.1f} MB/s, {t_import / len(runs) * 1000:.2f} ms per run")
+    print(
+        f"import all      {t_import * 1000:8.1f} ms   ×{t_import / floor:.1f} the orjson parse, "
+        f"{size / 1e6 / t_import:.1f} MB/s, {t_import / len(runs) * 1000:.2f} ms per run"
+    )
     print(f"open one run    {t_open * 1000:8.1f} ms   (open_any: import + pick + digest)")
     print(f"save all runs   {t_save * 1000:8.1f} ms   ({len(runs)} files, atomic writes)")
 

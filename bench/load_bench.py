@@ -67,8 +67,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="10,100", help="sizes in MB, comma separated")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    print(f"{'size':>8} {'records':>8} {'orjson.loads':>13} {'Recording.loads':>16} {'ratio':>6} "
-          f"{'keys checked':>13} {'ratio':>6} {'peak mem/file':>14} {'(orjson)':>9}")
+    print(
+        f"{'size':>8} {'records':>8} {'orjson.loads':>13} {'Recording.loads':>16} {'ratio':>6} "
+        f"{'keys checked':>13} {'ratio':>6} {'peak mem/file':>14} {'(orjson)':>9}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for mb in (int(s) for s in args.sizes.split(",")):
             data = make_growing(mb * 1_000_000)
@@ -80,9 +82,11 @@ def main() -> None:
             t_keys = median_time(lambda: loads_recording(data, verify_keys=True), args.repeat)  # noqa: B023 (timed within this iteration)
             mem = peak_bytes(path, "r = loads_recording(data)")
             mem_orjson = peak_bytes(path, "r = orjson.loads(data)")
-            print(f"{len(data) / 1e6:>6.1f}MB {n:>8} {t_orjson * 1000:>11.1f}ms {t_full * 1000:>14.1f}ms "
-                  f"{t_full / t_orjson:>5.2f}x {t_keys * 1000:>11.1f}ms {t_keys / t_orjson:>5.2f}x "
-                  f"{mem / len(data):>13.2f}x {mem_orjson / len(data):>8.2f}x")
+            print(
+                f"{len(data) / 1e6:>6.1f}MB {n:>8} {t_orjson * 1000:>11.1f}ms {t_full * 1000:>14.1f}ms "
+                f"{t_full / t_orjson:>5.2f}x {t_keys * 1000:>11.1f}ms {t_keys / t_orjson:>5.2f}x "
+                f"{mem / len(data):>13.2f}x {mem_orjson / len(data):>8.2f}x"
+            )
 
 
 if __name__ == "__main__":

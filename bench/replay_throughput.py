@@ -60,18 +60,41 @@ def synthetic(n_calls: int) -> Recording:
         ident = k // 2 if k % 10 == 9 else k
         req = ModelRequest(messages=[system, *window[-4:]], tools=TOOLS, options={"temperature": 0})
         call = ToolCall(id=f"call_{k}", name="fetch", arguments={"id": ident})
-        resp = ModelResponse(message=ChatMessage(role="assistant", content="", tool_calls=[call]),
-                             finish_reason="tool_calls", usage=Usage(input_tokens=40, output_tokens=8))
-        records.append(ModelRecord(seq=seq, key=model_key(MODEL, req), model=MODEL, request=req, response=resp,
-                                   run_id="bench", duration_seconds=0.4))
+        resp = ModelResponse(
+            message=ChatMessage(role="assistant", content="", tool_calls=[call]),
+            finish_reason="tool_calls",
+            usage=Usage(input_tokens=40, output_tokens=8),
+        )
+        records.append(
+            ModelRecord(
+                seq=seq,
+                key=model_key(MODEL, req),
+                model=MODEL,
+                request=req,
+                response=resp,
+                run_id="bench",
+                duration_seconds=0.4,
+            )
+        )
         seq += 1
         result = ToolResult(content={"id": ident, "name": f"record {ident}", "tags": ["a", "b"]})
-        records.append(ToolRecord(seq=seq, key=tool_key("fetch", call.arguments), tool="fetch",
-                                  arguments=call.arguments, tool_call_id=call.id, result=result, run_id="bench",
-                                  duration_seconds=0.05))
+        records.append(
+            ToolRecord(
+                seq=seq,
+                key=tool_key("fetch", call.arguments),
+                tool="fetch",
+                arguments=call.arguments,
+                tool_call_id=call.id,
+                result=result,
+                run_id="bench",
+                duration_seconds=0.05,
+            )
+        )
         seq += 1
-        window += [resp.message, ChatMessage(role="tool", content=str(result.content), tool_call_id=call.id,
-                                             name="fetch")]
+        window += [
+            resp.message,
+            ChatMessage(role="tool", content=str(result.content), tool_call_id=call.id, name="fetch"),
+        ]
     return Recording(metadata={"bench": True}, records=records, digest="sha256:bench")
 
 
@@ -137,8 +160,10 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     print("Replay engine: intervention-free branch (generic chat loop), best of", args.repeat)
-    print(f"{'calls':>8} {'records':>8} {'build s':>8} {'replay s':>9} {'records/s':>11} {'us/call':>8} "
-          f"{'vs 10k':>7} {'last/first tenth':>17} {'store s':>8}")
+    print(
+        f"{'calls':>8} {'records':>8} {'build s':>8} {'replay s':>9} {'records/s':>11} {'us/call':>8} "
+        f"{'vs 10k':>7} {'last/first tenth':>17} {'store s':>8}"
+    )
     per_call: dict[int, float] = {}
     rows = []
     for n in sizes:
@@ -151,8 +176,10 @@ def main() -> None:
         del base
     ref = per_call.get(10000) or per_call[sizes[0]]
     for n, nrec, build, secs, store in rows:
-        print(f"{n:>8} {nrec:>8} {build:>8.2f} {secs:>9.3f} {nrec / secs:>11,.0f} {per_call[n]:>8.1f} "
-              f"{per_call[n] / ref:>7.2f} {WITHIN[nrec]:>17.2f} {store:>8.2f}")
+        print(
+            f"{n:>8} {nrec:>8} {build:>8.2f} {secs:>9.3f} {nrec / secs:>11,.0f} {per_call[n]:>8.1f} "
+            f"{per_call[n] / ref:>7.2f} {WITHIN[nrec]:>17.2f} {store:>8.2f}"
+        )
     if len(sizes) > 1:
         lo, hi = sizes[0], sizes[-1]
         print(f"per-call cost ratio {hi // 1000}k / {lo // 1000}k: {per_call[hi] / per_call[lo]:.2f} (flat = 1.0)")
@@ -176,12 +203,16 @@ def main() -> None:
     print(f"{100_000:>8} interactions ~{est:>8.0f} s (extrapolated, quadratic from {big // 1000}k; not run)")
     common = sorted(set(measured) & set(per_call))
     for n in common:
-        print(f"at {n} calls the engine is {measured[n] / n * 1e6 / per_call[n]:.0f}x faster per call than "
-              "vcrpy's matching")
+        print(
+            f"at {n} calls the engine is {measured[n] / n * 1e6 / per_call[n]:.0f}x faster per call than "
+            "vcrpy's matching"
+        )
     est10k = measured[big] * (10_000 / big) ** 2
     if 10000 in per_call:
-        print(f"at 10k calls vcrpy would need ~{est10k:.0f} s (extrapolated) against the engine's "
-              f"{per_call[10000] * 10000 / 1e6:.2f} s")
+        print(
+            f"at 10k calls vcrpy would need ~{est10k:.0f} s (extrapolated) against the engine's "
+            f"{per_call[10000] * 10000 / 1e6:.2f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -26,29 +26,51 @@ from core.recording import (
 
 def make_growing(target_bytes: int, *, window: int = 60, text: int = 400) -> bytes:
     """Bytes of a recording of about ``target_bytes`` (± one step)."""
-    messages = [ChatMessage(role="system", content="You are a careful agent. " * 8),
-                ChatMessage(role="user", content="Fix the failing test in the repository.")]
+    messages = [
+        ChatMessage(role="system", content="You are a careful agent. " * 8),
+        ChatMessage(role="user", content="Fix the failing test in the repository."),
+    ]
     records = []
     seq = 0
     size = 0
     step = 0
     tools = [{"name": "bash", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}]
     while size < target_bytes:
-        req = ModelRequest(messages=messages[:2] + messages[2:][-window:], tools=tools,
-                           options={"temperature": 0.0, "max_tokens": 1024})
+        req = ModelRequest(
+            messages=messages[:2] + messages[2:][-window:],
+            tools=tools,
+            options={"temperature": 0.0, "max_tokens": 1024},
+        )
         call = ToolCall(id=f"call_{step}", name="bash", arguments={"cmd": f"pytest -k test_{step} -x"})
-        msg = ChatMessage(role="assistant", content=f"Step {step}: let me run the test. " + "x" * (text // 4),
-                          tool_calls=[call])
-        rec = ModelRecord(seq=seq, at="2026-01-01T00:00:00Z", run_id="r", key=model_key("gpt-x", req), model="gpt-x",
-                          request=req, response=ModelResponse(message=msg, finish_reason="tool_calls",
-                                                               usage=Usage(input_tokens=100 * step, output_tokens=50)),
-                          duration_seconds=1.25)
+        msg = ChatMessage(
+            role="assistant", content=f"Step {step}: let me run the test. " + "x" * (text // 4), tool_calls=[call]
+        )
+        rec = ModelRecord(
+            seq=seq,
+            at="2026-01-01T00:00:00Z",
+            run_id="r",
+            key=model_key("gpt-x", req),
+            model="gpt-x",
+            request=req,
+            response=ModelResponse(
+                message=msg, finish_reason="tool_calls", usage=Usage(input_tokens=100 * step, output_tokens=50)
+            ),
+            duration_seconds=1.25,
+        )
         records.append(rec)
         seq += 1
         out = f"===== {step} passed, 0 failed =====\n" + ("log line with some text\n" * (text // 24))
-        trec = ToolRecord(seq=seq, at="2026-01-01T00:00:01Z", run_id="r", key=tool_key("bash", call.arguments),
-                          tool="bash", arguments=call.arguments, tool_call_id=call.id,
-                          result=ToolResult(content=out), duration_seconds=0.5)
+        trec = ToolRecord(
+            seq=seq,
+            at="2026-01-01T00:00:01Z",
+            run_id="r",
+            key=tool_key("bash", call.arguments),
+            tool="bash",
+            arguments=call.arguments,
+            tool_call_id=call.id,
+            result=ToolResult(content=out),
+            duration_seconds=0.5,
+        )
         records.append(trec)
         seq += 1
         messages += [msg, ChatMessage(role="tool", content=out, tool_call_id=call.id)]

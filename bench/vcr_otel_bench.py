@@ -35,22 +35,57 @@ def best(fn, repeat: int) -> float:
 def build_cassette(turns: int) -> dict:
     """A cassette of ``turns`` model calls, each asking for one ``read_file`` call."""
     history = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the bug."}]
-    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+            },
+        }
+    ]
     inters = []
     for k in range(turns):
         req = {"model": "gpt-4o-mini", "messages": list(history), "tools": tools, "temperature": 0}
-        call = {"id": f"call_{k}", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/mod{k}.py"})}}
-        resp = {"id": f"chatcmpl-{k}", "model": "gpt-4o-mini", "choices": [{"index": 0, "finish_reason": "tool_calls",
-                "message": {"role": "assistant", "content": f"Reading module {k}.", "tool_calls": [call]}}],
-                "usage": {"prompt_tokens": 100 + 40 * k, "completion_tokens": 20}}
-        inters.append({
-            "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "body": json.dumps(req),
-                        "headers": {"authorization": ["Bearer sk-proj-XXXXXXXXXXXXXXXXXXXXXXXX"], "content-type": ["application/json"]}},
-            "response": {"status": {"code": 200, "message": "OK"}, "headers": {"content-type": ["application/json"]},
-                         "body": {"string": json.dumps(resp)}},
-        })
-        history += [{"role": "assistant", "content": f"Reading module {k}.", "tool_calls": [call]},
-                    {"role": "tool", "tool_call_id": f"call_{k}", "content": f"def f{k}():\n    return {k}\n" * 5}]
+        call = {
+            "id": f"call_{k}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/mod{k}.py"})},
+        }
+        resp = {
+            "id": f"chatcmpl-{k}",
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {"role": "assistant", "content": f"Reading module {k}.", "tool_calls": [call]},
+                }
+            ],
+            "usage": {"prompt_tokens": 100 + 40 * k, "completion_tokens": 20},
+        }
+        inters.append(
+            {
+                "request": {
+                    "method": "POST",
+                    "uri": "https://api.openai.com/v1/chat/completions",
+                    "body": json.dumps(req),
+                    "headers": {
+                        "authorization": ["Bearer sk-proj-XXXXXXXXXXXXXXXXXXXXXXXX"],
+                        "content-type": ["application/json"],
+                    },
+                },
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"content-type": ["application/json"]},
+                    "body": {"string": json.dumps(resp)},
+                },
+            }
+        )
+        history += [
+            {"role": "assistant", "content": f"Reading module {k}.", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{k}", "content": f"def f{k}():\n    return {k}\n" * 5},
+        ]
     return {"interactions": inters, "version": 1}
 
 
@@ -76,7 +111,9 @@ def main() -> None:
         n = len(rec.records)
         print(f"cassette        {args.turns} turns, {len(data) / 1e6:.1f} MB YAML, {n} records")
         print(f"YAML parse      {floor * 1000:8.1f} ms   (floor, libyaml)")
-        print(f"vcr import      {t_import * 1000:8.1f} ms   ×{t_import / floor:.2f} the YAML parse, {t_import / n * 1000:.2f} ms per record")
+        print(
+            f"vcr import      {t_import * 1000:8.1f} ms   ×{t_import / floor:.2f} the YAML parse, {t_import / n * 1000:.2f} ms per record"
+        )
         print(f"OTLP export     {t_export * 1000:8.1f} ms   ({otlp.stat().st_size / 1e6:.1f} MB)")
         print(f"OTLP import     {t_back * 1000:8.1f} ms   ×{t_back / t_import:.2f} the vcr import")
 

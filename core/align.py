@@ -27,9 +27,7 @@ __all__ = ["DEFAULT_MAX_EDITS", "align", "opcodes"]
 DEFAULT_MAX_EDITS = 2000
 
 
-def align(
-    a: Sequence[Hashable], b: Sequence[Hashable], *, max_edits: int = DEFAULT_MAX_EDITS
-) -> list[tuple[int, int]]:
+def align(a: Sequence[Hashable], b: Sequence[Hashable], *, max_edits: int = DEFAULT_MAX_EDITS) -> list[tuple[int, int]]:
     """Matched pairs ``(i, j)`` (``a[i] == b[j]``), strictly increasing in both indexes.
 
     The pairs form a longest common subsequence when the edit distance of the trimmed
@@ -49,7 +47,13 @@ def align(
 
 
 def _align_range(
-    a: list[int], a0: int, a1: int, b: list[int], b0: int, b1: int, max_edits: int,
+    a: list[int],
+    a0: int,
+    a1: int,
+    b: list[int],
+    b0: int,
+    b1: int,
+    max_edits: int,
     out: list[tuple[int, int]],
 ) -> None:
     # common prefix
@@ -82,7 +86,13 @@ def _align_range(
 
 
 def _align_middle(
-    a: list[int], a0: int, a1: int, b: list[int], b0: int, b1: int, max_edits: int,
+    a: list[int],
+    a0: int,
+    a1: int,
+    b: list[int],
+    b0: int,
+    b1: int,
+    max_edits: int,
     out: list[tuple[int, int]],
 ) -> None:
     mid = _myers(a, a0, a1, b, b0, b1, max_edits)
@@ -114,9 +124,9 @@ def _myers(
                 y += 1
             v[off + k] = x
             if x >= n and y >= m:
-                trace.append(v[off - d: off + d + 1])
+                trace.append(v[off - d : off + d + 1])
                 return _backtrack(trace, n, m, a0, b0)
-        trace.append(v[off - d: off + d + 1])
+        trace.append(v[off - d : off + d + 1])
     return None
 
 
@@ -150,7 +160,13 @@ def _backtrack(trace: list[list[int]], n: int, m: int, a0: int, b0: int) -> list
 
 
 def _patience(
-    a: list[int], a0: int, a1: int, b: list[int], b0: int, b1: int, max_edits: int,
+    a: list[int],
+    a0: int,
+    a1: int,
+    b: list[int],
+    b0: int,
+    b1: int,
+    max_edits: int,
     out: list[tuple[int, int]],
 ) -> None:
     """Split on keys unique on both sides (LIS of their positions), align each gap."""
@@ -162,8 +178,7 @@ def _patience(
     for j in range(b0, b1):
         count_b[b[j]] = count_b.get(b[j], 0) + 1
         pos_b[b[j]] = j
-    cand = [(i, pos_b[a[i]]) for i in range(a0, a1)
-            if count_a[a[i]] == 1 and count_b.get(a[i]) == 1]
+    cand = [(i, pos_b[a[i]]) for i in range(a0, a1) if count_a[a[i]] == 1 and count_b.get(a[i]) == 1]
     anchors = _lis(cand)
     if not anchors:
         return  # nothing provably matchable: the gap stays unmatched

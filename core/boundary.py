@@ -73,17 +73,20 @@ def load_executor(spec: str) -> Executor:
     except ImportError as exc:
         raise ValueError(f"executor {spec!r}: cannot import {mod_name!r} ({exc})") from None
     except Exception as exc:  # noqa: BLE001 — the user's module failed while importing
-        raise ValueError(f"executor {spec!r}: importing {mod_name!r} failed: "
-                         f"{type(exc).__name__}: {_one_line(exc)}") from None
+        raise ValueError(
+            f"executor {spec!r}: importing {mod_name!r} failed: {type(exc).__name__}: {_one_line(exc)}"
+        ) from None
     factory = getattr(mod, func_name, None)
     if factory is None or not callable(factory):
         raise ValueError(f"executor {spec!r}: {mod_name} has no callable {func_name!r}")
     try:
         executor = factory()
     except Exception as exc:  # noqa: BLE001 — the user's factory (raised, or needs arguments)
-        raise ValueError(f"executor {spec!r}: calling {func_name}() failed: "
-                         f"{type(exc).__name__}: {_one_line(exc)} (the factory must take no arguments "
-                         "and return an Executor)") from None
+        raise ValueError(
+            f"executor {spec!r}: calling {func_name}() failed: "
+            f"{type(exc).__name__}: {_one_line(exc)} (the factory must take no arguments "
+            "and return an Executor)"
+        ) from None
     if not isinstance(executor, Executor):
         raise ValueError(f"executor {spec!r} returned {type(executor).__name__}, not an Executor")  # noqa: TRY004
     return executor

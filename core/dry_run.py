@@ -36,12 +36,19 @@ class Prediction:
     detail: str = ""
 
     def to_json_obj(self) -> dict[str, Any]:
-        return {"position": self.position, "base_seq": self.base_seq, "kind": self.kind,
-                "name": self.name, "answer": self.answer, "detail": self.detail}
+        return {
+            "position": self.position,
+            "base_seq": self.base_seq,
+            "kind": self.kind,
+            "name": self.name,
+            "answer": self.answer,
+            "detail": self.detail,
+        }
 
 
-def predict(base: Recording, branch: Branch, *, fixtures: FixtureGateway | None = None,
-            executor_wired: bool = False) -> dict[str, Any]:
+def predict(
+    base: Recording, branch: Branch, *, fixtures: FixtureGateway | None = None, executor_wired: bool = False
+) -> dict[str, Any]:
     """Dry run (SPEC "Replay engine"): predict, before anything runs, how each call of the
     base from the checkpoint would be answered, as far as it can be known.
 
@@ -63,14 +70,20 @@ def predict(base: Recording, branch: Branch, *, fixtures: FixtureGateway | None 
     cp_pos = sum(1 for r in calls if r.seq < branch.checkpoint)
     out: list[Prediction] = []
     if pol.wants_live and not executor_wired:
-        return {"status": "failed", "reason": "a live policy with no executor fails at once; nothing would run",
-                "predictions": [], "counts": {}}
+        return {
+            "status": "failed",
+            "reason": "a live policy with no executor fails at once; nothing would run",
+            "predictions": [],
+            "counts": {},
+        }
     tool_seq = {iv.seq for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.seq is not None}
     tool_names = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.tool}
     model_steps = set()
     for iv in branch.interventions:
         if isinstance(iv, ModelResponseIntervention):
-            model_steps.add(iv.step if iv.step is not None else next(i for i, m in enumerate(models) if m.seq == iv.seq))
+            model_steps.add(
+                iv.step if iv.step is not None else next(i for i, m in enumerate(models) if m.seq == iv.seq)
+            )
     policies = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolPolicyIntervention)}
     changes_request = any(isinstance(iv, (MessagesIntervention, OptionsIntervention)) for iv in branch.interventions)
     changes_request = changes_request or pol.temperature is not None
@@ -126,21 +139,30 @@ def predict(base: Recording, branch: Branch, *, fixtures: FixtureGateway | None 
                     if ans in ("requirement", "fail"):
                         break
                     # the response is new: what follows is unknown
-                    out.append(Prediction(pos + 1, None, "?", "?", "unknown",
-                                          "later calls depend on the new model response"))
+                    out.append(
+                        Prediction(pos + 1, None, "?", "?", "unknown", "later calls depend on the new model response")
+                    )
                     break
             step += 1
             continue
         pol_iv = policies.get(r.tool)
         if pol_iv is not None:
-            out.append(Prediction(pos, r.seq, "tool", name,
-                                  "denied" if pol_iv.action == "deny" else "approval",
-                                  "tool_policy intervention"))
+            out.append(
+                Prediction(
+                    pos,
+                    r.seq,
+                    "tool",
+                    name,
+                    "denied" if pol_iv.action == "deny" else "approval",
+                    "tool_policy intervention",
+                )
+            )
             if pol_iv.action == "deny":
                 diverged = True
             continue
-        if r.seq in tool_seq or (r.tool in tool_names and (
-                tool_names[r.tool].args_hash in (None, compute_args_hash(r.arguments)))):
+        if r.seq in tool_seq or (
+            r.tool in tool_names and (tool_names[r.tool].args_hash in (None, compute_args_hash(r.arguments)))
+        ):
             out.append(Prediction(pos, r.seq, "tool", name, "intervention", "tool_result intervention"))
             diverged = True
             continue
@@ -152,11 +174,17 @@ def predict(base: Recording, branch: Branch, *, fixtures: FixtureGateway | None 
                 ans, detail = no_answer("tool")
                 out.append(Prediction(pos, r.seq, "tool", name, ans, detail))
             continue
-        out.append(Prediction(pos, r.seq, "tool", name, "recorded",
-                              "the same call as the base" + (" (its answer is recorded)" if diverged else "")))
+        out.append(
+            Prediction(
+                pos,
+                r.seq,
+                "tool",
+                name,
+                "recorded",
+                "the same call as the base" + (" (its answer is recorded)" if diverged else ""),
+            )
+        )
     counts: dict[str, int] = {}
     for p in out:
         counts[p.answer] = counts.get(p.answer, 0) + 1
     return {"status": "ok", "reason": "", "predictions": [p.to_json_obj() for p in out], "counts": counts}
-
-

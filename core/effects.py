@@ -135,8 +135,12 @@ class Observation:
     @property
     def usable(self) -> bool:
         """Completed, comparable (``full``/``partial``), and both outcomes known."""
-        return (self.status == "completed" and self.comparability in LEVEL_CONFIDENCE
-                and self.outcome != "unknown" and self.outcome_base != "unknown")
+        return (
+            self.status == "completed"
+            and self.comparability in LEVEL_CONFIDENCE
+            and self.outcome != "unknown"
+            and self.outcome_base != "unknown"
+        )
 
     @property
     def finished(self) -> bool:
@@ -145,13 +149,21 @@ class Observation:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "replay_id": self.replay_id, "branch_id": self.branch_id,
+            "replay_id": self.replay_id,
+            "branch_id": self.branch_id,
             "intervention_set": self.intervention_set,
-            "targets": [t.to_json() for t in self.targets], "description": self.description,
-            "status": self.status, "comparability": self.comparability, "reasons": list(self.reasons),
-            "outcome_base": self.outcome_base, "outcome": self.outcome,
-            "final_output_changed": self.final_output_changed, "deltas": dict(self.deltas),
-            "drift_uses": self.drift_uses, "fixture_uses": self.fixture_uses, "live_uses": self.live_uses,
+            "targets": [t.to_json() for t in self.targets],
+            "description": self.description,
+            "status": self.status,
+            "comparability": self.comparability,
+            "reasons": list(self.reasons),
+            "outcome_base": self.outcome_base,
+            "outcome": self.outcome,
+            "final_output_changed": self.final_output_changed,
+            "deltas": dict(self.deltas),
+            "drift_uses": self.drift_uses,
+            "fixture_uses": self.fixture_uses,
+            "live_uses": self.live_uses,
             "diff_ids": list(self.diff_ids),
         }
 
@@ -159,13 +171,21 @@ class Observation:
     def from_json(cls, d: Mapping[str, Any]) -> Observation:
         """Inverse of :meth:`to_json` (raises ``KeyError``/``TypeError`` on a bad shape)."""
         return cls(
-            replay_id=d["replay_id"], branch_id=d["branch_id"], intervention_set=d["intervention_set"],
+            replay_id=d["replay_id"],
+            branch_id=d["branch_id"],
+            intervention_set=d["intervention_set"],
             targets=tuple(Target(t["seq"], t["kind"], t["name"]) for t in d["targets"]),
-            description=d["description"], status=d["status"], comparability=d["comparability"],
-            outcome_base=d["outcome_base"], outcome=d["outcome"],
-            final_output_changed=d.get("final_output_changed"), deltas=dict(d.get("deltas") or {}),
-            drift_uses=int(d.get("drift_uses", 0)), fixture_uses=int(d.get("fixture_uses", 0)),
-            live_uses=int(d.get("live_uses", 0)), reasons=tuple(d.get("reasons") or ()),
+            description=d["description"],
+            status=d["status"],
+            comparability=d["comparability"],
+            outcome_base=d["outcome_base"],
+            outcome=d["outcome"],
+            final_output_changed=d.get("final_output_changed"),
+            deltas=dict(d.get("deltas") or {}),
+            drift_uses=int(d.get("drift_uses", 0)),
+            fixture_uses=int(d.get("fixture_uses", 0)),
+            live_uses=int(d.get("live_uses", 0)),
+            reasons=tuple(d.get("reasons") or ()),
             diff_ids=tuple(d.get("diff_ids") or ()),
         )
 
@@ -175,7 +195,7 @@ def replay_confidence(obs: Observation) -> float:
     ``LEVEL_CONFIDENCE[level] × DRIFT_FACTOR**drift_uses × FIXTURE_FACTOR**fixture_uses``."""
     if not obs.usable:
         return 0.0
-    return LEVEL_CONFIDENCE[obs.comparability] * DRIFT_FACTOR ** obs.drift_uses * FIXTURE_FACTOR ** obs.fixture_uses
+    return LEVEL_CONFIDENCE[obs.comparability] * DRIFT_FACTOR**obs.drift_uses * FIXTURE_FACTOR**obs.fixture_uses
 
 
 def effect_direction(base: str, observed: str) -> str:
@@ -256,8 +276,10 @@ class Effect:
             what = "no usable replay"
         else:
             obs = ", ".join(f"{k} ×{v}" for k, v in sorted(self.observed.items()))
-            what = (f"outcome {self.outcome_base} → {obs} of {self.replays} replay(s) "
-                    f"(effect {self.effect:.2f} ± {self.spread:.2f}, {self.direction})")
+            what = (
+                f"outcome {self.outcome_base} → {obs} of {self.replays} replay(s) "
+                f"(effect {self.effect:.2f} ± {self.spread:.2f}, {self.direction})"
+            )
         return f"{self.description}: {what}; confidence {self.confidence:.2f}"
 
     def to_json(self) -> dict[str, Any]:
@@ -269,16 +291,20 @@ class Effect:
             "seq": self.seq,
             "targets": [t.to_json() for t in self.targets],
             "description": self.description,
-            "outcome": {"base": self.outcome_base, "observed": dict(sorted(self.observed.items())),
-                        "effect": self.effect, "spread": self.spread, "direction": self.direction},
+            "outcome": {
+                "base": self.outcome_base,
+                "observed": dict(sorted(self.observed.items())),
+                "effect": self.effect,
+                "spread": self.spread,
+                "direction": self.direction,
+            },
             "confidence": self.confidence,
             "confidence_reasons": list(self.confidence_reasons),
             "output_changed": self.output_changed,
             "metrics": self.metrics,
             "replays": self.replays,
             "usable": self.usable,
-            "evidence": {"replay_ids": self.replay_ids, "branch_ids": self.branch_ids,
-                         "diff_ids": self.diff_ids},
+            "evidence": {"replay_ids": self.replay_ids, "branch_ids": self.branch_ids, "diff_ids": self.diff_ids},
             "intervention_sets": self.intervention_sets,
             "summary": self.summary(),
         }
@@ -312,14 +338,16 @@ def _confidence_reasons(obs: list[Observation]) -> list[str]:
             else:
                 w = "outcome unknown"
             why[w] = why.get(w, 0) + 1
-        out.append(f"{len(unusable)} of {n} replay(s) not usable as evidence ("
-                   + ", ".join(f"{w}: {c}" for w, c in sorted(why.items())) + ")")
+        out.append(
+            f"{len(unusable)} of {n} replay(s) not usable as evidence ("
+            + ", ".join(f"{w}: {c}" for w, c in sorted(why.items()))
+            + ")"
+        )
     partial = [o for o in obs if o.usable and o.comparability == "partial"]
     if partial:
         live = sum(1 for o in partial if o.live_uses)
         extra = f"; {live} with live executor answers, not reproducible from the recording" if live else ""
-        out.append(f"{len(partial)} of {n} replay(s) only partially comparable "
-                   f"(x{LEVEL_CONFIDENCE['partial']}){extra}")
+        out.append(f"{len(partial)} of {n} replay(s) only partially comparable (x{LEVEL_CONFIDENCE['partial']}){extra}")
     drift = sum(o.drift_uses for o in obs if o.usable)
     if drift:
         out.append(f"{drift} call(s) answered by lenient drift (x{DRIFT_FACTOR} each)")
@@ -346,8 +374,9 @@ def _aggregate(kind: str, key: str, obs: list[Observation], targets: list[Target
         direction = max(_DIRECTION_ORDER, key=lambda d: (counts.get(d, 0), -_DIRECTION_ORDER.index(d)))
     confidence = math.fsum(replay_confidence(o) for o in obs) / len(obs)
     changed = [o for o in finished if o.final_output_changed is not None]
-    output_changed = (math.fsum(1.0 if o.final_output_changed else 0.0 for o in changed) / len(changed)
-                      if changed else None)
+    output_changed = (
+        math.fsum(1.0 if o.final_output_changed else 0.0 for o in changed) / len(changed) if changed else None
+    )
     metrics: dict[str, dict[str, float]] = {}
     for m in METRICS:
         vals = [float(o.deltas[m]) for o in finished if o.deltas.get(m) is not None]
@@ -355,10 +384,22 @@ def _aggregate(kind: str, key: str, obs: list[Observation], targets: list[Target
             mean, sd = _mean_spread(vals)
             metrics[m] = {"mean": mean, "spread": sd, "abs": math.fsum(abs(v) for v in vals) / len(vals)}
     return Effect(
-        id=_effect_id(kind, key), kind=kind, key=key, targets=targets, description=description,
-        outcome_base=base, effect=effect, spread=spread, direction=direction, observed=observed,
-        confidence=confidence, confidence_reasons=_confidence_reasons(obs), output_changed=output_changed,
-        metrics=metrics, replays=len(obs), usable=len(usable),
+        id=_effect_id(kind, key),
+        kind=kind,
+        key=key,
+        targets=targets,
+        description=description,
+        outcome_base=base,
+        effect=effect,
+        spread=spread,
+        direction=direction,
+        observed=observed,
+        confidence=confidence,
+        confidence_reasons=_confidence_reasons(obs),
+        output_changed=output_changed,
+        metrics=metrics,
+        replays=len(obs),
+        usable=len(usable),
         replay_ids=sorted(o.replay_id for o in obs),
         branch_ids=sorted({o.branch_id for o in obs}),
         diff_ids=sorted({d for o in obs for d in o.diff_ids}),
@@ -377,8 +418,10 @@ def rank_effects(observations: Iterable[Observation]) -> list[Effect]:
     if not obs:
         return []
     if len({o.outcome_base for o in obs}) > 1:
-        raise ValueError("observations of one base must agree on the base outcome: "
-                         + ", ".join(sorted({o.outcome_base for o in obs})))
+        raise ValueError(
+            "observations of one base must agree on the base outcome: "
+            + ", ".join(sorted({o.outcome_base for o in obs}))
+        )
     for a, b in itertools.pairwise(obs):
         if a.replay_id == b.replay_id:
             raise ValueError(f"replay {a.replay_id} is observed twice")

@@ -135,8 +135,9 @@ class _Halt(BaseException):
     ``except Exception`` cannot swallow it). ``reason``: ``paused`` | ``max_steps`` |
     ``failed``."""
 
-    def __init__(self, reason: str, requirement: Requirement | None = None,
-                 error: ReplayErrorInfo | None = None) -> None:
+    def __init__(
+        self, reason: str, requirement: Requirement | None = None, error: ReplayErrorInfo | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.requirement = requirement
@@ -270,8 +271,7 @@ class ReplayEngine:
             #: most model calls this run may make: ``policy.max_steps``, or a safety net of
             #: 10 x the base's model calls + 100 (a model-wide fixture asking for tools
             #: again and again would otherwise loop forever)
-            self.step_limit = (branch.policy.max_steps if branch.policy.max_steps is not None
-                               else 10 * n_models + 100)
+            self.step_limit = branch.policy.max_steps if branch.policy.max_steps is not None else 10 * n_models + 100
 
             self.base_calls: list[Any] = [r for r in base.records if type(r) is ToolRecord or type(r) is ModelRecord]
             self.base_models: list[ModelRecord] = [r for r in self.base_calls if type(r) is ModelRecord]
@@ -301,9 +301,14 @@ class ReplayEngine:
                     if iv.seq is not None:
                         self._tool_seq_iv[base_pos_of_seq[iv.seq]] = (i, iv)
                     else:
+                        assert iv.tool is not None  # the model validator requires seq or tool
                         self._tool_name_iv.setdefault(iv.tool, []).append((i, iv))
                 elif isinstance(iv, ModelResponseIntervention):
-                    step = iv.step if iv.step is not None else model_step_of_seq[iv.seq]
+                    if iv.step is not None:
+                        step = iv.step
+                    else:
+                        assert iv.seq is not None  # the model validator requires exactly one of seq / step
+                        step = model_step_of_seq[iv.seq]
                     self._model_step_iv[step] = (i, iv)
                 elif isinstance(iv, MessagesIntervention):
                     self._messages_iv.append((i, iv))
@@ -339,9 +344,11 @@ class ReplayEngine:
 
     def _base_key(self, pos: int, r: Any) -> str:
         if r.key is not None:
-            return r.key
+            key: str = r.key
+            return key
         try:
-            return r.compute_key()
+            computed: str = r.compute_key()
+            return computed
         except CanonicalizationError:
             return f"uncanonical:{pos}"
 
@@ -423,8 +430,18 @@ class ReplayEngine:
 
     # ------------------------------------------------------------------ requirements
 
-    def _requirement(self, kind: str, pos: int, name: str, key: str, *, arguments: Any = None,
-                     ahash: str | None = None, request: ModelRequest | None = None, reason: str) -> Requirement:
+    def _requirement(
+        self,
+        kind: str,
+        pos: int,
+        name: str,
+        key: str,
+        *,
+        arguments: Any = None,
+        ahash: str | None = None,
+        request: ModelRequest | None = None,
+        reason: str,
+    ) -> Requirement:
         rid = Requirement.make_id(self.replay_id, pos, kind, key)
         if kind == "model":
             req_json = request.identity() if request is not None else None
@@ -434,29 +451,58 @@ class ReplayEngine:
             near = self.base_calls[pos].seq if pos < len(self.base_calls) else None
             nearest = nearest_tool_call(self.base, name, arguments, near_seq=near)
         return Requirement(
-            id=rid, replay_id=self.replay_id, step=max(self._step - 1, 0),
-            position=pos, kind=kind, name=name, arguments=arguments, args_hash=ahash or key,
-            request=req_json, nearest=nearest, reason=reason,
+            id=rid,
+            replay_id=self.replay_id,
+            step=max(self._step - 1, 0),
+            position=pos,
+            kind=kind,
+            name=name,
+            arguments=arguments,
+            args_hash=ahash or key,
+            request=req_json,
+            nearest=nearest,
+            reason=reason,
         )
 
-    def _no_answer(self, kind: str, pos: int, name: str, key: str, *, arguments: Any = None,
-                   ahash: str | None = None, request: ModelRequest | None = None) -> None:
+    def _no_answer(
+        self,
+        kind: str,
+        pos: int,
+        name: str,
+        key: str,
+        *,
+        arguments: Any = None,
+        ahash: str | None = None,
+        request: ModelRequest | None = None,
+    ) -> None:
         """Open a requirement (pause) or fail; never returns."""
         rid = Requirement.make_id(self.replay_id, pos, kind, key)
         prior = self.decisions.get(rid)
         if prior is not None and prior.status == "waived":
-            raise _Halt("failed", error=ReplayErrorInfo(
-                type="RequirementWaived",
-                message=f"requirement {rid} ({kind} {name}) was waived: the call has no answer"))
+            raise _Halt(
+                "failed",
+                error=ReplayErrorInfo(
+                    type="RequirementWaived",
+                    message=f"requirement {rid} ({kind} {name}) was waived: the call has no answer",
+                ),
+            )
         if not self.policy.require_fixtures:
             recorded = sum(1 for r in self.base_calls if r.kind == kind)
-            exc = ReplayMismatch(kind, key, recorded, "missing",
-                                 f"{kind} {name!r} at call {pos}; require_fixtures is false")
+            exc = ReplayMismatch(
+                kind, key, recorded, "missing", f"{kind} {name!r} at call {pos}; require_fixtures is false"
+            )
             raise _Halt("failed", error=ReplayErrorInfo(type="ReplayMismatch", message=str(exc)))
         what = "tool result" if kind == "tool" else "model response"
-        req = self._requirement(kind, pos, name, key, arguments=arguments, ahash=ahash, request=request,
-                                reason=f"no recorded call, intervention or fixture answers this {kind} call: "
-                                       f"attach a {what} fixture")
+        req = self._requirement(
+            kind,
+            pos,
+            name,
+            key,
+            arguments=arguments,
+            ahash=ahash,
+            request=request,
+            reason=f"no recorded call, intervention or fixture answers this {kind} call: attach a {what} fixture",
+        )
         raise _Halt("paused", requirement=req)
 
     # ------------------------------------------------------------------ request transforms
@@ -473,14 +519,16 @@ class ReplayEngine:
                 try:
                     messages = iv.apply(messages)
                 except BranchError as exc:
-                    raise _Halt("failed", error=ReplayErrorInfo(
-                        type="BranchError", message=f"intervention {i} ({iv.describe()}): {exc}")) from None
+                    raise _Halt(
+                        "failed",
+                        error=ReplayErrorInfo(type="BranchError", message=f"intervention {i} ({iv.describe()}): {exc}"),
+                    ) from None
                 self._applied.add(i)
             changed = True
         if self._options_iv or self.policy.temperature is not None:
             new_opts = dict(options)
-            for i, iv in self._options_iv:
-                new_opts = iv.apply(new_opts)
+            for i, opt_iv in self._options_iv:
+                new_opts = opt_iv.apply(new_opts)
                 self._applied.add(i)
             if self.policy.temperature is not None:
                 new_opts["temperature"] = self.policy.temperature
@@ -516,8 +564,10 @@ class ReplayEngine:
             try:
                 key = model_key(model, request)
             except CanonicalizationError as exc:
-                raise _Halt("failed", error=ReplayErrorInfo(type="CanonicalizationError",
-                                                            message=f"model request at step {step}: {exc}")) from None
+                raise _Halt(
+                    "failed",
+                    error=ReplayErrorInfo(type="CanonicalizationError", message=f"model request at step {step}: {exc}"),
+                ) from None
         after = pos >= self.cp_pos
         response: ModelResponse | None = None
         error: ErrorInfo | None = None
@@ -573,19 +623,38 @@ class ReplayEngine:
         seq, b = self._seq_for(pos, "model")
         run_id = b.run_id if b is not None else self._last_run_id
         gen_id = b.generation_id if b is not None else self._last_generation_id
-        if (source == "recorded" and used_pos == pos and b is not None and b.seq == seq):
+        if source == "recorded" and used_pos == pos and b is not None and b.seq == seq:
             rec = b.model_copy(update={"replayed": True})
             if request is not b.request:
                 rec = rec.model_copy(update={"request": request, "key": key})
         else:
-            rec = ModelRecord(seq=seq, at=at if source == "recorded" else None, run_id=run_id,
-                              generation_id=gen_id, replayed=True, live_fallback=source == "live",
-                              key=key, model=model, request=request, response=response, error=error,
-                              duration_seconds=duration)
+            rec = ModelRecord(
+                seq=seq,
+                at=at if source == "recorded" else None,
+                run_id=run_id,
+                generation_id=gen_id,
+                replayed=True,
+                live_fallback=source == "live",
+                key=key,
+                model=model,
+                request=request,
+                response=response,
+                error=error,
+                duration_seconds=duration,
+            )
         if self.tracer is not None:
-            with self.tracer.span("model.call", {"model": model, "key": key, "run_id": run_id,
-                                                 "generation_id": gen_id, "replayed": source != "live",
-                                                 "source": source, "step": step}):
+            with self.tracer.span(
+                "model.call",
+                {
+                    "model": model,
+                    "key": key,
+                    "run_id": run_id,
+                    "generation_id": gen_id,
+                    "replayed": source != "live",
+                    "source": source,
+                    "step": step,
+                },
+            ):
                 pass
         self._append(rec, source)
         self._count(source)
@@ -595,8 +664,10 @@ class ReplayEngine:
             self._fixture_uses.append({"seq": seq, "fixture_id": fixture_id})
         # alignment: same call as the base at this position, with the base's answer
         if self._aligned:
-            if b is None or key != self._base_key(pos, b) or not (
-                used_pos == pos or (rec.response == b.response and rec.error == b.error)
+            if (
+                b is None
+                or key != self._base_key(pos, b)
+                or not (used_pos == pos or (rec.response == b.response and rec.error == b.error))
             ):
                 self._aligned = False
         if error is not None or response is None:
@@ -613,23 +684,29 @@ class ReplayEngine:
         pos = self._pos
         self._pos += 1
         base_here = self.base_calls[pos] if pos < len(self.base_calls) else None
-        if base_here is not None and type(base_here) is ToolRecord and base_here.tool == name \
-                and base_here.arguments is arguments:
+        if (
+            base_here is not None
+            and type(base_here) is ToolRecord
+            and base_here.tool == name
+            and base_here.arguments is arguments
+        ):
             key = self._base_key(pos, base_here)
         else:
             try:
                 key = tool_key(name, arguments)
             except CanonicalizationError as exc:
-                raise _Halt("failed", error=ReplayErrorInfo(
-                    type="CanonicalizationError", message=f"tool {name!r} arguments: {exc}")) from None
+                raise _Halt(
+                    "failed",
+                    error=ReplayErrorInfo(type="CanonicalizationError", message=f"tool {name!r} arguments: {exc}"),
+                ) from None
         after = pos >= self.cp_pos
         rec_pos = self._peek(key)
 
         # authorization, approval, budget: on every call, replayed or not
         denial = self._authorize(name, arguments, tool_call_id, key, pos, after, rec_pos is not None)
         if denial is not None:
-            result = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(denial)))
-            self._emit_tool(pos, name, arguments, tool_call_id, key, result, "policy", None, None, None)
+            denied = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(denial)))
+            self._emit_tool(pos, name, arguments, tool_call_id, key, denied, "policy", None, None, None)
             self._aligned = False
             raise denial
 
@@ -709,28 +786,62 @@ class ReplayEngine:
             self.hooks.after(self._invocation(name, arguments, tool_call_id, key, pos, source == "recorded"), result)
         return result
 
-    def _emit_tool(self, pos: int, name: str, arguments: Any, tool_call_id: str | None, key: str,
-                   result: ToolResult, source: str, used_pos: int | None, duration: float | None,
-                   at: str | None) -> ToolRecord:
+    def _emit_tool(
+        self,
+        pos: int,
+        name: str,
+        arguments: Any,
+        tool_call_id: str | None,
+        key: str,
+        result: ToolResult,
+        source: str,
+        used_pos: int | None,
+        duration: float | None,
+        at: str | None,
+    ) -> ToolRecord:
         seq, b = self._seq_for(pos, "tool")
         run_id = b.run_id if b is not None else self._last_run_id
         gen_id = b.generation_id if b is not None else self._last_generation_id
         call_id = self._unique_call_id(run_id, tool_call_id, seq)
         span = None
         if self.tracer is not None:
-            span = self.tracer.span("tool.execute", {
-                "tool": name, "tool_call_id": call_id, "key": key, "run_id": run_id,
-                "generation_id": gen_id, "replayed": source != "live", "source": source,
-            })
+            span = self.tracer.span(
+                "tool.execute",
+                {
+                    "tool": name,
+                    "tool_call_id": call_id,
+                    "key": key,
+                    "run_id": run_id,
+                    "generation_id": gen_id,
+                    "replayed": source != "live",
+                    "source": source,
+                },
+            )
             span.__enter__()
-        if (source == "recorded" and used_pos == pos and b is not None and b.seq == seq
-                and b.tool_call_id == call_id and b.arguments is arguments):
+        if (
+            source == "recorded"
+            and used_pos == pos
+            and b is not None
+            and b.seq == seq
+            and b.tool_call_id == call_id
+            and b.arguments is arguments
+        ):
             rec = b.model_copy(update={"replayed": True})
         else:
-            rec = ToolRecord(seq=seq, at=at if source == "recorded" else None, run_id=run_id,
-                             generation_id=gen_id, replayed=True, live_fallback=source == "live",
-                             key=key, tool=name, arguments=arguments, tool_call_id=call_id,
-                             result=result, duration_seconds=duration)
+            rec = ToolRecord(
+                seq=seq,
+                at=at if source == "recorded" else None,
+                run_id=run_id,
+                generation_id=gen_id,
+                replayed=True,
+                live_fallback=source == "live",
+                key=key,
+                tool=name,
+                arguments=arguments,
+                tool_call_id=call_id,
+                result=result,
+                duration_seconds=duration,
+            )
         if span is not None:
             span.__exit__(None, None, None)
         self._append(rec, source)
@@ -740,16 +851,26 @@ class ReplayEngine:
                 self._aligned = False
         return rec
 
-    def _invocation(self, name: str, arguments: Any, tool_call_id: str | None, key: str, pos: int,
-                    replayed: bool) -> Any:
+    def _invocation(
+        self, name: str, arguments: Any, tool_call_id: str | None, key: str, pos: int, replayed: bool
+    ) -> Any:
         from .session import ToolInvocation
 
-        return ToolInvocation(tool=name, arguments=arguments, tool_call_id=tool_call_id,
-                              run_id=self._last_run_id, generation_id=self._last_generation_id,
-                              key=key, redacted_arguments=arguments, replayed=replayed, index=pos)
+        return ToolInvocation(
+            tool=name,
+            arguments=arguments,
+            tool_call_id=tool_call_id,
+            run_id=self._last_run_id,
+            generation_id=self._last_generation_id,
+            key=key,
+            redacted_arguments=arguments,
+            replayed=replayed,
+            index=pos,
+        )
 
-    def _authorize(self, name: str, arguments: Any, tool_call_id: str | None, key: str, pos: int,
-                   after: bool, replayed: bool) -> PolicyDenied | None:
+    def _authorize(
+        self, name: str, arguments: Any, tool_call_id: str | None, key: str, pos: int, after: bool, replayed: bool
+    ) -> PolicyDenied | None:
         hooks = self.hooks
         inv = None
         if hooks.before or hooks.authorize or hooks.approve:
@@ -773,8 +894,14 @@ class ReplayEngine:
             prior = self.decisions.get(rid)
             if prior is None or prior.status == "open":
                 req = Requirement(
-                    id=rid, replay_id=self.replay_id, step=max(self._step - 1, 0), position=pos, kind="approval",
-                    name=name, arguments=arguments, args_hash=ahash,
+                    id=rid,
+                    replay_id=self.replay_id,
+                    step=max(self._step - 1, 0),
+                    position=pos,
+                    kind="approval",
+                    name=name,
+                    arguments=arguments,
+                    args_hash=ahash,
                     nearest=nearest_tool_call(self.base, name, arguments),
                     reason=pol[1].reason or f"tool {name!r} requires approval (intervention {pol[0]})",
                 )
@@ -827,8 +954,9 @@ class ReplayEngine:
             if self._aligned:
                 self._emit_attribution_until(None)
             out = last_response.message.text if last_response is not None else None
-            return ("final" if last_response is not None and not last_response.message.tool_calls
-                    else "end_of_base"), out
+            return (
+                "final" if last_response is not None and not last_response.message.tool_calls else "end_of_base"
+            ), out
         # phase 2: rebuild requests from the branch transcript
         self._rebuilt = True
         if last_response is None:
@@ -852,8 +980,9 @@ class ReplayEngine:
                 return "final", last_response.message.text if last_response else None
             step = self._step
             b = self.base_models[step] if step < len(self.base_models) else self.base_models[-1]
-            req = ModelRequest(messages=list(transcript), tools=b.request.tools, stop=b.request.stop,
-                               options=b.request.options)
+            req = ModelRequest(
+                messages=list(transcript), tools=b.request.tools, stop=b.request.stop, options=b.request.options
+            )
             try:
                 resp = self.call_model(b.model, req)
             except ModelCallError:
@@ -928,7 +1057,7 @@ class ReplayEngine:
             error = ReplayErrorInfo(
                 type="NoExecutor",
                 message=f"policy {which}=live needs a wired executor (--executor module:function "
-                        f"or --executor recorded); none was given, so nothing ran",
+                f"or --executor recorded); none was given, so nothing ran",
             )
         else:
             try:
@@ -959,51 +1088,78 @@ class ReplayEngine:
                 error = ReplayErrorInfo(type=type(exc).__name__, message=f"{who}: {exc}")
         events = self._events_recording(output, stop_reason)
         comparability = self._comparability(status, stop_reason, error, requirement)
-        divergence = first_divergence(self.base_calls, [r for r in self._events if r.kind in ("tool", "model")],
-                                      complete=status == "completed" and stop_reason != "max_steps")
+        divergence = first_divergence(
+            self.base_calls,
+            [r for r in self._events if r.kind in ("tool", "model")],
+            complete=status == "completed" and stop_reason != "max_steps",
+        )
         return ReplayOutcome(
-            status=status, stop_reason=stop_reason, comparability=comparability,
-            first_divergence=divergence, error=error, requirement=requirement, events=events,
-            sources=dict(self._sources), fixture_uses=list(self._fixture_uses),
-            answers={k: v for k, v in self._answers.items() if v}, steps=self._step, output=output,
+            status=status,
+            stop_reason=stop_reason,
+            comparability=comparability,
+            first_divergence=divergence,
+            error=error,
+            requirement=requirement,
+            events=events,
+            sources=dict(self._sources),
+            fixture_uses=list(self._fixture_uses),
+            answers={k: v for k, v in self._answers.items() if v},
+            steps=self._step,
+            output=output,
             interventions_applied=sorted(self._applied),
             live_durations=dict(self._live_durations),
         )
 
-    def _comparability(self, status: str, stop_reason: str, error: ReplayErrorInfo | None,
-                       requirement: Requirement | None) -> Comparability:
+    def _comparability(
+        self, status: str, stop_reason: str, error: ReplayErrorInfo | None, requirement: Requirement | None
+    ) -> Comparability:
         none: list[str] = []
         partial: list[str] = []
         if status == "failed":
             none.append(f"the replay failed: {error.message if error else 'unknown error'}")
         elif status == "paused":
-            none.append(f"the replay is paused on requirement {requirement.id} "
-                        f"({requirement.kind} {requirement.name}); it has not finished")
+            none.append(
+                f"the replay is paused on requirement {requirement.id} "
+                f"({requirement.kind} {requirement.name}); it has not finished"
+            )
         else:
             for i, iv in enumerate(self.branch.interventions):
                 if i not in self._applied:
-                    none.append(f"intervention {i} ({iv.describe()}) was never applied: the replay "
-                                "never made the call it targets")
-            if (self._rebuilt and stop_reason == "final"
-                    and sum(1 for r in self._events if r.kind in ("tool", "model")) < len(self.base_calls)):
+                    none.append(
+                        f"intervention {i} ({iv.describe()}) was never applied: the replay "
+                        "never made the call it targets"
+                    )
+            if (
+                self._rebuilt
+                and stop_reason == "final"
+                and sum(1 for r in self._events if r.kind in ("tool", "model")) < len(self.base_calls)
+            ):
                 shape = self._base_shape()
                 if shape:
                     none.append(
                         "after the first difference the generic chat loop cannot follow this base's agent ("
-                        + "; ".join(shape) + "): it stopped at a response without tool calls where the base "
-                        "went on; wire the agent as an executor to replay past this point")
+                        + "; ".join(shape)
+                        + "): it stopped at a response without tool calls where the base "
+                        "went on; wire the agent as an executor to replay past this point"
+                    )
             if stop_reason == "max_steps":
-                which = "max_steps" if self.policy.max_steps is not None else (
-                    f"the engine's safety limit ({self.step_limit} model calls; set max_steps to choose)")
+                which = (
+                    "max_steps"
+                    if self.policy.max_steps is not None
+                    else (f"the engine's safety limit ({self.step_limit} model calls; set max_steps to choose)")
+                )
                 partial.append(f"stopped by {which} after {self._step} model call(s), before a final response")
         if self._drift_steps:
             steps = sorted(set(self._drift_steps))
-            partial.append(f"lenient drift: the base's answer stood in for {len(self._drift_steps)} call(s) "
-                           f"that differ from the base (steps {', '.join(map(str, steps[:10]))}"
-                           f"{', ...' if len(steps) > 10 else ''})")
+            partial.append(
+                f"lenient drift: the base's answer stood in for {len(self._drift_steps)} call(s) "
+                f"that differ from the base (steps {', '.join(map(str, steps[:10]))}"
+                f"{', ...' if len(steps) > 10 else ''})"
+            )
         if self._answers.get("live"):
-            partial.append(f"{self._answers['live']} call(s) answered live by the executor: not reproducible "
-                           "from the recording")
+            partial.append(
+                f"{self._answers['live']} call(s) answered live by the executor: not reproducible from the recording"
+            )
         level = "none" if none else "partial" if partial else "full"
         return Comparability(level=level, reasons=none + partial)
 
@@ -1035,8 +1191,11 @@ class ReplayEngine:
                     pass
         return Recording(
             metadata=meta,
-            session=SessionInfo(mode="replay", fallback="live" if b.policy.wants_live else "error",
-                                producer=_producer() + " (replay engine)"),
+            session=SessionInfo(
+                mode="replay",
+                fallback="live" if b.policy.wants_live else "error",
+                producer=_producer() + " (replay engine)",
+            ),
             records=list(self._events),
         )
 
@@ -1045,5 +1204,3 @@ def _producer() -> str:
     from . import __version__
 
     return f"chassis-inspector {__version__}"
-
-

@@ -90,8 +90,12 @@ class FormatError(InspectorError, ValueError):
     def with_file(self, file: str) -> FormatError:
         """Return a copy naming ``file`` (used when a lower layer did not know it)."""
         return FormatError(
-            self.reason, file=file, record=self.record, path=self.path,
-            line=self.line, column=self.column,
+            self.reason,
+            file=file,
+            record=self.record,
+            path=self.path,
+            line=self.line,
+            column=self.column,
         )
 
 
@@ -112,8 +116,7 @@ class ReplayMismatch(InspectorError, LookupError):
         self.reason = reason
         extra = f" ({detail})" if detail else ""
         super().__init__(
-            f"no recorded {kind} answer for key {key}: {reason}{extra}; "
-            f"{recorded} {kind} interaction(s) recorded"
+            f"no recorded {kind} answer for key {key}: {reason}{extra}; {recorded} {kind} interaction(s) recorded"
         )
 
 

@@ -40,8 +40,7 @@ class ReplayKnockout:
         predicate: an outcome predicate (else the events' ``metadata.outcome``).
     """
 
-    def __init__(self, executor: Any, executor_name: str | None = None, *,
-                 predicate: Predicate | None = None) -> None:
+    def __init__(self, executor: Any, executor_name: str | None = None, *, predicate: Predicate | None = None) -> None:
         self.executor = executor
         self.executor_name = executor_name
         self.predicate = predicate
@@ -54,23 +53,29 @@ class ReplayKnockout:
         base_outcome, _ = outcome_of(recording, self.predicate, label="base")
         try:
             iv = candidate_intervention(recording, seq, "knockout")
-            branch = new_branch(recording, "<audit>", at=seq, interventions=[iv],
-                                policy=sweep_policy(True), label=f"knockout seq {seq}")
+            branch = new_branch(
+                recording, "<audit>", at=seq, interventions=[iv], policy=sweep_policy(True), label=f"knockout seq {seq}"
+            )
         except (_Skip, BranchError) as exc:
             return KnockoutResult(seq, "unknown", False, f"not run: {exc}")
-        out = ReplayEngine(recording, branch, replay_id=f"knockout-{seq}", executor=self.executor,
-                           executor_name=self.executor_name).run()
+        out = ReplayEngine(
+            recording, branch, replay_id=f"knockout-{seq}", executor=self.executor, executor_name=self.executor_name
+        ).run()
         if out.status != "completed" or out.comparability.level == "none":
             why = out.error.message if out.error else "; ".join(out.comparability.reasons)
-            return KnockoutResult(seq, "unknown", False,
-                                  f"replay {out.status}, comparability {out.comparability.level}: {why}")
+            return KnockoutResult(
+                seq, "unknown", False, f"replay {out.status}, comparability {out.comparability.level}: {why}"
+            )
         outcome, _ = outcome_of(out.events, self.predicate, label=f"knockout of seq {seq}")
         changed = output_diff(final_output(recording), final_output(out.events)).changed
         verdict = "outcome changed" if outcome != base_outcome else "outcome unchanged"
-        return KnockoutResult(seq, outcome, changed,
-                              f"{verdict} ({base_outcome} → {outcome}); comparability "
-                              f"{out.comparability.level}, {out.steps} step(s)",
-                              outcome_changed=outcome != base_outcome)
+        return KnockoutResult(
+            seq,
+            outcome,
+            changed,
+            f"{verdict} ({base_outcome} → {outcome}); comparability {out.comparability.level}, {out.steps} step(s)",
+            outcome_changed=outcome != base_outcome,
+        )
 
 
 def knockout_runner(spec: str, recording: Recording, *, predicate: Predicate | None = None) -> ReplayKnockout:

@@ -97,9 +97,7 @@ class SecretRedactor:
         # longest first so a secret containing another is scrubbed whole
         self.secrets = sorted(values, key=len, reverse=True)
         self.patterns = patterns
-        self._regex = (
-            re.compile("|".join(re.escape(s) for s in self.secrets)) if self.secrets else None
-        )
+        self._regex = re.compile("|".join(re.escape(s) for s in self.secrets)) if self.secrets else None
 
     def scrub_text(self, text: str) -> str:
         """``text`` with every known (and, if enabled, pattern-matched) secret replaced."""

@@ -188,5 +188,3 @@ def first_divergence(base_calls: list[Any], replay_calls: list[Any], *, complete
     if not complete and fd.dimension == "missing" and fd.replay_seq is None:
         return None  # the replay has not got that far yet
     return FirstDivergence(base_seq=fd.base_seq, replay_seq=fd.replay_seq, dimension=fd.dimension)
-
-

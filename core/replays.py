@@ -83,9 +83,19 @@ def _fail_attempt(ws: Any, record: ReplayRecord, attempt: Attempt, exc: BaseExce
         ws.save_replay_outputs(record, None, [])
 
 
-def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch, *, kind: str,
-                 executor: Executor | None, executor_name: str | None, live_cache: Iterable[Any] = (),
-                 hooks: ToolHooks | None = None, **engine_kw: Any) -> tuple[ReplayRecord, ReplayOutcome]:
+def _run_attempt(
+    ws: Any,
+    record: ReplayRecord,
+    base: Recording,
+    branch: Branch,
+    *,
+    kind: str,
+    executor: Executor | None,
+    executor_name: str | None,
+    live_cache: Iterable[Any] = (),
+    hooks: ToolHooks | None = None,
+    **engine_kw: Any,
+) -> tuple[ReplayRecord, ReplayOutcome]:
     """Run one attempt. The replay is ``running`` (with its executor named) while it
     runs, and ends ``completed``, ``paused`` or ``failed`` — on ANY exception the attempt
     is ended and the replay stored as ``failed`` with the error before it propagates
@@ -99,9 +109,18 @@ def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch,
     ws.save_replay_state(record)
     try:
         decisions = {r.id: r for r in ws.requirements(replay_id=record.id)}
-        engine = ReplayEngine(base, branch, replay_id=record.id, fixtures=ws.fixture_gateway(),
-                              executor=executor, executor_name=executor_name, decisions=decisions,
-                              live_cache=live_cache, hooks=hooks, **engine_kw)
+        engine = ReplayEngine(
+            base,
+            branch,
+            replay_id=record.id,
+            fixtures=ws.fixture_gateway(),
+            executor=executor,
+            executor_name=executor_name,
+            decisions=decisions,
+            live_cache=live_cache,
+            hooks=hooks,
+            **engine_kw,
+        )
         outcome = engine.run()
         _record_from_outcome(record, outcome)
         attempt.ended_at, attempt.outcome = _now(), outcome.status
@@ -110,8 +129,9 @@ def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch,
         ws.save_replay_outputs(record, outcome, reqs)
     except CanonicalizationError as exc:  # a stored value without a canonical form
         _fail_attempt(ws, record, attempt, exc)
-        raise BranchError(f"replay {record.id} (branch {branch.id}, workspace {getattr(ws, 'path', '?')}) "
-                          f"failed: {exc}") from None
+        raise BranchError(
+            f"replay {record.id} (branch {branch.id}, workspace {getattr(ws, 'path', '?')}) failed: {exc}"
+        ) from None
     except InspectorError as exc:
         _fail_attempt(ws, record, attempt, exc)
         raise
@@ -124,12 +144,20 @@ def _run_attempt(ws: Any, record: ReplayRecord, base: Recording, branch: Branch,
     return record, outcome
 
 
-def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: str | None = None,
-                 fixtures: list[Fixture] | None = None, fixtures_path: str | Path | None = None,
-                 base: Recording | None = None,
-                 hooks: ToolHooks | None = None, replay_id: str | None = None,
-                 on_event: Callable[[Any, str], None] | None = None,
-                 cancel: Callable[[], bool] | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
+def start_replay(
+    ws: Any,
+    base_path: str | Path,
+    branch: Branch,
+    *,
+    executor: str | None = None,
+    fixtures: list[Fixture] | None = None,
+    fixtures_path: str | Path | None = None,
+    base: Recording | None = None,
+    hooks: ToolHooks | None = None,
+    replay_id: str | None = None,
+    on_event: Callable[[Any, str], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> tuple[ReplayRecord, ReplayOutcome]:
     """Create a replay of ``branch`` in workspace ``ws``, run it, store every output in
     one transaction, and return ``(record, outcome)``.
 
@@ -157,16 +185,33 @@ def start_replay(ws: Any, base_path: str | Path, branch: Branch, *, executor: st
     digest = ws.put_recording(base, str(base_path))
     for f in extra:
         ws.put_fixture(f)
-    record = ReplayRecord(id=rid, base_digest=digest, base_path=str(base_path), branch_id=branch.id,
-                          policy=branch.policy, status="queued")
+    record = ReplayRecord(
+        id=rid, base_digest=digest, base_path=str(base_path), branch_id=branch.id, policy=branch.policy, status="queued"
+    )
     ws.create_replay(record)
-    return _run_attempt(ws, record, base, branch, kind="start", executor=executor_obj,
-                        executor_name=executor_name, hooks=hooks, on_event=on_event, cancel=cancel)
+    return _run_attempt(
+        ws,
+        record,
+        base,
+        branch,
+        kind="start",
+        executor=executor_obj,
+        executor_name=executor_name,
+        hooks=hooks,
+        on_event=on_event,
+        cancel=cancel,
+    )
 
 
-def resume_replay(ws: Any, replay_id: str, *, executor: str | None = None,
-                  hooks: ToolHooks | None = None, on_event: Callable[[Any, str], None] | None = None,
-                  cancel: Callable[[], bool] | None = None) -> tuple[ReplayRecord, ReplayOutcome]:
+def resume_replay(
+    ws: Any,
+    replay_id: str,
+    *,
+    executor: str | None = None,
+    hooks: ToolHooks | None = None,
+    on_event: Callable[[Any, str], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> tuple[ReplayRecord, ReplayOutcome]:
     """Resume a paused (or failed) replay: re-run its branch from the start with the
     workspace's current fixtures and requirement decisions, reusing earlier live
     answers; a new attempt is appended. ``executor`` defaults to the one the replay
@@ -187,13 +232,22 @@ def resume_replay(ws: Any, replay_id: str, *, executor: str | None = None,
     record.error = None
     record.pause = None
     executor_obj, executor_name = resolve_executor(executor if executor is not None else record.executor, base)
-    return _run_attempt(ws, record, base, branch, kind="resume", executor=executor_obj,
-                        executor_name=executor_name, live_cache=live, hooks=hooks, on_event=on_event,
-                        cancel=cancel)
+    return _run_attempt(
+        ws,
+        record,
+        base,
+        branch,
+        kind="resume",
+        executor=executor_obj,
+        executor_name=executor_name,
+        live_cache=live,
+        hooks=hooks,
+        on_event=on_event,
+        cancel=cancel,
+    )
 
 
 def dry_run(ws: Any | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:
     """:func:`predict` with the workspace's fixtures (or none)."""
     gw = ws.fixture_gateway() if ws is not None else FixtureGateway()
     return predict(base, branch, fixtures=gw, executor_wired=executor_wired)
-

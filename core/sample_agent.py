@@ -128,32 +128,44 @@ CUSTOMERS: dict[str, dict[str, Any]] = {
 }
 ORDERS: dict[str, dict[str, Any]] = {
     "A1001": {
-        "order_id": "A1001", "customer_id": "C-1001", "status": "delivered",
+        "order_id": "A1001",
+        "customer_id": "C-1001",
+        "status": "delivered",
         "items": [
             {"sku": "BL-200", "name": "blender", "price": 89.99, "qty": 1},
             {"sku": "MG-4", "name": "mug set", "price": 24.5, "qty": 1},
         ],
     },
     "A1002": {
-        "order_id": "A1002", "customer_id": "C-1002", "status": "delivered",
+        "order_id": "A1002",
+        "customer_id": "C-1002",
+        "status": "delivered",
         "items": [{"sku": "KT-7", "name": "kettle", "price": 45.0, "qty": 1}],
     },
     "A1003": {
-        "order_id": "A1003", "customer_id": "C-1002", "status": "in_transit",
+        "order_id": "A1003",
+        "customer_id": "C-1002",
+        "status": "in_transit",
         "items": [{"sku": "HP-9", "name": "headphones", "price": 129.0, "qty": 1}],
     },
 }
 TASKS: dict[str, dict[str, Any]] = {
     "support-001": {
-        "task_id": "support-001", "customer_email": "ana@example.com", "order_id": "A1001",
+        "task_id": "support-001",
+        "customer_email": "ana@example.com",
+        "order_id": "A1001",
         "message": "Hi, my blender from order A1001 arrived broken. Please refund it. -- ana@example.com",
     },
     "support-002": {
-        "task_id": "support-002", "customer_email": "ben@example.com", "order_id": "A1002",
+        "task_id": "support-002",
+        "customer_email": "ben@example.com",
+        "order_id": "A1002",
         "message": "The kettle in order A1002 came damaged, I want my money back. ben@example.com",
     },
     "support-003": {
-        "task_id": "support-003", "customer_email": "ben@example.com", "order_id": "A1003",
+        "task_id": "support-003",
+        "customer_email": "ben@example.com",
+        "order_id": "A1003",
         "message": "My headphones (order A1003) are broken, refund please. ben@example.com",
     },
 }
@@ -214,14 +226,28 @@ def check_refund_policy(order_id: str, sku: str, reason: str) -> dict[str, Any]:
     item = _item(order_id, sku)
     status = ORDERS[order_id]["status"]
     if status != "delivered":
-        return {"order_id": order_id, "sku": sku, "eligible": False, "max_refund": 0.0,
-                "rule": f"order is {status}; only delivered items can be refunded"}
+        return {
+            "order_id": order_id,
+            "sku": sku,
+            "eligible": False,
+            "max_refund": 0.0,
+            "rule": f"order is {status}; only delivered items can be refunded",
+        }
     if reason != "damaged":
-        return {"order_id": order_id, "sku": sku, "eligible": False, "max_refund": 0.0,
-                "rule": "only items damaged on arrival are refundable"}
-    return {"order_id": order_id, "sku": sku, "eligible": True,
-            "max_refund": _money(item["price"] * item["qty"]),
-            "rule": "damaged on arrival: full refund of the item"}
+        return {
+            "order_id": order_id,
+            "sku": sku,
+            "eligible": False,
+            "max_refund": 0.0,
+            "rule": "only items damaged on arrival are refundable",
+        }
+    return {
+        "order_id": order_id,
+        "sku": sku,
+        "eligible": True,
+        "max_refund": _money(item["price"] * item["qty"]),
+        "rule": "damaged on arrival: full refund of the item",
+    }
 
 
 def issue_refund(order_id: str, sku: str, amount: float) -> dict[str, Any]:
@@ -230,8 +256,13 @@ def issue_refund(order_id: str, sku: str, amount: float) -> dict[str, Any]:
     limit = _money(item["price"] * item["qty"])
     if _money(amount) > limit or amount <= 0:
         raise ToolFailure(f"refund {amount} is outside (0, {limit}] for {sku}")
-    return {"refund_id": f"R-{order_id}-{sku}", "order_id": order_id, "sku": sku,
-            "amount": _money(amount), "status": "issued"}
+    return {
+        "refund_id": f"R-{order_id}-{sku}",
+        "order_id": order_id,
+        "sku": sku,
+        "amount": _money(amount),
+        "status": "issued",
+    }
 
 
 def send_message(customer_id: str, text: str) -> dict[str, Any]:
@@ -261,9 +292,11 @@ TOOLS = {
 
 def _schema(name: str, description: str, props: dict[str, str]) -> dict[str, Any]:
     return {
-        "name": name, "description": description,
+        "name": name,
+        "description": description,
         "parameters": {
-            "type": "object", "required": sorted(props),
+            "type": "object",
+            "required": sorted(props),
             "properties": {k: {"type": t} for k, t in props.items()},
         },
     }
@@ -272,8 +305,11 @@ def _schema(name: str, description: str, props: dict[str, str]) -> dict[str, Any
 TOOL_SCHEMAS = [
     _schema("lookup_customer", "Find a customer by email.", {"email": "string"}),
     _schema("get_order", "Fetch an order with its items.", {"order_id": "string"}),
-    _schema("check_refund_policy", "Check whether an item may be refunded.",
-            {"order_id": "string", "sku": "string", "reason": "string"}),
+    _schema(
+        "check_refund_policy",
+        "Check whether an item may be refunded.",
+        {"order_id": "string", "sku": "string", "reason": "string"},
+    ),
     _schema("issue_refund", "Refund an item.", {"order_id": "string", "sku": "string", "amount": "number"}),
     _schema("send_message", "Message the customer.", {"customer_id": "string", "text": "string"}),
     _schema("cancel_order", "Cancel an order.", {"order_id": "string"}),
@@ -327,8 +363,14 @@ def _decide(messages: list[ChatMessage]) -> tuple[str | None, dict[str, Any] | N
     low = user.lower()
     failed = [n for n, r in res.items() if isinstance(r, dict) and "error" in r]
     if failed:
-        return None, None, (f"I'm sorry, I could not complete your request: {failed[0]} failed "
-                            f"({res[failed[0]]['error']}). I have escalated it to a human agent.")
+        return (
+            None,
+            None,
+            (
+                f"I'm sorry, I could not complete your request: {failed[0]} failed "
+                f"({res[failed[0]]['error']}). I have escalated it to a human agent."
+            ),
+        )
     if "cancel_order" in res:
         return None, None, f"Your order {res['cancel_order'].get('order_id')} has been cancelled."
     email = re.search(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", user)
@@ -342,8 +384,7 @@ def _decide(messages: list[ChatMessage]) -> tuple[str | None, dict[str, Any] | N
         return "get_order", {"order_id": order_id.group(0)}, ""
     order = res["get_order"]
     if order.get("customer_id") != customer.get("customer_id"):
-        return None, None, (f"I'm sorry, order {order.get('order_id')} is not on your account, "
-                            "so I cannot refund it.")
+        return None, None, (f"I'm sorry, order {order.get('order_id')} is not on your account, so I cannot refund it.")
     item = next((i for i in order.get("items", []) if str(i.get("name", "")).lower() in low), None)
     if item is None:
         return None, None, "Which item of the order is the problem?"
@@ -354,13 +395,18 @@ def _decide(messages: list[ChatMessage]) -> tuple[str | None, dict[str, Any] | N
     if not policy.get("eligible"):
         return None, None, f"I'm sorry, your {item['name']} is not eligible for a refund: {policy.get('rule')}."
     if "issue_refund" not in res:
-        return "issue_refund", {"order_id": order["order_id"], "sku": item["sku"],
-                                "amount": policy.get("max_refund")}, ""
+        return (
+            "issue_refund",
+            {"order_id": order["order_id"], "sku": item["sku"], "amount": policy.get("max_refund")},
+            "",
+        )
     refund = res["issue_refund"]
     if refund.get("status") != "issued":
         return None, None, f"The refund for your {item['name']} could not be issued ({refund.get('status')})."
-    note = (f"Refund {refund.get('refund_id')} of {refund.get('amount'):.2f} for your "
-            f"{item['name']} (order {order['order_id']}) has been issued.")
+    note = (
+        f"Refund {refund.get('refund_id')} of {refund.get('amount'):.2f} for your "
+        f"{item['name']} (order {order['order_id']}) has been issued."
+    )
     if "send_message" not in res:
         return "send_message", {"customer_id": customer["customer_id"], "text": note}, ""
     if not res["send_message"].get("delivered"):
@@ -381,12 +427,14 @@ def scripted_model(request: ModelRequest) -> ModelResponse:
         msg = ChatMessage(role="assistant", content=text)
         finish = "stop"
     else:
-        msg = ChatMessage(role="assistant", content="",
-                          tool_calls=[ToolCall(id=f"call_{turn}", name=tool, arguments=args or {})])
+        msg = ChatMessage(
+            role="assistant", content="", tool_calls=[ToolCall(id=f"call_{turn}", name=tool, arguments=args or {})]
+        )
         finish = "tool_calls"
     out_tokens = len(orjson.dumps(msg.to_json_obj())) // 4 + 1
-    return ModelResponse(message=msg, finish_reason=finish,
-                         usage=Usage(input_tokens=in_tokens, output_tokens=out_tokens))
+    return ModelResponse(
+        message=msg, finish_reason=finish, usage=Usage(input_tokens=in_tokens, output_tokens=out_tokens)
+    )
 
 
 # ====================================================================== the agent loop
@@ -426,8 +474,14 @@ def run_agent(runtime: Any, task: Any = None, *, max_turns: int = MAX_TURNS) -> 
         msg = response.message
         messages.append(msg)
         if not msg.tool_calls:
-            return {"reply": msg.text, "refund": refund, "cancelled": cancelled,
-                    "confirmation_sent": confirmed, "turns": turn + 1, "stopped": "final"}
+            return {
+                "reply": msg.text,
+                "refund": refund,
+                "cancelled": cancelled,
+                "confirmation_sent": confirmed,
+                "turns": turn + 1,
+                "stopped": "final",
+            }
         for call in msg.tool_calls:
             result = runtime.call_tool(call.name, call.arguments, call.id)
             ok = result.error is None and isinstance(result.content, dict)
@@ -437,10 +491,15 @@ def run_agent(runtime: Any, task: Any = None, *, max_turns: int = MAX_TURNS) -> 
                 cancelled = True
             if ok and call.name == "send_message" and result.content.get("delivered"):
                 confirmed = True
-            messages.append(ChatMessage(role="tool", content=_tool_text(result),
-                                        tool_call_id=call.id, name=call.name))
-    return {"reply": "", "refund": refund, "cancelled": cancelled, "confirmation_sent": confirmed,
-            "turns": max_turns, "stopped": "max_turns"}
+            messages.append(ChatMessage(role="tool", content=_tool_text(result), tool_call_id=call.id, name=call.name))
+    return {
+        "reply": "",
+        "refund": refund,
+        "cancelled": cancelled,
+        "confirmation_sent": confirmed,
+        "turns": max_turns,
+        "stopped": "max_turns",
+    }
 
 
 def expected_resolution(task: Any) -> dict[str, Any]:
@@ -454,8 +513,9 @@ def expected_resolution(task: Any) -> dict[str, Any]:
     damaged = any(w in low for w in _DAMAGE_WORDS)
     if item is None or order["status"] != "delivered" or not damaged:
         return {"refund": None}
-    return {"refund": {"order_id": order["order_id"], "sku": item["sku"],
-                       "amount": _money(item["price"] * item["qty"])}}
+    return {
+        "refund": {"order_id": order["order_id"], "sku": item["sku"], "amount": _money(item["price"] * item["qty"])}
+    }
 
 
 def evaluate(task: Any, output: Any) -> tuple[str, str]:
@@ -590,14 +650,19 @@ class _FaultPlanter:
             order_id = re.search(r"\b[A-Z]\d{4}\b", next((m.text for m in request.messages if m.role == "user"), ""))
             call_id = f"call_{sum(1 for m in request.messages if m.role == 'assistant')}"
             meant = response.message.tool_calls[0].name if response.message.tool_calls else "a final answer"
-            wrong = ToolCall(id=call_id, name="cancel_order",
-                             arguments={"order_id": order_id.group(0) if order_id else "?"})
+            wrong = ToolCall(
+                id=call_id, name="cancel_order", arguments={"order_id": order_id.group(0) if order_id else "?"}
+            )
             response = ModelResponse(
                 message=ChatMessage(role="assistant", content="", tool_calls=[wrong]),
-                finish_reason="tool_calls", usage=response.usage,
+                finish_reason="tool_calls",
+                usage=response.usage,
             )
-            self.applied = {"model_index": self.model_calls - 1, "tool": "cancel_order",
-                            "description": f"the model called cancel_order where {meant} was due"}
+            self.applied = {
+                "model_index": self.model_calls - 1,
+                "tool": "cancel_order",
+                "description": f"the model called cancel_order where {meant} was due",
+            }
         return response
 
     def tool(self, name: str) -> Any:
@@ -609,8 +674,11 @@ class _FaultPlanter:
             f = self.fault
             hit = f is not None and self.step == f.step and self.applied is None
             if hit and f.kind == "tool-error":
-                self.applied = {"tool_index": index, "tool": name,
-                                "description": f"{name} failed: its backend timed out"}
+                self.applied = {
+                    "tool_index": index,
+                    "tool": name,
+                    "description": f"{name} failed: its backend timed out",
+                }
                 raise ServiceUnavailable(f"{name} backend timed out after 30s")
             out = fn(**arguments)
             if hit and f.kind == "corrupted-result":
@@ -657,15 +725,20 @@ def _approver(harness_ref: list[Harness], task: dict[str, Any]) -> Any:
 
     def approve(inv: ToolInvocation) -> bool:
         args = inv.arguments if isinstance(inv.arguments, dict) else {}
-        needs = (inv.tool == "issue_refund" and float(args.get("amount") or 0) > APPROVAL_THRESHOLD) \
-            or inv.tool == "cancel_order"
+        needs = (
+            inv.tool == "issue_refund" and float(args.get("amount") or 0) > APPROVAL_THRESHOLD
+        ) or inv.tool == "cancel_order"
         if not needs:
             return True
-        harness_ref[0].interrupt({
-            "type": "approval", "tool": inv.tool, "tool_call_id": inv.tool_call_id,
-            "arguments": inv.redacted_arguments,
-            "question": f"Supervisor approval needed for {inv.tool}",
-        })
+        harness_ref[0].interrupt(
+            {
+                "type": "approval",
+                "tool": inv.tool,
+                "tool_call_id": inv.tool_call_id,
+                "arguments": inv.redacted_arguments,
+                "question": f"Supervisor approval needed for {inv.tool}",
+            }
+        )
         return task.get("supervisor", "approve") != "deny"
 
     return approve
@@ -674,8 +747,11 @@ def _approver(harness_ref: list[Harness], task: dict[str, Any]) -> Any:
 def _harness(session: ReplaySession, task: dict[str, Any], tools: dict[str, Any], inner: Any) -> Harness:
     ref: list[Harness] = []
     harness = Harness(
-        session, tools, models=[ReplayChatModel(session, inner, MODEL_NAME)],
-        approve=_approver(ref, task), max_tool_calls=12,
+        session,
+        tools,
+        models=[ReplayChatModel(session, inner, MODEL_NAME)],
+        approve=_approver(ref, task),
+        max_tool_calls=12,
         run_id=f"run-{task.get('task_id', 'task')}",
     )
     ref.append(harness)
@@ -684,11 +760,16 @@ def _harness(session: ReplaySession, task: dict[str, Any], tools: dict[str, Any]
 
 def _start(harness: Harness) -> None:
     harness.mount_plugin("support-tools", {"tools": sorted(TOOLS)})
-    harness.publish_generation("gen-1", {
-        "plugins": ["support-tools"], "tools": sorted(TOOLS),
-        "capabilities": [f"MODEL:{MODEL_NAME}", "APPROVAL"],
-        "agent": AGENT_NAME, "executor": EXECUTOR_SPEC,
-    })
+    harness.publish_generation(
+        "gen-1",
+        {
+            "plugins": ["support-tools"],
+            "tools": sorted(TOOLS),
+            "capabilities": [f"MODEL:{MODEL_NAME}", "APPROVAL"],
+            "agent": AGENT_NAME,
+            "executor": EXECUTOR_SPEC,
+        },
+    )
 
 
 def _stop(harness: Harness) -> None:
@@ -721,9 +802,16 @@ def record_run(
     planter = _FaultPlanter(fault)
     session = ReplaySession(
         ReplayMode.RECORD,
-        metadata={"agent": AGENT_NAME, "executor": EXECUTOR_SPEC, "task": t, "model": MODEL_NAME,
-                  "dataset": "sample-agent"},
-        redactor=redactor, clock=clock, now=now,
+        metadata={
+            "agent": AGENT_NAME,
+            "executor": EXECUTOR_SPEC,
+            "task": t,
+            "model": MODEL_NAME,
+            "dataset": "sample-agent",
+        },
+        redactor=redactor,
+        clock=clock,
+        now=now,
     )
     harness = _harness(session, t, {n: planter.tool(n) for n in TOOLS}, planter.model)
     _start(harness)
@@ -747,9 +835,13 @@ def record_run(
         else:
             recs = [r for r in session.recording.records if isinstance(r, ToolRecord)]
             seq = recs[planter.applied["tool_index"]].seq
-        session.metadata["fault"] = {"seq": seq, "kind": fault.kind, "step": fault.step,
-                                     "tool": planter.applied["tool"],
-                                     "description": planter.applied["description"]}
+        session.metadata["fault"] = {
+            "seq": seq,
+            "kind": fault.kind,
+            "step": fault.step,
+            "tool": planter.applied["tool"],
+            "description": planter.applied["description"],
+        }
     session.metadata["outcome"] = outcome
     session.metadata["outcome_reason"] = reason
     session.metadata["final_output"] = output
@@ -787,6 +879,7 @@ def replay_run(
         def fn(**arguments: Any) -> Any:
             counts["tool"] += 1
             return TOOLS[name](**arguments)
+
         return fn
 
     harness = _harness(session, t, {n: counted_tool(n) for n in TOOLS}, counted_model)
@@ -823,8 +916,9 @@ def write_samples(folder: str | Path) -> list[Path]:
 
 def _parser() -> argparse.ArgumentParser:
     """The ``python -m core.sample_agent`` command line (argparse: core never imports typer)."""
-    parser = argparse.ArgumentParser(prog="python -m core.sample_agent",
-                                     description="The deterministic sample support agent: record and replay it.")
+    parser = argparse.ArgumentParser(
+        prog="python -m core.sample_agent", description="The deterministic sample support agent: record and replay it."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     record = sub.add_parser("record", help="Record one run (optionally with a planted fault).")
     record.add_argument("-o", "--output", type=Path, required=True, help="Recording file to write.")
@@ -833,7 +927,9 @@ def _parser() -> argparse.ArgumentParser:
     record.add_argument("--task", default=DEFAULT_TASK, help=f"Task id: {', '.join(sorted(TASKS))}.")
     samples = sub.add_parser("samples", help="Write the sample recordings (one success, one per fault kind).")
     samples.add_argument("folder", nargs="?", type=Path, default=Path("sample_recordings"))
-    replay = sub.add_parser("replay", help="Replay a recording of the sample agent with no live calls; print the result.")
+    replay = sub.add_parser(
+        "replay", help="Replay a recording of the sample agent with no live calls; print the result."
+    )
     replay.add_argument("recording", type=Path)
     return parser
 
@@ -851,10 +947,18 @@ def _command(args: argparse.Namespace) -> None:
     else:
         run = replay_run(args.recording)
         outcome, reason = evaluate(run.session.metadata.get("task"), run.output)
-        print(orjson.dumps({
-            "outcome": outcome, "reason": reason, "replayed": run.session.stats.replayed,
-            "live_calls": run.live_calls, "output": run.output,
-        }, option=orjson.OPT_INDENT_2).decode())
+        print(
+            orjson.dumps(
+                {
+                    "outcome": outcome,
+                    "reason": reason,
+                    "replayed": run.session.stats.replayed,
+                    "live_calls": run.live_calls,
+                    "output": run.output,
+                },
+                option=orjson.OPT_INDENT_2,
+            ).decode()
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

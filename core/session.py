@@ -262,9 +262,12 @@ class ReplaySession:
         appends live-fallback records to it, never changes existing ones).
         """
         return cls(
-            mode, fallback, redactor=redactor,
+            mode,
+            fallback,
+            redactor=redactor,
             recording=recording.model_copy(deep=True) if copy else recording,
-            clock=clock, now=now,
+            clock=clock,
+            now=now,
         )
 
     def _index(self) -> None:
@@ -304,8 +307,10 @@ class ReplaySession:
         return Recording(
             metadata=dict(metadata or {}),
             session=SessionInfo(
-                mode=self.mode.value, fallback=self.fallback.value,
-                created_at=self.now(), producer=producer(),
+                mode=self.mode.value,
+                fallback=self.fallback.value,
+                created_at=self.now(),
+                producer=producer(),
             ),
             records=[r.model_copy(deep=True) for r in self.events],
         )
@@ -377,7 +382,10 @@ class ReplaySession:
             if i >= len(pos):
                 more = f"key recorded {len(pos)} time(s), all consumed"
                 raise ReplayMismatch(
-                    kind, key, self._recorded_by_kind.get(kind, 0), "exhausted",
+                    kind,
+                    key,
+                    self._recorded_by_kind.get(kind, 0),
+                    "exhausted",
                     f"{detail}; {more}" if detail else more,
                 )
             self._cursors[(kind, key)] = i + 1
@@ -392,7 +400,7 @@ class ReplaySession:
         with self._lock:
             out: list[int] = []
             for k, pos in self._positions.items():
-                out.extend(pos[self._cursors.get(k, 0):])
+                out.extend(pos[self._cursors.get(k, 0) :])
             return [self.recording.records[p] for p in sorted(out)]
 
     def rewind(self) -> None:
@@ -458,9 +466,16 @@ class ReplaySession:
                 rec = self.take("tool", key)
                 result = rec.result.model_copy(deep=True)
                 served = ToolRecord(
-                    seq=0, at=self.now(), run_id=run_id, generation_id=generation_id,
-                    replayed=True, key=key, tool=tool, arguments=red_args,
-                    tool_call_id=tool_call_id, result=result.model_copy(deep=True),
+                    seq=0,
+                    at=self.now(),
+                    run_id=run_id,
+                    generation_id=generation_id,
+                    replayed=True,
+                    key=key,
+                    tool=tool,
+                    arguments=red_args,
+                    tool_call_id=tool_call_id,
+                    result=result.model_copy(deep=True),
                     duration_seconds=self.clock() - t0,
                 )
                 self.stats.replayed += 1
@@ -483,8 +498,15 @@ class ReplaySession:
         if changed:
             stored.redacted = True
         rec = ToolRecord(
-            seq=0, at=self.now(), run_id=run_id, generation_id=generation_id, key=key,
-            tool=tool, arguments=red_args, tool_call_id=tool_call_id, result=stored,
+            seq=0,
+            at=self.now(),
+            run_id=run_id,
+            generation_id=generation_id,
+            key=key,
+            tool=tool,
+            arguments=red_args,
+            tool_call_id=tool_call_id,
+            result=stored,
             duration_seconds=duration,
         )
         if self.mode is ReplayMode.REPLAY:
@@ -527,8 +549,14 @@ class ReplaySession:
                 t0 = self.clock()
                 rec = self.take("model", key)
                 served = ModelRecord(
-                    seq=0, at=self.now(), run_id=run_id, generation_id=generation_id,
-                    replayed=True, key=key, model=model, request=red_req,
+                    seq=0,
+                    at=self.now(),
+                    run_id=run_id,
+                    generation_id=generation_id,
+                    replayed=True,
+                    key=key,
+                    model=model,
+                    request=red_req,
                     response=rec.response.model_copy(deep=True) if rec.response else None,
                     error=rec.error.model_copy() if rec.error else None,
                     duration_seconds=self.clock() - t0,
@@ -570,8 +598,15 @@ class ReplaySession:
             red_err, _ = self.redact_value(_error_info(error).to_json_obj())
             stored_err = ErrorInfo.model_validate(red_err)
         rec = ModelRecord(
-            seq=0, at=self.now(), run_id=run_id, generation_id=generation_id, key=key,
-            model=model, request=red_req, response=stored_resp, error=stored_err,
+            seq=0,
+            at=self.now(),
+            run_id=run_id,
+            generation_id=generation_id,
+            key=key,
+            model=model,
+            request=red_req,
+            response=stored_resp,
+            error=stored_err,
             duration_seconds=duration,
         )
         if self.mode is ReplayMode.REPLAY:
@@ -623,7 +658,12 @@ class ReplaySession:
         """
         red, _ = self.redact_value(dict(details or {}))
         rec = LifecycleRecord(
-            seq=0, at=self.now(), run_id=run_id, generation_id=generation_id, event=event, details=red,
+            seq=0,
+            at=self.now(),
+            run_id=run_id,
+            generation_id=generation_id,
+            event=event,
+            details=red,
         )
         return None if self.mode is ReplayMode.LIVE else self._append_event(rec)
 
@@ -723,7 +763,11 @@ class ReplayChatModel:
             :meth:`ReplaySession.model_call`; in live/record the inner model's exception.
         """
         response, _ = self.session.model_call(
-            self.model_name, request, self._live(), run_id=run_id, generation_id=generation_id,
+            self.model_name,
+            request,
+            self._live(),
+            run_id=run_id,
+            generation_id=generation_id,
             identity=identity,
         )
         return response
@@ -863,9 +907,15 @@ class Harness:
         red_args, key = session.tool_identity(name, arguments)
         replayed = session.mode is ReplayMode.REPLAY and session.has_remaining("tool", key)
         inv = ToolInvocation(
-            tool=name, arguments=arguments, tool_call_id=tool_call_id, run_id=self.run_id,
-            generation_id=self.generation_id, key=key, redacted_arguments=red_args,
-            replayed=replayed, index=self._invocations,
+            tool=name,
+            arguments=arguments,
+            tool_call_id=tool_call_id,
+            run_id=self.run_id,
+            generation_id=self.generation_id,
+            key=key,
+            redacted_arguments=red_args,
+            replayed=replayed,
+            index=self._invocations,
         )
         self._invocations += 1
         if self.before is not None:
@@ -889,13 +939,22 @@ class Harness:
         live = None if (fn is None and session.mode is ReplayMode.REPLAY) else run_live
 
         attrs = {
-            "tool": name, "tool_call_id": tool_call_id, "key": key, "run_id": self.run_id,
-            "generation_id": self.generation_id, "replayed": replayed,
+            "tool": name,
+            "tool_call_id": tool_call_id,
+            "key": key,
+            "run_id": self.run_id,
+            "generation_id": self.generation_id,
+            "replayed": replayed,
         }
         with self.tracer.span("tool.execute", attrs) as span:
             result, rec = session.tool_call(
-                name, arguments, live, tool_call_id=tool_call_id, run_id=self.run_id,
-                generation_id=self.generation_id, identity=(red_args, key),
+                name,
+                arguments,
+                live,
+                tool_call_id=tool_call_id,
+                run_id=self.run_id,
+                generation_id=self.generation_id,
+                identity=(red_args, key),
             )
             span.attributes["live_fallback"] = bool(rec is not None and rec.live_fallback)
             span.attributes["error"] = result.error.type if result.error else None
@@ -913,18 +972,20 @@ class Harness:
         """
         wrapped = self.models.get(model)
         if wrapped is None:
-            raise LookupError(
-                f"no wrapped model named {model!r} (registered: {sorted(self.models) or 'none'})"
-            )
+            raise LookupError(f"no wrapped model named {model!r} (registered: {sorted(self.models) or 'none'})")
         session = self.session
         identity = session.model_identity(model, request)
         key = identity[1]
         replayed = session.mode is ReplayMode.REPLAY and session.has_remaining("model", key)
-        attrs = {"model": model, "key": key, "run_id": self.run_id,
-                 "generation_id": self.generation_id, "replayed": replayed}
+        attrs = {
+            "model": model,
+            "key": key,
+            "run_id": self.run_id,
+            "generation_id": self.generation_id,
+            "replayed": replayed,
+        }
         with self.tracer.span("model.call", attrs):
-            return wrapped.generate(request, run_id=self.run_id, generation_id=self.generation_id,
-                                    identity=identity)
+            return wrapped.generate(request, run_id=self.run_id, generation_id=self.generation_id, identity=identity)
 
     # ------------------------------------------------------------------ attribution
 
@@ -935,8 +996,10 @@ class Harness:
     def mount_plugin(self, name: str, details: Mapping[str, Any] | None = None) -> None:
         """Record ``plugin.mount`` for plugin ``name``."""
         self.session.record_lifecycle(
-            "plugin.mount", {"plugin": name, **dict(details or {})},
-            run_id=self.run_id, generation_id=self.generation_id,
+            "plugin.mount",
+            {"plugin": name, **dict(details or {})},
+            run_id=self.run_id,
+            generation_id=self.generation_id,
         )
 
     def unmount_plugin(self, name: str) -> None:
@@ -949,13 +1012,20 @@ class Harness:
         """Make ``generation_id`` current: record ``generation.publish`` and a snapshot
         of the composition (default: registered tools, wrapped models as capabilities)."""
         self.generation_id = generation_id
-        comp = dict(composition) if composition is not None else {
-            "plugins": [], "tools": sorted(self.tools),
-            "capabilities": [f"MODEL:{m}" for m in sorted(self.models)],
-        }
+        comp = (
+            dict(composition)
+            if composition is not None
+            else {
+                "plugins": [],
+                "tools": sorted(self.tools),
+                "capabilities": [f"MODEL:{m}" for m in sorted(self.models)],
+            }
+        )
         self.session.record_lifecycle(
-            "generation.publish", {"generation": generation_id},
-            run_id=self.run_id, generation_id=generation_id,
+            "generation.publish",
+            {"generation": generation_id},
+            run_id=self.run_id,
+            generation_id=generation_id,
         )
         self.session.record_snapshot(generation_id, comp, run_id=self.run_id)
 
@@ -968,6 +1038,8 @@ class Harness:
     def shutdown(self) -> None:
         """Record ``harness.shutdown``."""
         self.session.record_lifecycle(
-            "harness.shutdown", {"tool_calls": self.tool_calls},
-            run_id=self.run_id, generation_id=self.generation_id,
+            "harness.shutdown",
+            {"tool_calls": self.tool_calls},
+            run_id=self.run_id,
+            generation_id=self.generation_id,
         )

@@ -128,8 +128,9 @@ def sweep_candidates(base: Recording, which: str = "all") -> list[Candidate]:
     return out
 
 
-def candidate_intervention(base: Recording, seq: int, strategy: str, *, executor: Any = None,
-                           fixtures: FixtureGateway | None = None) -> Any:
+def candidate_intervention(
+    base: Recording, seq: int, strategy: str, *, executor: Any = None, fixtures: FixtureGateway | None = None
+) -> Any:
     """The intervention replacing the recorded answer of base call ``seq`` under
     ``strategy`` (module docstring). Raises ``_Skip`` (internal) with the reason when the
     call cannot be swept that way; SweepError for an unknown strategy."""
@@ -286,14 +287,19 @@ def _run_candidate(task: dict[str, Any]) -> dict[str, Any]:
 
         ws = Workspace.open(task["workspace"])
     try:
-        fixtures = ws.fixture_gateway() if ws is not None else FixtureGateway(
-            [fixture_from_json(f) for f in task["fixtures"]])
+        fixtures = (
+            ws.fixture_gateway() if ws is not None else FixtureGateway([fixture_from_json(f) for f in task["fixtures"]])
+        )
         try:
             iv = candidate_intervention(base, seq, task["strategy"], executor=executor, fixtures=fixtures)
-            branch = new_branch(base, task["base_path"], at=seq, interventions=[iv],
-                                policy=sweep_policy(executor is not None),
-                                label=f"sweep {task['strategy']} seq {seq}"
-                                      + (f" #{attempt}" if task["repeat"] > 1 else ""))
+            branch = new_branch(
+                base,
+                task["base_path"],
+                at=seq,
+                interventions=[iv],
+                policy=sweep_policy(executor is not None),
+                label=f"sweep {task['strategy']} seq {seq}" + (f" #{attempt}" if task["repeat"] > 1 else ""),
+            )
         except (_Skip, BranchError) as exc:
             return {"seq": seq, "attempt": attempt, "skipped": str(exc)}
         if ws is not None:
@@ -302,15 +308,27 @@ def _run_candidate(task: dict[str, Any]) -> dict[str, Any]:
             from .replay_record import ReplayRecord
 
             rid = f"rp-sweep-{seq}-{attempt}"
-            outcome = ReplayEngine(base, branch, replay_id=rid, fixtures=fixtures, executor=executor,
-                                   executor_name=task["executor"]).run()
-            record = ReplayRecord(id=rid, base_digest=task["digest"], base_path=task["base_path"],
-                                  branch_id=branch.id, policy=branch.policy, status=outcome.status,
-                                  executor=task["executor"], comparability=outcome.comparability,
-                                  first_divergence=outcome.first_divergence, error=outcome.error,
-                                  stop_reason=outcome.stop_reason, steps=outcome.steps, answers=outcome.answers,
-                                  fixture_uses=outcome.fixture_uses,
-                                  interventions_applied=outcome.interventions_applied, output=outcome.output)
+            outcome = ReplayEngine(
+                base, branch, replay_id=rid, fixtures=fixtures, executor=executor, executor_name=task["executor"]
+            ).run()
+            record = ReplayRecord(
+                id=rid,
+                base_digest=task["digest"],
+                base_path=task["base_path"],
+                branch_id=branch.id,
+                policy=branch.policy,
+                status=outcome.status,
+                executor=task["executor"],
+                comparability=outcome.comparability,
+                first_divergence=outcome.first_divergence,
+                error=outcome.error,
+                stop_reason=outcome.stop_reason,
+                steps=outcome.steps,
+                answers=outcome.answers,
+                fixture_uses=outcome.fixture_uses,
+                interventions_applied=outcome.interventions_applied,
+                output=outcome.output,
+            )
         events = outcome.events
         base_row = task.get("base_row") or run_metrics_row(base, "base", predicate=predicate)
         cmp = compare_replay(base, branch, record, events, predicate=predicate, base_row=base_row)
@@ -320,10 +338,17 @@ def _run_candidate(task: dict[str, Any]) -> dict[str, Any]:
 
             store_comparison(ws, cmp, events, predicate=predicate)
         return {
-            "seq": seq, "attempt": attempt, "skipped": None,
-            "replay": {"replay_id": record.id, "branch_id": branch.id, "status": record.status,
-                       "comparability": record.comparability.level, "outcome": cmp.observation.outcome,
-                       "label": cmp.causal["label"]},
+            "seq": seq,
+            "attempt": attempt,
+            "skipped": None,
+            "replay": {
+                "replay_id": record.id,
+                "branch_id": branch.id,
+                "status": record.status,
+                "comparability": record.comparability.level,
+                "outcome": cmp.observation.outcome,
+                "label": cmp.causal["label"],
+            },
             "observation": cmp.observation.to_json(),
         }
     finally:
@@ -364,11 +389,16 @@ class SweepResult:
         """The document ``sweep --json`` prints: ``effects`` best first (each with its
         ``seq``), then the context."""
         return {
-            "base": self.base_path, "digest": self.digest, "strategy": self.strategy,
-            "candidates": self.candidates, "executor": self.executor, "outcome_base": self.outcome_base,
+            "base": self.base_path,
+            "digest": self.digest,
+            "strategy": self.strategy,
+            "candidates": self.candidates,
+            "executor": self.executor,
+            "outcome_base": self.outcome_base,
             "effects": [e.to_json() for e in self.effects],
             "calls": [c.to_json() for c in self.calls],
-            "replays": self.replays, "skipped": self.skipped,
+            "replays": self.replays,
+            "skipped": self.skipped,
         }
 
 
@@ -425,8 +455,10 @@ def run_sweep(
     except BranchError as exc:
         raise SweepError(str(exc)) from None
     if spec is None and strategy == "resample":
-        raise SweepError("--strategy resample needs an executor (--executor module:function or "
-                         "--executor recorded): it re-executes each call live")
+        raise SweepError(
+            "--strategy resample needs an executor (--executor module:function or "
+            "--executor recorded): it re-executes each call live"
+        )
     _executor_of(spec)  # fail early, in this process, on a bad executor
     pred = _predicate_of(predicate)
     data = dumps_recording(base)
@@ -455,12 +487,23 @@ def run_sweep(
         with Workspace.open(workspace) as ws:
             ws.put_recording(base, path)
     base_row = run_metrics_row(base, "base", predicate=pred)
-    tasks = [{
-        "digest": digest, "base_path": path, "seq": c.seq, "attempt": n,
-        "repeat": repeat, "strategy": strategy, "executor": spec, "predicate": predicate,
-        "workspace": str(workspace) if workspace is not None else None, "fixtures": fixtures_json,
-        "base_row": base_row,
-    } for c in calls for n in range(1, repeat + 1)]
+    tasks = [
+        {
+            "digest": digest,
+            "base_path": path,
+            "seq": c.seq,
+            "attempt": n,
+            "repeat": repeat,
+            "strategy": strategy,
+            "executor": spec,
+            "predicate": predicate,
+            "workspace": str(workspace) if workspace is not None else None,
+            "fixtures": fixtures_json,
+            "base_row": base_row,
+        }
+        for c in calls
+        for n in range(1, repeat + 1)
+    ]
 
     results: list[dict[str, Any]] = []
     if jobs == 1 or len(tasks) <= 1:
@@ -470,8 +513,9 @@ def run_sweep(
             if on_result:
                 on_result(r)
     else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=_init_worker,
-                                 initargs=(data, digest, path, os.getpid())) as pool:
+        with ProcessPoolExecutor(
+            max_workers=min(jobs, len(tasks)), initializer=_init_worker, initargs=(data, digest, path, os.getpid())
+        ) as pool:
             for r in pool.map(_run_candidate, tasks, chunksize=1):
                 results.append(r)
                 if on_result:
@@ -491,5 +535,6 @@ def run_sweep(
 
         with Workspace.open(workspace) as ws:
             workspace_effects(ws, digest, predicate=pred, predicate_spec=predicate, base=base)
-    return SweepResult(path, digest, strategy, candidates, spec, base_row["outcome"], calls, replays, skipped,
-                       observations, effects)
+    return SweepResult(
+        path, digest, strategy, candidates, spec, base_row["outcome"], calls, replays, skipped, observations, effects
+    )

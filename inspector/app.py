@@ -114,8 +114,14 @@ class InspectorApp(App[None]):
         def close(_: None) -> None:
             self.exit(return_code=2)
 
-        self.push_screen(ErrorScreen(f"{event.error.title} error — this recording is not valid",
-                                     str(event.error), "enter: quit (exit code 2)"), close)
+        self.push_screen(
+            ErrorScreen(
+                f"{event.error.title} error — this recording is not valid",
+                str(event.error),
+                "enter: quit (exit code 2)",
+            ),
+            close,
+        )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed background task ends: the status it showed is cleared
@@ -154,10 +160,16 @@ class InspectorApp(App[None]):
         groups: list[tuple[str, list[Binding]]] = [
             ("Move", [b for b in TimelineTable.BINDINGS if isinstance(b, Binding)]),
         ]
-        for prefix, title in (("timeline.", "Navigate"), ("filter.", "Filter"),
-                              ("detail.", "Detail pane"), ("copy.", "Copy to clipboard")):
+        for prefix, title in (
+            ("timeline.", "Navigate"),
+            ("filter.", "Filter"),
+            ("detail.", "Detail pane"),
+            ("copy.", "Copy to clipboard"),
+        ):
             groups.append((title, [b for b in screen_bindings if (b.id or "").startswith(prefix)]))
-        groups.append(("App", [*self.BINDINGS, Binding("ctrl+p", "command_palette", "Command palette", id="app.palette")]))
+        groups.append(
+            ("App", [*self.BINDINGS, Binding("ctrl+p", "command_palette", "Command palette", id="app.palette")])
+        )
         return groups
 
     def action_help(self) -> None:

@@ -22,10 +22,17 @@ TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
     ("errors: previous error", "Jump to the previous record with an error (E)", "previous_error"),
     ("go: go to seq", "Go to a record by its seq (g or :)", "goto"),
     ("go: follow tool call", "Tool call ↔ the model call that requested it, by tool_call_id (l)", "follow_link"),
-    ("run: run info", "Outcome, ground truth, planted fault, task, source, import warnings, all metadata (i)", "run_info"),
+    (
+        "run: run info",
+        "Outcome, ground truth, planted fault, task, source, import warnings, all metadata (i)",
+        "run_info",
+    ),
     ("go: marked step", "Jump to the annotated mistake step or planted fault (m)", "jump_mark"),
     ("go: back", "Back to where the last jump started (b)", "back"),
-    *[(f"filter: show/hide {k} records", f"Toggle {k} records ({i + 1})", f"toggle_kind('{k}')") for i, k in enumerate(RECORD_KINDS)],
+    *[
+        (f"filter: show/hide {k} records", f"Toggle {k} records ({i + 1})", f"toggle_kind('{k}')")
+        for i, k in enumerate(RECORD_KINDS)
+    ],
     *[(f"filter: only {k} records", f"Show only {k} records", f"only_kind('{k}')") for k in RECORD_KINDS],
     ("filter: errors only", "Show only records with an error (x)", "toggle_errors"),
     ("filter: show everything", "Every kind, errors-only off (0)", "show_all"),

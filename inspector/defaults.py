@@ -35,8 +35,7 @@ def default_recording_path(sample_dir: Path | None = None) -> Path:
     candidates = sorted(p for p in folder.glob("*.json") if p.is_file())
     if not candidates:
         raise FormatError(
-            "no bundled recording found (expected "
-            f"{DEFAULT_RECORDING} or any *.json); pass a recording file",
+            f"no bundled recording found (expected {DEFAULT_RECORDING} or any *.json); pass a recording file",
             file=str(folder),
         )
     return candidates[0]

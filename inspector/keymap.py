@@ -66,5 +66,7 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
         if k not in known:
             raise FormatError(f"unknown binding id {k!r} (press ? in the app for the list)", file=source, path=f"/{k}")
         if not isinstance(v, str) or not v.strip():
-            raise FormatError("keys must be a non-empty string such as \"ctrl+n\" or \"n,ctrl+n\"", file=source, path=f"/{k}")
+            raise FormatError(
+                'keys must be a non-empty string such as "ctrl+n" or "n,ctrl+n"', file=source, path=f"/{k}"
+            )
     return dict(obj)

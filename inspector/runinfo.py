@@ -26,8 +26,7 @@ from core.metrics import outcome_of
 from core.recording import Recording
 
 #: metadata keys shown in their own section of the run-info view (not again in "other")
-SECTION_KEYS = ("outcome", "outcome_reason", "annotation", "fault", "reward", "task",
-                "expected_actions", "source")
+SECTION_KEYS = ("outcome", "outcome_reason", "annotation", "fault", "reward", "task", "expected_actions", "source")
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,7 @@ def split_notices(notices: list[str]) -> tuple[list[str], list[str]]:
     notes, warnings = [], []
     for n in notices:
         if n.startswith("warning:"):
-            warnings.append(n[len("warning:"):].strip())
+            warnings.append(n[len("warning:") :].strip())
         else:
             notes.append(n)
     return notes, warnings

@@ -49,21 +49,53 @@ def make_recording() -> Recording:
         usage=Usage(input_tokens=40, output_tokens=7),
     )
     records = [
-        SnapshotRecord(seq=0, at="2026-01-01T00:00:00Z", generation_id="g1",
-                       composition={"plugins": ["fs"], "tools": ["ls"], "capabilities": ["MODEL"]}),
+        SnapshotRecord(
+            seq=0,
+            at="2026-01-01T00:00:00Z",
+            generation_id="g1",
+            composition={"plugins": ["fs"], "tools": ["ls"], "capabilities": ["MODEL"]},
+        ),
         LifecycleRecord(seq=1, at="2026-01-01T00:00:00Z", event="generation.publish", details={"generation": "g1"}),
-        ModelRecord(seq=2, at="2026-01-01T00:00:01Z", run_id="r1", key=model_key("m", req1), model="m",
-                    request=req1, response=resp1, duration_seconds=0.5),
-        ToolRecord(seq=3, at="2026-01-01T00:00:02Z", run_id="r1", key=tool_key("ls", {"path": "/tmp"}), tool="ls",
-                   arguments={"path": "/tmp"}, tool_call_id="call_1",
-                   result=ToolResult(content="permission denied", error=ErrorInfo(type="PermissionError", message="permission denied")),
-                   duration_seconds=0.01),
-        ModelRecord(seq=4, at="2026-01-01T00:00:03Z", run_id="r1", key=model_key("m", req2), model="m",
-                    request=req2, response=resp2, duration_seconds=0.7),
+        ModelRecord(
+            seq=2,
+            at="2026-01-01T00:00:01Z",
+            run_id="r1",
+            key=model_key("m", req1),
+            model="m",
+            request=req1,
+            response=resp1,
+            duration_seconds=0.5,
+        ),
+        ToolRecord(
+            seq=3,
+            at="2026-01-01T00:00:02Z",
+            run_id="r1",
+            key=tool_key("ls", {"path": "/tmp"}),
+            tool="ls",
+            arguments={"path": "/tmp"},
+            tool_call_id="call_1",
+            result=ToolResult(
+                content="permission denied", error=ErrorInfo(type="PermissionError", message="permission denied")
+            ),
+            duration_seconds=0.01,
+        ),
+        ModelRecord(
+            seq=4,
+            at="2026-01-01T00:00:03Z",
+            run_id="r1",
+            key=model_key("m", req2),
+            model="m",
+            request=req2,
+            response=resp2,
+            duration_seconds=0.7,
+        ),
         InterruptRecord(seq=5, at="2026-01-01T00:00:04Z", run_id="r1", value={"reason": "confirm"}),
     ]
-    return Recording(metadata={"dataset": "unit", "outcome": "failure"},
-                     session=SessionInfo(mode="record", producer="tests"), records=records)
+    return Recording(
+        metadata={"dataset": "unit", "outcome": "failure"},
+        session=SessionInfo(mode="record", producer="tests"),
+        records=records,
+    )
 
 
 @pytest.fixture

@@ -32,9 +32,21 @@ from ..recording import ChatMessage, ErrorInfo, ToolCall, Usage
 from .base import ImportWarning
 
 __all__ = [
-    "Warnings", "parse_args", "text_part", "as_content", "simplify_parts", "error_from_result", "parse_sse",
-    "provider_of", "parse_request", "parse_response", "reassemble_stream",
-    "CarriedResult", "ParsedRequest", "ParsedResponse", "gemini_model",
+    "Warnings",
+    "parse_args",
+    "text_part",
+    "as_content",
+    "simplify_parts",
+    "error_from_result",
+    "parse_sse",
+    "provider_of",
+    "parse_request",
+    "parse_response",
+    "reassemble_stream",
+    "CarriedResult",
+    "ParsedRequest",
+    "ParsedResponse",
+    "gemini_model",
 ]
 
 _ERROR_TEXT = re.compile(r"^\s*(?:(?:Error|ERROR|Exception)\b[^\n]*?:|Traceback \(most recent call last\))")
@@ -106,7 +118,12 @@ def simplify_parts(parts: list[dict[str, Any]]) -> str | list[Any] | None:
     else the list."""
     if not parts:
         return None
-    if len(parts) == 1 and parts[0].get("type") == "text" and set(parts[0]) == {"type", "text"} and isinstance(parts[0]["text"], str):
+    if (
+        len(parts) == 1
+        and parts[0].get("type") == "text"
+        and set(parts[0]) == {"type", "text"}
+        and isinstance(parts[0]["text"], str)
+    ):
         return parts[0]["text"]
     return parts
 
@@ -115,8 +132,10 @@ def error_from_result(content: Any, is_error: bool | None, place: str, warnings:
     """The error of a tool result: explicit (``is_error``) or inferred from a result text
     that starts like an error message ("Error ...:", "Exception ...:", a traceback) —
     inferred errors are reported as warnings."""
-    text = display_text(content) if not isinstance(content, list) else "\n".join(
-        display_text(p.get("text")) if isinstance(p, dict) and "text" in p else "" for p in content
+    text = (
+        display_text(content)
+        if not isinstance(content, list)
+        else "\n".join(display_text(p.get("text")) if isinstance(p, dict) and "text" in p else "" for p in content)
     )
     if is_error:
         return ErrorInfo(type="tool_error", message=text)
@@ -274,7 +293,11 @@ def _openai_tool_calls(raw: Any, place: str, warnings: Warnings) -> list[ToolCal
             continue
         fn = tc.get("function") or {}
         args, is_raw = parse_args(fn.get("arguments", ""), f"{place}.tool_calls[{j}].function.arguments", warnings)
-        out.append(ToolCall(id=tc.get("id") or "", name=fn.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
+        out.append(
+            ToolCall(
+                id=tc.get("id") or "", name=fn.get("name") or "", arguments=args, raw_arguments=True if is_raw else None
+            )
+        )
     return out
 
 
@@ -302,16 +325,23 @@ def _openai_request(body: dict[str, Any], place: str, warnings: Warnings) -> Par
             if content:
                 parts += [{"type": "text", "text": content}] if isinstance(content, str) else content
             content = parts
-        msgs.append(ChatMessage(
-            role=role, content=content, tool_calls=calls or None,
-            tool_call_id=m.get("tool_call_id"), name=m.get("name"),
-        ))
+        msgs.append(
+            ChatMessage(
+                role=role,
+                content=content,
+                tool_calls=calls or None,
+                tool_call_id=m.get("tool_call_id"),
+                name=m.get("name"),
+            )
+        )
         if calls:
             res.calls([(c.id or None, c.name, c.arguments) for c in calls])
         if role in ("tool", "function"):
             rid = m.get("tool_call_id") or None
             call = res.resolve(rid, m.get("name"))
-            results.append(CarriedResult(rid, m.get("name") or (call[1] if call else None), m.get("content"), None, mp, call))
+            results.append(
+                CarriedResult(rid, m.get("name") or (call[1] if call else None), m.get("content"), None, mp, call)
+            )
     tools = list(body.get("tools") or []) + list(body.get("functions") or [])
     options = {k: v for k, v in body.items() if k not in ("messages", "model", "tools", "functions", "stop")}
     return ParsedRequest(body.get("model"), msgs, tools, _str_list(body.get("stop")), options, results)
@@ -322,7 +352,10 @@ def _api_error(body: Any, type_keys: tuple[str, ...], *, is_error: bool) -> Pars
     as an error (``is_error``); its ``error.<first of type_keys>`` names the type.
     ``None`` for an ordinary body."""
     if not isinstance(body, dict):
-        return ParsedResponse(None, error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"))
+        return ParsedResponse(
+            None,
+            error=ErrorInfo(type="bad_response", message=f"response body is not an object: {display_text(body)[:200]}"),
+        )
     if not is_error:
         return None
     e = body.get("error") if isinstance(body.get("error"), dict) else {}
@@ -336,7 +369,9 @@ def _openai_response(body: Any, place: str, warnings: Warnings) -> ParsedRespons
         return failed
     choices = body.get("choices") or []
     if not choices:
-        return ParsedResponse(None, error=ErrorInfo(type="bad_response", message="response has no choices"), response_id=body.get("id"))
+        return ParsedResponse(
+            None, error=ErrorInfo(type="bad_response", message="response has no choices"), response_id=body.get("id")
+        )
     if len(choices) > 1:
         warnings.add(f"{place}.choices", f"{len(choices)} choices; only the first is imported")
     ch = choices[0]
@@ -390,7 +425,9 @@ def _openai_stream(events: list[tuple[str, str]], place: str, warnings: Warnings
             out["usage"] = chunk["usage"]
         for c in chunk.get("choices") or []:
             idx = c.get("index", 0)
-            st = choices.setdefault(idx, {"index": idx, "message": {"role": "assistant"}, "_text": [], "_think": [], "_calls": {}})
+            st = choices.setdefault(
+                idx, {"index": idx, "message": {"role": "assistant"}, "_text": [], "_think": [], "_calls": {}}
+            )
             d = c.get("delta") or {}
             if d.get("role"):
                 st["message"]["role"] = d["role"]
@@ -401,7 +438,9 @@ def _openai_stream(events: list[tuple[str, str]], place: str, warnings: Warnings
                     st["_think"].append(d[key])
             for tc in d.get("tool_calls") or []:
                 ti = tc.get("index", len(st["_calls"]))
-                cur = st["_calls"].setdefault(ti, {"id": "", "type": "function", "function": {"name": "", "arguments": []}})
+                cur = st["_calls"].setdefault(
+                    ti, {"id": "", "type": "function", "function": {"name": "", "arguments": []}}
+                )
                 if tc.get("id"):
                     cur["id"] = tc["id"]
                 fn = tc.get("function") or {}
@@ -447,7 +486,14 @@ def _anthropic_blocks(content: Any, place: str, warnings: Warnings) -> tuple[lis
             parts.append(_thinking_part(b.get("thinking", ""), b.get("signature")))
         elif t == "tool_use":
             args, is_raw = parse_args(b.get("input", {}), f"{place}[{j}].input", warnings)
-            calls.append(ToolCall(id=b.get("id") or "", name=b.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
+            calls.append(
+                ToolCall(
+                    id=b.get("id") or "",
+                    name=b.get("name") or "",
+                    arguments=args,
+                    raw_arguments=True if is_raw else None,
+                )
+            )
         else:
             parts.append(b)
     return parts, calls
@@ -486,24 +532,44 @@ def _anthropic_request(body: dict[str, Any], place: str, warnings: Warnings) -> 
                 msgs.append(ChatMessage(role="tool", tool_call_id=rid, content=as_content(rc)))
                 call = res.resolve(rid, None)
                 is_err = b.get("is_error")
-                results.append(CarriedResult(rid, call[1] if call else None, rc, bool(is_err) if is_err is not None else None, f"{mp}.content[{j}]", call))
+                results.append(
+                    CarriedResult(
+                        rid,
+                        call[1] if call else None,
+                        rc,
+                        bool(is_err) if is_err is not None else None,
+                        f"{mp}.content[{j}]",
+                        call,
+                    )
+                )
             else:
                 pending_parts.append(b)
         if pending_parts:
             msgs.append(ChatMessage(role=role, content=simplify_parts(pending_parts)))
     options = {k: v for k, v in body.items() if k not in ("messages", "model", "tools", "system", "stop_sequences")}
-    return ParsedRequest(body.get("model"), msgs, list(body.get("tools") or []), _str_list(body.get("stop_sequences")), options, results)
+    return ParsedRequest(
+        body.get("model"), msgs, list(body.get("tools") or []), _str_list(body.get("stop_sequences")), options, results
+    )
 
 
 def _anthropic_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
-    failed = _api_error(body, ("type",), is_error=isinstance(body, dict)
-                        and (body.get("type") == "error" or isinstance(body.get("error"), dict)))
+    failed = _api_error(
+        body,
+        ("type",),
+        is_error=isinstance(body, dict) and (body.get("type") == "error" or isinstance(body.get("error"), dict)),
+    )
     if failed is not None:
         return failed
     parts, calls = _anthropic_blocks(body.get("content"), f"{place}.content", warnings)
     msg = ChatMessage(role=body.get("role") or "assistant", content=simplify_parts(parts), tool_calls=calls or None)
     u = body.get("usage") or {}
-    return ParsedResponse(msg, body.get("stop_reason"), _usage(u.get("input_tokens"), u.get("output_tokens")), body.get("id"), body.get("model"))
+    return ParsedResponse(
+        msg,
+        body.get("stop_reason"),
+        _usage(u.get("input_tokens"), u.get("output_tokens")),
+        body.get("id"),
+        body.get("model"),
+    )
 
 
 def _anthropic_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
@@ -571,7 +637,9 @@ def _anthropic_stream(events: list[tuple[str, str]], place: str, warnings: Warni
 # -- Gemini generateContent --------------------------------------------------------------
 
 
-def _gemini_parts(parts: Any, place: str, warnings: Warnings) -> tuple[list[Any], list[ToolCall], list[tuple[int, dict[str, Any]]]]:
+def _gemini_parts(
+    parts: Any, place: str, warnings: Warnings
+) -> tuple[list[Any], list[ToolCall], list[tuple[int, dict[str, Any]]]]:
     """Gemini parts → (content parts, tool calls, [(index, functionResponse)])."""
     out: list[Any] = []
     calls: list[ToolCall] = []
@@ -584,7 +652,14 @@ def _gemini_parts(parts: Any, place: str, warnings: Warnings) -> tuple[list[Any]
         fr = p.get("functionResponse") or p.get("function_response")
         if fc is not None:
             args, is_raw = parse_args(fc.get("args", {}), f"{place}[{j}].functionCall.args", warnings)
-            calls.append(ToolCall(id=fc.get("id") or "", name=fc.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
+            calls.append(
+                ToolCall(
+                    id=fc.get("id") or "",
+                    name=fc.get("name") or "",
+                    arguments=args,
+                    raw_arguments=True if is_raw else None,
+                )
+            )
         elif fr is not None:
             responses.append((j, fr))
         elif "text" in p:
@@ -609,7 +684,9 @@ def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnin
     res = _Resolver()
     si = body.get("systemInstruction") or body.get("system_instruction")
     if si:
-        parts, _, _ = _gemini_parts(si.get("parts") if isinstance(si, dict) else [{"text": si}], f"{place}.systemInstruction", warnings)
+        parts, _, _ = _gemini_parts(
+            si.get("parts") if isinstance(si, dict) else [{"text": si}], f"{place}.systemInstruction", warnings
+        )
         msgs.append(ChatMessage(role="system", content=simplify_parts(parts)))
     for i, c in enumerate(body.get("contents") or []):
         cp = f"{place}.contents[{i}]"
@@ -627,13 +704,28 @@ def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnin
             name = fr.get("name")
             msgs.append(ChatMessage(role="tool", tool_call_id=rid, name=name, content=as_content(fr.get("response"))))
             call = res.resolve(rid, name)
-            results.append(CarriedResult(rid, name, fr.get("response"), None, f"{cp}.parts[{j}].functionResponse", call))
+            results.append(
+                CarriedResult(rid, name, fr.get("response"), None, f"{cp}.parts[{j}].functionResponse", call)
+            )
     tools = body.get("tools") or []
     if isinstance(tools, dict):
         tools = [tools]
     gc = dict(body.get("generationConfig") or body.get("generation_config") or {})
     stop = _str_list(gc.pop("stopSequences", None) or gc.pop("stop_sequences", None))
-    options = {k: v for k, v in body.items() if k not in ("contents", "systemInstruction", "system_instruction", "tools", "generationConfig", "generation_config", "model")}
+    options = {
+        k: v
+        for k, v in body.items()
+        if k
+        not in (
+            "contents",
+            "systemInstruction",
+            "system_instruction",
+            "tools",
+            "generationConfig",
+            "generation_config",
+            "model",
+        )
+    }
     if gc:
         options["generationConfig"] = gc
     if ":streamGenerateContent" in uri:
@@ -642,23 +734,36 @@ def _gemini_request(body: dict[str, Any], uri: str, place: str, warnings: Warnin
 
 
 def _gemini_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
-    failed = _api_error(body, ("status", "code"), is_error=isinstance(body, dict) and isinstance(body.get("error"), dict))
+    failed = _api_error(
+        body, ("status", "code"), is_error=isinstance(body, dict) and isinstance(body.get("error"), dict)
+    )
     if failed is not None:
         return failed
     cands = body.get("candidates") or []
     if not cands:
         fb = body.get("promptFeedback")
-        return ParsedResponse(None, error=ErrorInfo(type="no_candidates", message=display_text(fb) if fb else "response has no candidates"))
+        return ParsedResponse(
+            None,
+            error=ErrorInfo(type="no_candidates", message=display_text(fb) if fb else "response has no candidates"),
+        )
     if len(cands) > 1:
         warnings.add(f"{place}.candidates", f"{len(cands)} candidates; only the first is imported")
     c = cands[0]
-    parts, calls, _ = _gemini_parts((c.get("content") or {}).get("parts"), f"{place}.candidates[0].content.parts", warnings)
+    parts, calls, _ = _gemini_parts(
+        (c.get("content") or {}).get("parts"), f"{place}.candidates[0].content.parts", warnings
+    )
     msg = ChatMessage(role="assistant", content=simplify_parts(parts), tool_calls=calls or None)
     u = body.get("usageMetadata") or {}
     out_tokens = u.get("candidatesTokenCount")
     if isinstance(u.get("thoughtsTokenCount"), int):
         out_tokens = (out_tokens or 0) + u["thoughtsTokenCount"]
-    return ParsedResponse(msg, c.get("finishReason"), _usage(u.get("promptTokenCount"), out_tokens), body.get("responseId"), body.get("modelVersion"))
+    return ParsedResponse(
+        msg,
+        c.get("finishReason"),
+        _usage(u.get("promptTokenCount"), out_tokens),
+        body.get("responseId"),
+        body.get("modelVersion"),
+    )
 
 
 def _gemini_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
@@ -675,9 +780,13 @@ def _gemini_stream(events: list[tuple[str, str]], place: str, warnings: Warnings
         for c in (chunk.get("candidates") or [])[:1]:
             for p in (c.get("content") or {}).get("parts") or []:
                 if (
-                    isinstance(p, dict) and "text" in p and parts and "text" in parts[-1]
+                    isinstance(p, dict)
+                    and "text" in p
+                    and parts
+                    and "text" in parts[-1]
                     and bool(parts[-1].get("thought")) == bool(p.get("thought"))
-                    and isinstance(p["text"], str) and isinstance(parts[-1]["text"], str)
+                    and isinstance(p["text"], str)
+                    and isinstance(parts[-1]["text"], str)
                 ):
                     parts[-1] = {**parts[-1], "text": parts[-1]["text"] + p["text"]}
                     if p.get("thoughtSignature"):

@@ -255,11 +255,12 @@ def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
                 partial.value, _ = encode_value(partial.value, escaped_bytes=escaped)
             raise TruncatedSourceError(
                 f"truncated: the JSON document ends early ({exc.msg})",
-                file=src.name, line=exc.lineno, column=exc.colno, partial=partial,
+                file=src.name,
+                line=exc.lineno,
+                column=exc.colno,
+                partial=partial,
             ) from None
-        raise FormatError(
-            f"malformed JSON: {exc.msg}", file=src.name, line=exc.lineno, column=exc.colno
-        ) from None
+        raise FormatError(f"malformed JSON: {exc.msg}", file=src.name, line=exc.lineno, column=exc.colno) from None
     except RecursionError:
         raise FormatError(f"malformed JSON: {orjson_exc or 'nested too deeply'}", file=src.name) from None
     return encode_value(value, escaped_bytes=escaped)
@@ -285,13 +286,13 @@ def salvage_zip(data: bytes) -> tuple[dict[str, bytes], str]:
         if sig != _LOCAL_SIG:
             return out, "end of local entries"
         name_start = pos + _LOCAL.size
-        name = data[name_start:name_start + nlen].decode("utf-8", "replace")
+        name = data[name_start : name_start + nlen].decode("utf-8", "replace")
         body = name_start + nlen + elen
         if flags & 0x08:
             return out, f"entry {name!r} uses a data descriptor"
         if body + csize > n:
             return out, f"entry {name!r} is cut short"
-        raw = data[body:body + csize]
+        raw = data[body : body + csize]
         try:
             if method == 0:
                 content = raw

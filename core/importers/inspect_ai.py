@@ -61,13 +61,13 @@ class InspectAIImporter(JsonImporter, Importer):
         ``{"version": N,`` with an ``"eval"`` object near the start."""
         if head[:4] == b"PK\x03\x04":
             nlen = int.from_bytes(head[26:28], "little")
-            first = head[30:30 + nlen].decode("utf-8", "replace")
+            first = head[30 : 30 + nlen].decode("utf-8", "replace")
             if first in ("header.json", "_journal/start.json") or first.startswith(("samples/", "_journal/")):
                 return None
             return f"a zip archive, but its first entry {first!r} is not part of an Inspect .eval log"
         if _JSON_HEAD.match(head) and b'"eval"' in head[:16384]:
             return None
-        return "not an Inspect log (no {\"version\": N, ... \"eval\": {...}} header and not a .eval zip)"
+        return 'not an Inspect log (no {"version": N, ... "eval": {...}} header and not a .eval zip)'
 
     # -- loading ---------------------------------------------------------------------
 
@@ -88,8 +88,7 @@ class InspectAIImporter(JsonImporter, Importer):
             zf = zipfile.ZipFile(io.BytesIO(src.data))
         except zipfile.BadZipFile:
             entries, why = salvage_zip(src.data)
-            exc = TruncatedSourceError(
-                f"truncated: the .eval zip has no central directory ({why})", file=src.name)
+            exc = TruncatedSourceError(f"truncated: the .eval zip has no central directory ({why})", file=src.name)
             runs: list[ImportedRun] = []
             try:
                 runs = self._from_entries(src, entries, lambda n: entries[n], list(entries))
@@ -106,7 +105,9 @@ class InspectAIImporter(JsonImporter, Importer):
 
         return self._from_entries(src, {n: b"" for n in names}, read, names)
 
-    def _from_entries(self, src: SourceFile, present: dict[str, bytes], read: Any, order: list[str]) -> list[ImportedRun]:
+    def _from_entries(
+        self, src: SourceFile, present: dict[str, bytes], read: Any, order: list[str]
+    ) -> list[ImportedRun]:
         value_warnings: dict[str, list[Any]] = {}
 
         def parse(name: str) -> Any:
@@ -131,12 +132,14 @@ class InspectAIImporter(JsonImporter, Importer):
                 raise FormatError(f"entry {n!r} is not an object", file=src.name)
             run = self._sample(src, header, s, i, place=n)
             if n in value_warnings or "header.json" in value_warnings:
-                attach_value_warnings([run], value_warnings.get(n, []) + value_warnings.get("header.json", []),
-                                      by_index=False)
+                attach_value_warnings(
+                    [run], value_warnings.get(n, []) + value_warnings.get("header.json", []), by_index=False
+                )
             runs.append(run)
         if not runs:
-            raise FormatError("the log holds no samples (written without samples, or cut before the first)",
-                              file=src.name)
+            raise FormatError(
+                "the log holds no samples (written without samples, or cut before the first)", file=src.name
+            )
         return runs
 
     def convert(self, src: SourceFile, doc: Any) -> list[ImportedRun]:
@@ -160,12 +163,15 @@ class InspectAIImporter(JsonImporter, Importer):
         if path and path[0] == "samples":
             complete = path[1] if len(path) > 1 and isinstance(path[1], int) else 0
             samples = samples[:complete]
-        return [self._sample(src, doc, s, i, place=f"samples[{i}]") for i, s in enumerate(samples)
-                if isinstance(s, dict)]
+        return [
+            self._sample(src, doc, s, i, place=f"samples[{i}]") for i, s in enumerate(samples) if isinstance(s, dict)
+        ]
 
     # -- one sample --------------------------------------------------------------------
 
-    def _sample(self, src: SourceFile, header: dict[str, Any], sample: dict[str, Any], index: int, place: str) -> ImportedRun:
+    def _sample(
+        self, src: SourceFile, header: dict[str, Any], sample: dict[str, Any], index: int, place: str
+    ) -> ImportedRun:
         sid = sample.get("id", index)
         epoch = sample.get("epoch", 1)
         run_id = f"{id_text(sid)}_epoch_{id_text(epoch)}"
@@ -175,7 +181,10 @@ class InspectAIImporter(JsonImporter, Importer):
         body = {k: v for k, v in sample.items() if k != "attachments"}
         body = _resolve(body, attachments, missing)
         if missing:
-            b.warn(f"{place}.attachments", f"{len(missing)} attachment:// reference(s) not found in the sample; kept as written")
+            b.warn(
+                f"{place}.attachments",
+                f"{len(missing)} attachment:// reference(s) not found in the sample; kept as written",
+            )
         ev_model = _str(header.get("eval", {}).get("model")) if isinstance(header.get("eval"), dict) else None
         spans: list[dict[str, Any]] = []
         events = body.get("events")
@@ -186,14 +195,19 @@ class InspectAIImporter(JsonImporter, Importer):
             if not isinstance(msgs, list):
                 b.warn(place, "sample has neither events nor messages")
                 msgs = []
-            b.warn(place, "old layout: no events; calls reconstructed from the sample's messages "
-                          "(no timestamps, durations or usage)")
+            b.warn(
+                place,
+                "old layout: no events; calls reconstructed from the sample's messages "
+                "(no timestamps, durations or usage)",
+            )
             self._messages(b, msgs, ev_model or "unknown", place)
         meta = self._metadata(header, body, sid, epoch, spans)
         created = b.time(header.get("eval", {}).get("created")) if isinstance(header.get("eval"), dict) else None
         return b.build(meta, created_at=created)
 
-    def _metadata(self, header: dict[str, Any], s: dict[str, Any], sid: Any, epoch: Any, spans: list[Any]) -> dict[str, Any]:
+    def _metadata(
+        self, header: dict[str, Any], s: dict[str, Any], sid: Any, epoch: Any, spans: list[Any]
+    ) -> dict[str, Any]:
         ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
         ds = ev.get("dataset") if isinstance(ev.get("dataset"), dict) else {}
         meta: dict[str, Any] = {
@@ -233,7 +247,9 @@ class InspectAIImporter(JsonImporter, Importer):
         }
         return {k: v for k, v in meta.items() if v is not None}
 
-    def _events(self, b: RunBuilder, s: dict[str, Any], events: list[Any], place: str, spans: list[dict[str, Any]]) -> None:
+    def _events(
+        self, b: RunBuilder, s: dict[str, Any], events: list[Any], place: str, spans: list[dict[str, Any]]
+    ) -> None:
         pool = s.get("message_pool") if isinstance(s.get("message_pool"), list) else []
         unmapped: Counter[str] = Counter()
         open_spans: dict[str, dict[str, Any]] = {}
@@ -251,13 +267,29 @@ class InspectAIImporter(JsonImporter, Importer):
             elif t == "tool":
                 self._tool_event(b, ev, p, at)
             elif t == "input":
-                b.interrupt({"type": "input", "source": "inspect input event", "input": ev.get("input")}, at=at, place=p)
+                b.interrupt(
+                    {"type": "input", "source": "inspect input event", "input": ev.get("input")}, at=at, place=p
+                )
             elif t == "approval":
-                b.interrupt({"type": "approval", "decision": ev.get("decision"), "approver": ev.get("approver"),
-                             "explanation": ev.get("explanation"), "call": ev.get("call")}, at=at, place=p)
+                b.interrupt(
+                    {
+                        "type": "approval",
+                        "decision": ev.get("decision"),
+                        "approver": ev.get("approver"),
+                        "explanation": ev.get("explanation"),
+                        "call": ev.get("call"),
+                    },
+                    at=at,
+                    place=p,
+                )
             elif t == "span_begin":
-                span = {"id": ev.get("id"), "name": ev.get("name"), "type": ev.get("type"),
-                        "parent_id": ev.get("parent_id"), "seq_from": len(b.records)}
+                span = {
+                    "id": ev.get("id"),
+                    "name": ev.get("name"),
+                    "type": ev.get("type"),
+                    "parent_id": ev.get("parent_id"),
+                    "seq_from": len(b.records),
+                }
                 open_spans[str(ev.get("id"))] = span
                 spans.append(span)
             elif t == "span_end":
@@ -300,11 +332,24 @@ class InspectAIImporter(JsonImporter, Importer):
                     args = args if isinstance(args, str) else orjson.dumps(args).decode()
                 calls.append(b.tool_call(tc.get("id"), tc.get("function"), args, f"{place}.tool_calls[{j}]"))
         name = m.get("function") if m.get("role") == "tool" else m.get("name")
-        return b.message(str(m.get("role", "unknown")), m.get("content"), tool_calls=calls,
-                         tool_call_id=m.get("tool_call_id"), name=name, place=place)
+        return b.message(
+            str(m.get("role", "unknown")),
+            m.get("content"),
+            tool_calls=calls,
+            tool_call_id=m.get("tool_call_id"),
+            name=name,
+            place=place,
+        )
 
-    def _model_event(self, b: RunBuilder, ev: dict[str, Any], pool: list[Any], converted: dict[int, ChatMessage],
-                     p: str, at: str | None) -> None:
+    def _model_event(
+        self,
+        b: RunBuilder,
+        ev: dict[str, Any],
+        pool: list[Any],
+        converted: dict[int, ChatMessage],
+        p: str,
+        at: str | None,
+    ) -> None:
         refs = ev.get("input_refs")
         msgs: list[ChatMessage] = []
         if isinstance(refs, list) and refs and not ev.get("input"):
@@ -335,10 +380,19 @@ class InspectAIImporter(JsonImporter, Importer):
         err = ev.get("error") or out.get("error")
         error = ErrorInfo(type="model_error", message=str(err)) if err else None
         duration = ev.get("working_time", out.get("time"))
-        b.model(model=str(ev.get("model") or "unknown"), messages=msgs, response=response,
-                tools=ev.get("tools") if isinstance(ev.get("tools"), list) else [], options=options,
-                finish_reason=finish if isinstance(finish, str) else None, usage=usage_pair(out.get("usage")),
-                at=at, duration=duration, error=error, place=p)
+        b.model(
+            model=str(ev.get("model") or "unknown"),
+            messages=msgs,
+            response=response,
+            tools=ev.get("tools") if isinstance(ev.get("tools"), list) else [],
+            options=options,
+            finish_reason=finish if isinstance(finish, str) else None,
+            usage=usage_pair(out.get("usage")),
+            at=at,
+            duration=duration,
+            error=error,
+            place=p,
+        )
 
     def _tool_event(self, b: RunBuilder, ev: dict[str, Any], p: str, at: str | None) -> None:
         args = ev.get("arguments")
@@ -355,9 +409,16 @@ class InspectAIImporter(JsonImporter, Importer):
             error = ErrorInfo(type="failed", message="Inspect marked the tool call as failed")
         if ev.get("truncated"):
             b.warn(p, f"Inspect truncated this tool output (original size, limit: {ev['truncated']})")
-        b.tool(tool=str(ev.get("function") or "unknown"), arguments=args if args is not None else {},
-               tool_call_id=ev.get("id"), content=ev.get("result"), error=error, at=at,
-               duration=ev.get("working_time"), place=p)
+        b.tool(
+            tool=str(ev.get("function") or "unknown"),
+            arguments=args if args is not None else {},
+            tool_call_id=ev.get("id"),
+            content=ev.get("result"),
+            error=error,
+            at=at,
+            duration=ev.get("working_time"),
+            place=p,
+        )
 
     def _messages(self, b: RunBuilder, msgs: list[Any], model: str, place: str) -> None:
         from ._build import PendingCall
@@ -378,11 +439,24 @@ class InspectAIImporter(JsonImporter, Importer):
                     error = ErrorInfo(type=str(err.get("type") or "unknown"), message=str(err.get("message") or ""))
                 call = b.pairer.take(m.get("tool_call_id"), m.get("function"), p) if b.pairer.pending else None
                 if call is not None:
-                    b.tool(tool=call.name, arguments=call.arguments, tool_call_id=call.id,
-                           content=m.get("content"), error=error, place=p)
+                    b.tool(
+                        tool=call.name,
+                        arguments=call.arguments,
+                        tool_call_id=call.id,
+                        content=m.get("content"),
+                        error=error,
+                        place=p,
+                    )
                 else:
-                    b.tool(tool=str(m.get("function") or "unknown"), arguments={}, tool_call_id=m.get("tool_call_id"),
-                           content=m.get("content"), error=error, place=p, identity_known=False)
+                    b.tool(
+                        tool=str(m.get("function") or "unknown"),
+                        arguments={},
+                        tool_call_id=m.get("tool_call_id"),
+                        content=m.get("content"),
+                        error=error,
+                        place=p,
+                        identity_known=False,
+                    )
             converted.append(cm)
         b.unanswered(place)
 
@@ -395,7 +469,7 @@ def _resolve(value: Any, attachments: dict[str, Any], missing: set[str]) -> Any:
     """Replace every ``attachment://<hash>`` string by the sample's attachment."""
     if isinstance(value, str):
         if value.startswith(_ATTACH):
-            h = value[len(_ATTACH):]
+            h = value[len(_ATTACH) :]
             if h in attachments:
                 return attachments[h]
             missing.add(h)

@@ -49,7 +49,7 @@ class MiniSweAgentImporter(JsonImporter, Importer):
             return None
         if b'"mini_version"' in head and b'"messages"' in head:
             return None
-        return "no \"trajectory_format\": \"mini-swe-agent…\" and no mini_version"
+        return 'no "trajectory_format": "mini-swe-agent…" and no mini_version'
 
     def convert(self, src: SourceFile, doc: Any) -> list[ImportedRun]:
         if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
@@ -82,37 +82,78 @@ class MiniSweAgentImporter(JsonImporter, Importer):
                 model = resp.get("model") if isinstance(resp.get("model"), str) else default_model
                 choices = resp.get("choices") if isinstance(resp.get("choices"), list) else []
                 finish = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
-                b.model(model=model or "unknown", messages=list(converted), response=cm, at=at,
-                        finish_reason=finish if isinstance(finish, str) else None,
-                        usage=usage_pair(resp.get("usage")), place=p)
+                b.model(
+                    model=model or "unknown",
+                    messages=list(converted),
+                    response=cm,
+                    at=at,
+                    finish_reason=finish if isinstance(finish, str) else None,
+                    usage=usage_pair(resp.get("usage")),
+                    place=p,
+                )
                 if cm.tool_calls:
                     for tc in cm.tool_calls:
                         b.pairer.add(PendingCall(tc.id, tc.name, tc.arguments, bool(tc.raw_arguments), p, at))
                 else:
                     for k, act in enumerate(extra.get("actions") or []):
                         if isinstance(act, dict) and isinstance(act.get("command"), str):
-                            b.pairer.add(PendingCall(str(act.get("tool_call_id") or ""), "bash",
-                                                     {"command": act["command"]}, False, f"{p}.extra.actions[{k}]", at))
+                            b.pairer.add(
+                                PendingCall(
+                                    str(act.get("tool_call_id") or ""),
+                                    "bash",
+                                    {"command": act["command"]},
+                                    False,
+                                    f"{p}.extra.actions[{k}]",
+                                    at,
+                                )
+                            )
             elif role == "tool":
                 call = b.pairer.take(cm.tool_call_id, None, p)
                 if call is None:
                     b.warn(p, "tool result answers no pending call; kept as a tool record without a key")
-                    b.tool(tool="unknown", arguments={}, tool_call_id=cm.tool_call_id, content=m.get("content"),
-                           at=at, place=p, identity_known=False)
+                    b.tool(
+                        tool="unknown",
+                        arguments={},
+                        tool_call_id=cm.tool_call_id,
+                        content=m.get("content"),
+                        at=at,
+                        place=p,
+                        identity_known=False,
+                    )
                 else:
-                    b.tool(tool=call.name, arguments=call.arguments, tool_call_id=call.id or None,
-                           content=m.get("content"), error=_tool_error(extra), at=at, place=p,
-                           artifact=_artifact(extra))
+                    b.tool(
+                        tool=call.name,
+                        arguments=call.arguments,
+                        tool_call_id=call.id or None,
+                        content=m.get("content"),
+                        error=_tool_error(extra),
+                        at=at,
+                        place=p,
+                        artifact=_artifact(extra),
+                    )
             elif role not in STANDARD_ROLES:
-                b.warn(p, f"message role {role!r} is not a chat role; kept as written and marked "
-                          "(interrupt record with unknown_role)")
+                b.warn(
+                    p,
+                    f"message role {role!r} is not a chat role; kept as written and marked "
+                    "(interrupt record with unknown_role)",
+                )
                 pend = b.pairer.pending
                 if role == "exit" and len(pend) == 1:
                     c = b.pairer.drain()[0]
-                    b.warn(p, f"call {c.id or '(no id)'} has no tool result; the exit message's content is taken "
-                              "as its result")
-                    b.tool(tool=c.name, arguments=c.arguments, tool_call_id=c.id or None, content=m.get("content"),
-                           at=at, place=p, artifact={"from_role": role})
+                    b.warn(
+                        p,
+                        f"call {c.id or '(no id)'} has no tool result; the exit message's content is taken "
+                        "as its result",
+                    )
+                    b.tool(
+                        tool=c.name,
+                        arguments=c.arguments,
+                        tool_call_id=c.id or None,
+                        content=m.get("content"),
+                        at=at,
+                        place=p,
+                        artifact={"from_role": role},
+                    )
                 value = {"type": "message", "role": role, "unknown_role": True, "content": m.get("content")}
                 for k in ("exit_status", "submission"):
                     if extra.get(k) is not None:
@@ -120,8 +161,11 @@ class MiniSweAgentImporter(JsonImporter, Importer):
                 b.interrupt(value, at=at, place=p)
             converted.append(cm)
         b.unanswered("messages")
-        meta: dict[str, Any] = {"instance_id": run_id, "agent": "mini-swe-agent",
-                                "trajectory_format": doc.get("trajectory_format")}
+        meta: dict[str, Any] = {
+            "instance_id": run_id,
+            "agent": "mini-swe-agent",
+            "trajectory_format": doc.get("trajectory_format"),
+        }
         for k in ("exit_status", "submission", "model_stats", "mini_version"):
             if info.get(k) is not None:
                 meta[k] = info[k]

@@ -40,7 +40,7 @@ from ._build import JsonImporter, RunBuilder, json_text, openai_message, parse_a
 from ._source import SourceFile, Truncation
 from .base import ImportedRun, Importer
 
-_HEAD = re.compile(rb'^\s*\[\s*\{')
+_HEAD = re.compile(rb"^\s*\[\s*\{")
 
 
 class OpenHandsImporter(JsonImporter, Importer):
@@ -55,7 +55,8 @@ class OpenHandsImporter(JsonImporter, Importer):
         if not _HEAD.match(head):
             return "not a JSON array of objects"
         if re.search(rb'"source"\s*:\s*"(?:agent|user|environment)"', head) and re.search(
-                rb'"(?:action|observation)"\s*:\s*"', head):
+            rb'"(?:action|observation)"\s*:\s*"', head
+        ):
             return None
         return "no OpenHands events (objects with source and action/observation) near the start"
 
@@ -108,9 +109,15 @@ class OpenHandsImporter(JsonImporter, Importer):
                         models.add(model)
                         choices = resp.get("choices") if isinstance(resp.get("choices"), list) else []
                         finish = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
-                        b.model(model=model, messages=list(transcript), response=msg, at=at,
-                                finish_reason=finish if isinstance(finish, str) else None,
-                                usage=usage_pair(resp.get("usage")), place=f"{p}.tool_call_metadata.model_response")
+                        b.model(
+                            model=model,
+                            messages=list(transcript),
+                            response=msg,
+                            at=at,
+                            finish_reason=finish if isinstance(finish, str) else None,
+                            usage=usage_pair(resp.get("usage")),
+                            place=f"{p}.tool_call_metadata.model_response",
+                        )
                         transcript.append(msg)
                     self._tool(b, ev, tcm, resp, by_cause, by_call, used_obs, transcript, p, at)
                 elif action == "message":
@@ -119,8 +126,16 @@ class OpenHandsImporter(JsonImporter, Importer):
                     b.interrupt({"type": typ, "source": ev.get("source"), "content": text}, at=at, place=p)
                     transcript.append(b.message("user" if typ == "user_message" else "assistant", text, place=p))
                 elif action == "finish":
-                    b.interrupt({"type": "agent_message", "source": ev.get("source"), "action": "finish",
-                                 "content": args.get("thought") or ev.get("message")}, at=at, place=p)
+                    b.interrupt(
+                        {
+                            "type": "agent_message",
+                            "source": ev.get("source"),
+                            "action": "finish",
+                            "content": args.get("thought") or ev.get("message"),
+                        },
+                        at=at,
+                        place=p,
+                    )
                 elif action == "change_agent_state":
                     continue
                 else:
@@ -129,8 +144,11 @@ class OpenHandsImporter(JsonImporter, Importer):
                 obs = ev.get("observation")
                 if obs == "agent_state_changed":
                     extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
-                    b.interrupt({"type": "agent_state", "state": extras.get("agent_state"), "event_id": ev.get("id")},
-                                at=at, place=p)
+                    b.interrupt(
+                        {"type": "agent_state", "state": extras.get("agent_state"), "event_id": ev.get("id")},
+                        at=at,
+                        place=p,
+                    )
                 elif obs == "null":
                     continue
                 elif i not in used_obs and ev.get("cause") is None:
@@ -138,15 +156,28 @@ class OpenHandsImporter(JsonImporter, Importer):
             else:
                 b.warn(p, "event is neither an action nor an observation; skipped")
         if rebuilt:
-            b.warn("requests", "OpenHands does not store model requests: request messages are rebuilt from the "
-                               "event stream (approximate; keys will not match the original calls)")
+            b.warn(
+                "requests",
+                "OpenHands does not store model requests: request messages are rebuilt from the "
+                "event stream (approximate; keys will not match the original calls)",
+            )
         for i, ev in enumerate(events):
-            if isinstance(ev, dict) and "observation" in ev and ev.get("cause") is not None and i not in used_obs \
-                    and ev.get("observation") not in ("null", "agent_state_changed"):
-                b.warn(f"[{i}]", f"observation {ev.get('observation')!r} answers action {ev.get('cause')}, "
-                                 "which is not a tool call; not mapped")
-        first_user = next((e for e in events if isinstance(e, dict) and e.get("source") == "user"
-                           and e.get("action") == "message"), None)
+            if (
+                isinstance(ev, dict)
+                and "observation" in ev
+                and ev.get("cause") is not None
+                and i not in used_obs
+                and ev.get("observation") not in ("null", "agent_state_changed")
+            ):
+                b.warn(
+                    f"[{i}]",
+                    f"observation {ev.get('observation')!r} answers action {ev.get('cause')}, "
+                    "which is not a tool call; not mapped",
+                )
+        first_user = next(
+            (e for e in events if isinstance(e, dict) and e.get("source") == "user" and e.get("action") == "message"),
+            None,
+        )
         meta: dict[str, Any] = {"agent": "openhands", "models": sorted(models)}
         if first_user is not None:
             a = first_user.get("args") if isinstance(first_user.get("args"), dict) else {}
@@ -162,9 +193,19 @@ class OpenHandsImporter(JsonImporter, Importer):
             m = {"role": "assistant", "content": None}
         return openai_message(b, {**m, "role": m.get("role") or "assistant"}, f"{p}.model_response.message")
 
-    def _tool(self, b: RunBuilder, ev: dict[str, Any], tcm: dict[str, Any], resp: dict[str, Any],
-              by_cause: dict[Any, Any], by_call: dict[str, Any], used: set[int], transcript: list[ChatMessage],
-              p: str, at: str | None) -> None:
+    def _tool(
+        self,
+        b: RunBuilder,
+        ev: dict[str, Any],
+        tcm: dict[str, Any],
+        resp: dict[str, Any],
+        by_cause: dict[Any, Any],
+        by_call: dict[str, Any],
+        used: set[int],
+        transcript: list[ChatMessage],
+        p: str,
+        at: str | None,
+    ) -> None:
         call_id = str(tcm.get("tool_call_id") or "")
         name = str(tcm.get("function_name") or ev.get("action") or "unknown")
         arguments: Any = None
@@ -204,8 +245,10 @@ class OpenHandsImporter(JsonImporter, Importer):
                 artifact = {"exit_code": code}
                 if code == -1:
                     suffix = str(meta.get("suffix") or "").strip()
-                    error = ErrorInfo(type="hung", message="the command did not return (exit code -1)"
-                                      + (f": {suffix}" if suffix else ""))
+                    error = ErrorInfo(
+                        type="hung",
+                        message="the command did not return (exit code -1)" + (f": {suffix}" if suffix else ""),
+                    )
                 elif code != 0:
                     error = ErrorInfo(type="nonzero_exit", message=f"exit code {code}")
             if obs.get("observation") == "error":
@@ -214,11 +257,26 @@ class OpenHandsImporter(JsonImporter, Importer):
             t0, t1 = _parse(at), _parse(obs_at)
             if t0 is not None and t1 is not None and t1 >= t0:
                 duration = (t1 - t0).total_seconds()
-            transcript.append(b.message("tool", content if isinstance(content, (str, list)) or content is None
-                                        else json_text(content), tool_call_id=call_id or None, name=name,
-                                        place=f"[{j}]"))
-        b.tool(tool=name, arguments=arguments, tool_call_id=call_id or None, content=content, error=error,
-               artifact=artifact, at=at, duration=duration, place=p)
+            transcript.append(
+                b.message(
+                    "tool",
+                    content if isinstance(content, (str, list)) or content is None else json_text(content),
+                    tool_call_id=call_id or None,
+                    name=name,
+                    place=f"[{j}]",
+                )
+            )
+        b.tool(
+            tool=name,
+            arguments=arguments,
+            tool_call_id=call_id or None,
+            content=content,
+            error=error,
+            artifact=artifact,
+            at=at,
+            duration=duration,
+            place=p,
+        )
 
 
 def _parse(ts: str | None) -> Any:

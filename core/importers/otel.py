@@ -84,7 +84,13 @@ STATUS_ERROR = 2
 _RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
 _MODEL_OPS = ("chat", "text_completion", "generate_content")
 _NUMERIC_OPTIONS = (
-    "temperature", "max_tokens", "top_p", "top_k", "frequency_penalty", "presence_penalty", "seed",
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "top_k",
+    "frequency_penalty",
+    "presence_penalty",
+    "seed",
 )
 
 
@@ -393,17 +399,23 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
         ],
     }
     return {
-        "resourceSpans": [{
-            "resource": {"attributes": [
-                _kv("service.name", service_name),
-                _kv("chassis.export", EXPORT_SCHEMA),
-                _kv("chassis.format_version", rec.format_version),
-            ]},
-            "scopeSpans": [{
-                "scope": {"name": "chassis-inspector", "version": __version__},
-                "spans": [root, *spans],
-            }],
-        }]
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [
+                        _kv("service.name", service_name),
+                        _kv("chassis.export", EXPORT_SCHEMA),
+                        _kv("chassis.format_version", rec.format_version),
+                    ]
+                },
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "chassis-inspector", "version": __version__},
+                        "spans": [root, *spans],
+                    }
+                ],
+            }
+        ]
     }
 
 
@@ -433,7 +445,11 @@ def _parse_jsonish(v: Any, place: str, warnings: Warnings) -> Any:
         return v
     if isinstance(v, str):
         s = v.strip()
-        if s[:1] in ("[", "{", '"') or s in ("null", "true", "false") or re.fullmatch(r"-?\d+(\.\d+)?([eE][-+]?\d+)?|NaN|-?Infinity", s or "x"):
+        if (
+            s[:1] in ("[", "{", '"')
+            or s in ("null", "true", "false")
+            or re.fullmatch(r"-?\d+(\.\d+)?([eE][-+]?\d+)?|NaN|-?Infinity", s or "x")
+        ):
             try:
                 value, vw = load_json_lenient(v, place=place)
             except FormatError:
@@ -449,7 +465,7 @@ def _part_in(p: Any) -> Any:
     if not isinstance(p, dict):
         return p
     t = p.get("type")
-    extras = {k[len("chassis."):]: v for k, v in p.items() if isinstance(k, str) and k.startswith("chassis.")}
+    extras = {k[len("chassis.") :]: v for k, v in p.items() if isinstance(k, str) and k.startswith("chassis.")}
     if t == "text":
         if extras.pop("bare", False):
             return p.get("content")
@@ -485,7 +501,14 @@ def _message_in(m: Any, place: str, warnings: Warnings) -> ChatMessage | None:
                 args, is_raw = raw, True
             else:
                 args, is_raw = parse_args(raw if raw is not None else {}, f"{place}.parts[{j}].arguments", warnings)
-            calls.append(ToolCall(id=p.get("id") or "", name=p.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
+            calls.append(
+                ToolCall(
+                    id=p.get("id") or "",
+                    name=p.get("name") or "",
+                    arguments=args,
+                    raw_arguments=True if is_raw else None,
+                )
+            )
         elif t == "tool_call_response":
             has_response = True
             tool_call_id = p.get("id")
@@ -495,17 +518,27 @@ def _message_in(m: Any, place: str, warnings: Warnings) -> ChatMessage | None:
     if role == "tool" and has_response:
         content: Any = response_content
         if content is not None and not isinstance(content, (str, list)):
-            content = [{"type": "json", "json": content}] if not is_tagged(content) or BIGINT_TAG in content else [
-                {"type": "text", "text": display_text(content), "encoded": content}]
+            content = (
+                [{"type": "json", "json": content}]
+                if not is_tagged(content) or BIGINT_TAG in content
+                else [{"type": "text", "text": display_text(content), "encoded": content}]
+            )
     elif m.get("chassis.content") == "parts":
         content = content_parts
     elif len(content_parts) == 1 and isinstance(content_parts[0], str):
         content = content_parts[0]
-    elif len(content_parts) == 1 and isinstance(content_parts[0], dict) and set(content_parts[0]) == {"type", "text"} and isinstance(content_parts[0]["text"], str):
+    elif (
+        len(content_parts) == 1
+        and isinstance(content_parts[0], dict)
+        and set(content_parts[0]) == {"type", "text"}
+        and isinstance(content_parts[0]["text"], str)
+    ):
         content = content_parts[0]["text"]
     else:
         content = simplify_parts([p if isinstance(p, dict) else {"type": "text", "text": p} for p in content_parts])
-    return ChatMessage(role=role, content=content, tool_calls=calls or None, tool_call_id=tool_call_id, name=m.get("name"))
+    return ChatMessage(
+        role=role, content=content, tool_calls=calls or None, tool_call_id=tool_call_id, name=m.get("name")
+    )
 
 
 def _nanos_to_rfc3339(v: Any) -> str | None:
@@ -536,17 +569,29 @@ def _legacy_event_message(name: str, a: dict[str, Any], place: str, warnings: Wa
         body = {"content": body}
     merged = {**body, **{k: v for k, v in a.items() if k in ("content", "tool_calls", "id", "role")}}
     role = merged.get("role") or _LEGACY_EVENT_ROLES.get(name, "user")
-    content = _parse_jsonish(merged.get("content"), place, warnings) if not isinstance(merged.get("content"), str) else merged.get("content")
+    content = (
+        _parse_jsonish(merged.get("content"), place, warnings)
+        if not isinstance(merged.get("content"), str)
+        else merged.get("content")
+    )
     calls = []
     for j, tc in enumerate(_parse_jsonish(merged.get("tool_calls"), place, warnings) or []):
         if isinstance(tc, dict):
             fn = tc.get("function") or {}
             args, is_raw = parse_args(fn.get("arguments", {}), f"{place}.tool_calls[{j}]", warnings)
-            calls.append(ToolCall(id=tc.get("id") or "", name=fn.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
+            calls.append(
+                ToolCall(
+                    id=tc.get("id") or "",
+                    name=fn.get("name") or "",
+                    arguments=args,
+                    raw_arguments=True if is_raw else None,
+                )
+            )
     if content is not None and not isinstance(content, (str, list)):
         content = [{"type": "json", "json": content}]
-    return ChatMessage(role=role, content=content, tool_calls=calls or None,
-                       tool_call_id=merged.get("id") if role == "tool" else None)
+    return ChatMessage(
+        role=role, content=content, tool_calls=calls or None, tool_call_id=merged.get("id") if role == "tool" else None
+    )
 
 
 def _indexed(a: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -564,9 +609,17 @@ def _indexed_message(row: dict[str, Any], place: str, warnings: Warnings) -> Cha
     calls = []
     for tc in _indexed(row, "tool_calls"):
         args, is_raw = parse_args(tc.get("arguments", {}), f"{place}.tool_calls", warnings)
-        calls.append(ToolCall(id=tc.get("id") or "", name=tc.get("name") or "", arguments=args, raw_arguments=True if is_raw else None))
-    return ChatMessage(role=row.get("role") or "user", content=row.get("content"), tool_calls=calls or None,
-                       tool_call_id=row.get("tool_call_id"))
+        calls.append(
+            ToolCall(
+                id=tc.get("id") or "", name=tc.get("name") or "", arguments=args, raw_arguments=True if is_raw else None
+            )
+        )
+    return ChatMessage(
+        role=row.get("role") or "user",
+        content=row.get("content"),
+        tool_calls=calls or None,
+        tool_call_id=row.get("tool_call_id"),
+    )
 
 
 def _operation(a: dict[str, Any], span_name: str) -> str | None:
@@ -595,7 +648,9 @@ def _iter_documents(data: bytes, source: str) -> list[Any]:
                 d, _ = load_json_lenient(ln, source=source)
             except FormatError as exc:
                 if n == len(lines) - 1 and docs:
-                    raise FormatError(f"truncated JSON Lines: the last line is cut ({exc.reason})", file=source, line=n + 1) from None
+                    raise FormatError(
+                        f"truncated JSON Lines: the last line is cut ({exc.reason})", file=source, line=n + 1
+                    ) from None
                 raise first from None
             docs.append(d)
         return docs
@@ -622,11 +677,15 @@ class OtelImporter(Importer):
         spans: list[tuple[dict[str, Any], dict[str, Any], str]] = []  # (span, resource attrs, place)
         for d, doc in enumerate(docs):
             if not isinstance(doc, dict):
-                raise FormatError("not an OTLP JSON trace export: a document is not an object", file=source, path=f"/{d}")
+                raise FormatError(
+                    "not an OTLP JSON trace export: a document is not an object", file=source, path=f"/{d}"
+                )
             prefix = f"[{d}]." if len(docs) > 1 else ""  # document (JSON Lines: line d+1)
             rss = doc.get("resourceSpans", doc.get("resource_spans"))
             if not isinstance(rss, list):
-                raise FormatError("not an OTLP JSON trace export: no 'resourceSpans' list", file=source, path="/resourceSpans")
+                raise FormatError(
+                    "not an OTLP JSON trace export: no 'resourceSpans' list", file=source, path="/resourceSpans"
+                )
             for i, rs in enumerate(rss):
                 res_attrs = _attrs(((rs or {}).get("resource") or {}).get("attributes"))
                 for j, ss in enumerate((rs or {}).get("scopeSpans", (rs or {}).get("scope_spans")) or []):
@@ -650,7 +709,9 @@ class OtelImporter(Importer):
 
     # -- one trace ------------------------------------------------------------------------
 
-    def _trace(self, tid: str, items: list[tuple[dict[str, Any], dict[str, Any], str]], path: Path, data: bytes, index: int) -> ImportedRun | None:
+    def _trace(
+        self, tid: str, items: list[tuple[dict[str, Any], dict[str, Any], str]], path: Path, data: bytes, index: int
+    ) -> ImportedRun | None:
         warnings = Warnings()
         decorated = []
         for sp, _res, place in items:
@@ -661,7 +722,9 @@ class OtelImporter(Importer):
             except (TypeError, ValueError):
                 start = 0
             decorated.append((seq if isinstance(seq, int) else None, start, place, sp, a))
-        if all(d[0] is not None for d in decorated if _operation(d[4], d[3].get("name", "")) not in ("invoke_agent", None)):
+        if all(
+            d[0] is not None for d in decorated if _operation(d[4], d[3].get("name", "")) not in ("invoke_agent", None)
+        ):
             decorated.sort(key=lambda d: (d[0] if d[0] is not None else -1, d[1]))
         else:
             decorated.sort(key=lambda d: d[1])
@@ -736,8 +799,16 @@ class OtelImporter(Importer):
         if not has_tool_spans:
             records = self._recover_tools(records, warnings)
         rec = finalize_recording(
-            records, fmt="otel", path=path, data=data, run_id=run_id, metadata=metadata,
-            warnings=warnings, index=index, keyless=keyless, session=session,
+            records,
+            fmt="otel",
+            path=path,
+            data=data,
+            run_id=run_id,
+            metadata=metadata,
+            warnings=warnings,
+            index=index,
+            keyless=keyless,
+            session=session,
             stamp_run_id=not own_export,
         )
         return ImportedRun(run_id=run_id, recording=rec, warnings=list(warnings))
@@ -749,12 +820,20 @@ class OtelImporter(Importer):
         si = a.get("gen_ai.system_instructions")
         if si is not None:
             parts = _parse_jsonish(si, f"{place}.gen_ai.system_instructions", warnings)
-            m = _message_in({"role": "system", "parts": parts if isinstance(parts, list) else [{"type": "text", "content": parts}]}, place, warnings)
+            m = _message_in(
+                {"role": "system", "parts": parts if isinstance(parts, list) else [{"type": "text", "content": parts}]},
+                place,
+                warnings,
+            )
             if m:
                 messages.append(m)
         inp = a.get("gen_ai.input.messages")
         outp = a.get("gen_ai.output.messages")
-        events = [(e.get("name", ""), _attrs(e.get("attributes")), n) for n, e in enumerate(sp.get("events") or []) if isinstance(e, dict)]
+        events = [
+            (e.get("name", ""), _attrs(e.get("attributes")), n)
+            for n, e in enumerate(sp.get("events") or [])
+            if isinstance(e, dict)
+        ]
         for ename, ea, _n in events:
             if ename == "gen_ai.client.inference.operation.details":
                 inp = inp if inp is not None else ea.get("gen_ai.input.messages")
@@ -771,7 +850,10 @@ class OtelImporter(Importer):
             val = _parse_jsonish(outp, f"{place}.gen_ai.output.messages", warnings)
             val = val if isinstance(val, list) else []
             if len(val) > 1:
-                warnings.add(f"{place}.gen_ai.output.messages", f"{len(val)} output messages (choices); only the first is imported")
+                warnings.add(
+                    f"{place}.gen_ai.output.messages",
+                    f"{len(val)} output messages (choices); only the first is imported",
+                )
             if val:
                 output = _message_in(val[0], f"{place}.gen_ai.output.messages[0]", warnings)
                 if isinstance(val[0], dict):
@@ -786,32 +868,51 @@ class OtelImporter(Importer):
                 elif ename == "gen_ai.choice" and output is None:
                     body = _parse_jsonish(ea.get("body", ea.get("event.body")), ep, warnings)
                     body = body if isinstance(body, dict) else {}
-                    msg = body.get("message") if isinstance(body.get("message"), dict) else {
-                        k: v for k, v in ea.items() if k in ("content", "tool_calls", "role")}
-                    output = _legacy_event_message("gen_ai.assistant.message", {"body": msg}, ep, warnings) if msg else None
+                    msg = (
+                        body.get("message")
+                        if isinstance(body.get("message"), dict)
+                        else {k: v for k, v in ea.items() if k in ("content", "tool_calls", "role")}
+                    )
+                    output = (
+                        _legacy_event_message("gen_ai.assistant.message", {"body": msg}, ep, warnings) if msg else None
+                    )
                     finish = body.get("finish_reason", ea.get("finish_reason"))
         if inp is None and outp is None and not messages:
             for row in _indexed(a, "gen_ai.prompt"):
                 messages.append(_indexed_message(row, f"{place}.gen_ai.prompt", warnings))
             comps = _indexed(a, "gen_ai.completion")
             if comps:
-                output = _indexed_message({**comps[0], "role": comps[0].get("role") or "assistant"}, f"{place}.gen_ai.completion", warnings)
+                output = _indexed_message(
+                    {**comps[0], "role": comps[0].get("role") or "assistant"}, f"{place}.gen_ai.completion", warnings
+                )
                 finish = comps[0].get("finish_reason")
         if finish is None:
             fr = a.get("gen_ai.response.finish_reasons")
             if isinstance(fr, list) and fr:
                 finish = fr[0]
-        tools = _parse_jsonish(a.get("gen_ai.tool.definitions"), place, warnings) if a.get("gen_ai.tool.definitions") is not None else []
+        tools = (
+            _parse_jsonish(a.get("gen_ai.tool.definitions"), place, warnings)
+            if a.get("gen_ai.tool.definitions") is not None
+            else []
+        )
         if not isinstance(tools, list):
             tools = [tools]
         stop = a.get("gen_ai.request.stop_sequences") or []
-        stop = [s for s in stop if isinstance(s, str)] if isinstance(stop, list) else ([stop] if isinstance(stop, str) else [])
+        stop = (
+            [s for s in stop if isinstance(s, str)]
+            if isinstance(stop, list)
+            else ([stop] if isinstance(stop, str) else [])
+        )
         if "chassis.request.options" in a:
             options = _parse_jsonish(a["chassis.request.options"], place, warnings)
             options = options if isinstance(options, dict) else {}
         else:
-            options = {k[len("gen_ai.request."):]: v for k, v in a.items()
-                       if k.startswith("gen_ai.request.") and k not in ("gen_ai.request.model", "gen_ai.request.stop_sequences")}
+            options = {
+                k[len("gen_ai.request.") :]: v
+                for k, v in a.items()
+                if k.startswith("gen_ai.request.")
+                and k not in ("gen_ai.request.model", "gen_ai.request.stop_sequences")
+            }
             options, vw = encode_value(options, place=f"{place}.gen_ai.request.*")
             warnings.extend_values(vw)
         model = a.get("gen_ai.request.model") or a.get("gen_ai.response.model")
@@ -820,21 +921,34 @@ class OtelImporter(Importer):
             model = "unknown"
         inp_t = a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))
         out_t = a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))
-        usage = Usage(input_tokens=inp_t if isinstance(inp_t, int) else 0, output_tokens=out_t if isinstance(out_t, int) else 0) if isinstance(inp_t, int) or isinstance(out_t, int) else None
+        usage = (
+            Usage(
+                input_tokens=inp_t if isinstance(inp_t, int) else 0,
+                output_tokens=out_t if isinstance(out_t, int) else 0,
+            )
+            if isinstance(inp_t, int) or isinstance(out_t, int)
+            else None
+        )
         error = _span_error(sp, a)
         if output is None and error is None and (outp is not None or a.get("gen_ai.response.finish_reasons")):
             output = ChatMessage(role="assistant")
         response = ModelResponse(message=output, finish_reason=finish, usage=usage) if output is not None else None
         if response is None and error is None:
             warnings.add(place, "model span carries no output messages (content capture off?); response not recorded")
-        return ModelRecord(seq=0, model=model, request=ModelRequest(messages=messages, tools=tools, stop=stop, options=options),
-                           response=response, duration_seconds=_span_duration(sp), error=error)
+        return ModelRecord(
+            seq=0,
+            model=model,
+            request=ModelRequest(messages=messages, tools=tools, stop=stop, options=options),
+            response=response,
+            duration_seconds=_span_duration(sp),
+            error=error,
+        )
 
     def _tool(self, sp: dict[str, Any], a: dict[str, Any], place: str, warnings: Warnings) -> tuple[ToolRecord, bool]:
         name = a.get("gen_ai.tool.name")
         if not isinstance(name, str) or not name:
             sn = sp.get("name", "")
-            name = sn[len("execute_tool "):] if sn.startswith("execute_tool ") else (sn or "unknown")
+            name = sn[len("execute_tool ") :] if sn.startswith("execute_tool ") else (sn or "unknown")
         known = "gen_ai.tool.call.arguments" in a
         if known:
             raw = a["gen_ai.tool.call.arguments"]
@@ -855,14 +969,26 @@ class OtelImporter(Importer):
                 args = raw
         else:
             args = {}
-            warnings.add(place, f"tool span {name!r} has no gen_ai.tool.call.arguments; imported without a key: replay cannot match it")
-        content = _parse_jsonish(a["gen_ai.tool.call.result"], f"{place}.gen_ai.tool.call.result", warnings) if "gen_ai.tool.call.result" in a else None
+            warnings.add(
+                place,
+                f"tool span {name!r} has no gen_ai.tool.call.arguments; imported without a key: replay cannot match it",
+            )
+        content = (
+            _parse_jsonish(a["gen_ai.tool.call.result"], f"{place}.gen_ai.tool.call.result", warnings)
+            if "gen_ai.tool.call.result" in a
+            else None
+        )
         artifact = _parse_jsonish(a["chassis.tool.artifact"], place, warnings) if "chassis.tool.artifact" in a else None
         err = _span_error(sp, a)
         tcid = a.get("gen_ai.tool.call.id")
         return ToolRecord(
-            seq=0, tool=name, arguments=args, tool_call_id=tcid if isinstance(tcid, str) and tcid else None,
-            result=ToolResult(content=content, artifact=artifact, error=err, redacted=a.get("chassis.tool.redacted") is True),
+            seq=0,
+            tool=name,
+            arguments=args,
+            tool_call_id=tcid if isinstance(tcid, str) and tcid else None,
+            result=ToolResult(
+                content=content, artifact=artifact, error=err, redacted=a.get("chassis.tool.redacted") is True
+            ),
             duration_seconds=_span_duration(sp),
         ), known
 
@@ -883,7 +1009,14 @@ class OtelImporter(Importer):
                     if m.role == "tool":
                         call = by_id.get(m.tool_call_id or "") or (last[answered] if answered < len(last) else None)
                         answered += 1
-                        res = CarriedResult(m.tool_call_id, m.name or (call[1] if call else None), m.content, None, f"model call messages[{n}]", call)
+                        res = CarriedResult(
+                            m.tool_call_id,
+                            m.name or (call[1] if call else None),
+                            m.content,
+                            None,
+                            f"model call messages[{n}]",
+                            call,
+                        )
                         tr = pairer.answer(res)
                         if tr is not None:
                             out.append(tr)
@@ -894,7 +1027,10 @@ class OtelImporter(Importer):
             else:
                 out.append(r)
         if pairer.made:
-            warnings.add("/", f"{len(pairer.made)} tool record(s) recovered from the messages of consecutive model calls (the trace has no execute_tool spans)")
+            warnings.add(
+                "/",
+                f"{len(pairer.made)} tool record(s) recovered from the messages of consecutive model calls (the trace has no execute_tool spans)",
+            )
         return out
 
 

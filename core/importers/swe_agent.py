@@ -74,8 +74,11 @@ def usage_totals_from_model_stats(stats: Any) -> dict[str, Any] | None:
         return kind(v)
 
     out: dict[str, Any] = {}
-    for src, dst, kind in (("tokens_sent", "input_tokens", int), ("tokens_received", "output_tokens", int),
-                           ("total_cost", "cost", float)):
+    for src, dst, kind in (
+        ("tokens_sent", "input_tokens", int),
+        ("tokens_received", "output_tokens", int),
+        ("total_cost", "cost", float),
+    ):
         v = num(src, kind)
         if v is not None:
             out[dst] = v
@@ -102,7 +105,7 @@ class SweAgentImporter(JsonImporter, Importer):
             (b'"action"' in head and b'"observation"' in head) or re.search(rb'"trajectory"\s*:\s*\[\s*\]', head)
         ):
             return None
-        return "no \"trajectory\" array of action/observation steps near the start"
+        return 'no "trajectory" array of action/observation steps near the start'
 
     def convert(self, src: SourceFile, doc: Any) -> list[ImportedRun]:
         if not isinstance(doc, dict) or not isinstance(doc.get("trajectory"), list):
@@ -124,7 +127,10 @@ class SweAgentImporter(JsonImporter, Importer):
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
         model = _model_name(doc)
         if model == "unknown":
-            b.warn("replay_config.agent.model.name", "absent: the model's identity is not recorded in the trajectory; model records say 'unknown'")
+            b.warn(
+                "replay_config.agent.model.name",
+                "absent: the model's identity is not recorded in the trajectory; model records say 'unknown'",
+            )
         commands = set()
         for m in history:
             if isinstance(m, dict) and m.get("role") == "system" and isinstance(m.get("content"), str):
@@ -136,11 +142,16 @@ class SweAgentImporter(JsonImporter, Importer):
                 conv_cache[j] = self._message(b, m, f"history[{j}]")
             return conv_cache[j]
 
-        assistants = [j for j, m in enumerate(history)
-                      if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")]
+        assistants = [
+            j
+            for j, m in enumerate(history)
+            if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")
+        ]
         if history and len(assistants) != len(steps):
-            b.warn("history", f"{len(assistants)} model replies in history but {len(steps)} trajectory steps; "
-                              "paired in order")
+            b.warn(
+                "history",
+                f"{len(assistants)} model replies in history but {len(steps)} trajectory steps; paired in order",
+            )
         if not history:
             b.warn("history", "no history: model requests are not known; tool calls imported from the steps only")
         text_parsed = False
@@ -167,8 +178,11 @@ class SweAgentImporter(JsonImporter, Importer):
                 action = step.get("action") if isinstance(step.get("action"), str) else history[j].get("action")
                 self._text_action(b, str(action), step, commands, sp)
         if text_parsed:
-            b.warn("trajectory", "actions are parsed from the model's text (no structured tool calls); "
-                                 "tool records carry no tool_call_id")
+            b.warn(
+                "trajectory",
+                "actions are parsed from the model's text (no structured tool calls); "
+                "tool records carry no tool_call_id",
+            )
         meta: dict[str, Any] = {"instance_id": run_id, "agent": "swe-agent"}
         for k in ("exit_status", "submission", "model_stats", "swe_agent_version", "edited_files30"):
             if info.get(k) is not None:
@@ -192,11 +206,19 @@ class SweAgentImporter(JsonImporter, Importer):
         first = text.split(None, 1)[0] if text.strip() else ""
         tool = first if first in commands else "bash"
         obs = step.get("observation")
-        b.tool(tool=tool, arguments={"command": text}, tool_call_id=None, content=obs,
-               error=refusal(obs), duration=step.get("execution_time"), place=place)
+        b.tool(
+            tool=tool,
+            arguments={"command": text},
+            tool_call_id=None,
+            content=obs,
+            error=refusal(obs),
+            duration=step.get("execution_time"),
+            place=place,
+        )
 
-    def _function_calls(self, b: RunBuilder, history: list[Any], j: int | None, calls: list[Any],
-                        step: dict[str, Any], place: str) -> None:
+    def _function_calls(
+        self, b: RunBuilder, history: list[Any], j: int | None, calls: list[Any], step: dict[str, Any], place: str
+    ) -> None:
         for tc in calls:
             b.pairer.add(PendingCall(tc.id, tc.name, tc.arguments, bool(tc.raw_arguments), place))
         n = (j or 0) + 1
@@ -207,15 +229,29 @@ class SweAgentImporter(JsonImporter, Importer):
                 call = b.pairer.take(ids[0] if ids else None, None, f"history[{n}]")
                 if call is not None:
                     content = m.get("content")
-                    b.tool(tool=call.name, arguments=call.arguments, tool_call_id=call.id, content=content,
-                           error=refusal(_text(content)), duration=step.get("execution_time"), place=f"history[{n}]")
+                    b.tool(
+                        tool=call.name,
+                        arguments=call.arguments,
+                        tool_call_id=call.id,
+                        content=content,
+                        error=refusal(_text(content)),
+                        duration=step.get("execution_time"),
+                        place=f"history[{n}]",
+                    )
             n += 1
         pending = b.pairer.drain()
         if len(pending) == 1 and step.get("observation") is not None:
             c = pending[0]
             obs = step.get("observation")
-            b.tool(tool=c.name, arguments=c.arguments, tool_call_id=c.id, content=obs, error=refusal(obs),
-                   duration=step.get("execution_time"), place=place)
+            b.tool(
+                tool=c.name,
+                arguments=c.arguments,
+                tool_call_id=c.id,
+                content=obs,
+                error=refusal(obs),
+                duration=step.get("execution_time"),
+                place=place,
+            )
         else:
             for c in pending:
                 b.pairer.add(c)

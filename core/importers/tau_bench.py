@@ -32,7 +32,7 @@ from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_messa
 from ._source import SourceFile, Truncation
 from .base import ImportedRun, Importer
 
-_HEAD = re.compile(rb'^\s*\[\s*\{')
+_HEAD = re.compile(rb"^\s*\[\s*\{")
 _ENVS = ("airline", "retail")
 
 
@@ -47,8 +47,11 @@ class TauBenchImporter(JsonImporter, Importer):
         ``traj`` or ``trial``)."""
         if not _HEAD.match(head):
             return "not a JSON array of objects"
-        if re.search(rb'"task_id"\s*:', head) and re.search(rb'"reward"\s*:', head) and (
-                b'"traj"' in head or b'"trial"' in head):
+        if (
+            re.search(rb'"task_id"\s*:', head)
+            and re.search(rb'"reward"\s*:', head)
+            and (b'"traj"' in head or b'"trial"' in head)
+        ):
             return None
         return "no tau-bench runs (task_id, reward, traj) near the start"
 
@@ -76,7 +79,9 @@ class TauBenchImporter(JsonImporter, Importer):
             out.append(self._run(src, run, i, model, incomplete))
         return out
 
-    def _run(self, src: SourceFile, run: dict[str, Any], index: int, model: str | None, incomplete: bool) -> ImportedRun:
+    def _run(
+        self, src: SourceFile, run: dict[str, Any], index: int, model: str | None, incomplete: bool
+    ) -> ImportedRun:
         task_id = run.get("task_id")
         trial = run.get("trial")
         run_id = f"task{id_text(task_id)}-trial{id_text(trial)}"
@@ -103,14 +108,27 @@ class TauBenchImporter(JsonImporter, Importer):
                 content = m.get("content") if isinstance(m, dict) else None
                 error = None
                 if isinstance(content, str) and content.startswith("Error:"):
-                    error = ErrorInfo(type="tool_error", message=content[len("Error:"):].strip())
+                    error = ErrorInfo(type="tool_error", message=content[len("Error:") :].strip())
                 if call is None:
                     b.warn(p, "tool result answers no pending call; kept without a key")
-                    b.tool(tool=cm.name or "unknown", arguments={}, tool_call_id=cm.tool_call_id, content=content,
-                           error=error, place=p, identity_known=False)
+                    b.tool(
+                        tool=cm.name or "unknown",
+                        arguments={},
+                        tool_call_id=cm.tool_call_id,
+                        content=content,
+                        error=error,
+                        place=p,
+                        identity_known=False,
+                    )
                 else:
-                    b.tool(tool=call.name, arguments=call.arguments, tool_call_id=call.id, content=content,
-                           error=error, place=p)
+                    b.tool(
+                        tool=call.name,
+                        arguments=call.arguments,
+                        tool_call_id=call.id,
+                        content=content,
+                        error=error,
+                        place=p,
+                    )
             transcript.append(cm)
         b.unanswered(f"[{index}].traj")
         info = run.get("info") if isinstance(run.get("info"), dict) else {}

@@ -136,7 +136,10 @@ def finalize_recording(
             seen[k] = n
             if n > 1:
                 new_id = f"{r.tool_call_id}~{n}"
-                warnings.add(f"record {seq}", f"tool_call_id {r.tool_call_id!r} is used by more than one call; recorded as {new_id!r}")
+                warnings.add(
+                    f"record {seq}",
+                    f"tool_call_id {r.tool_call_id!r} is used by more than one call; recorded as {new_id!r}",
+                )
                 r.tool_call_id = new_id
         if not isinstance(r, (ToolRecord, ModelRecord)):
             continue
@@ -187,9 +190,7 @@ def _construct_python(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> 
 
 
 _CassetteLoader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_python)
-_CassetteLoader.add_constructor(
-    "tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node)
-)
+_CassetteLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
 
 
 def _plain(value: Any) -> Any:
@@ -219,8 +220,10 @@ def _load_cassette(path: Path, data: bytes) -> Any:
         )
         reason = ("truncated YAML: the document ends early" if truncated else "malformed YAML") + f" ({problem})"
         raise FormatError(
-            reason, file=source,
-            line=(mark.line + 1) if mark else None, column=(mark.column + 1) if mark else None,
+            reason,
+            file=source,
+            line=(mark.line + 1) if mark else None,
+            column=(mark.column + 1) if mark else None,
         ) from None
     except yaml.YAMLError as exc:
         raise FormatError(f"malformed YAML ({exc})", file=source) from None
@@ -462,19 +465,39 @@ class ToolPairer:
         if taken is None:
             name = (r.call[1] if r.call else None) or r.name or "unknown"
             args = r.call[2] if r.call else {}
-            self.warnings.add(r.place, f"tool result for {name!r} (id {r.id or 'none'}) answers no call seen in an earlier response; imported on its own")
-            return self._made(ToolRecord(seq=0, tool=name, arguments=args, tool_call_id=r.id,
-                                         result=ToolResult(content=r.content, error=error)))
+            self.warnings.add(
+                r.place,
+                f"tool result for {name!r} (id {r.id or 'none'}) answers no call seen in an earlier response; imported on its own",
+            )
+            return self._made(
+                ToolRecord(
+                    seq=0,
+                    tool=name,
+                    arguments=args,
+                    tool_call_id=r.id,
+                    result=ToolResult(content=r.content, error=error),
+                )
+            )
         pending.remove(taken)
         if how != "id":
             if r.id and taken.id and r.id != taken.id:
-                self.warnings.add(r.place, f"tool call id rewritten ({taken.id!r} in the response, {r.id!r} here); paired by {how}")
+                self.warnings.add(
+                    r.place, f"tool call id rewritten ({taken.id!r} in the response, {r.id!r} here); paired by {how}"
+                )
             elif not (r.id and taken.id):
-                self.warnings.add(r.place, f"tool call {taken.name!r} has no id on {'both sides' if not r.id and not taken.id else 'one side'}; paired by {how}")
-        return self._made(ToolRecord(
-            seq=0, tool=taken.name, arguments=taken.arguments, tool_call_id=taken.id or r.id,
-            result=ToolResult(content=r.content, error=error),
-        ))
+                self.warnings.add(
+                    r.place,
+                    f"tool call {taken.name!r} has no id on {'both sides' if not r.id and not taken.id else 'one side'}; paired by {how}",
+                )
+        return self._made(
+            ToolRecord(
+                seq=0,
+                tool=taken.name,
+                arguments=taken.arguments,
+                tool_call_id=taken.id or r.id,
+                result=ToolResult(content=r.content, error=error),
+            )
+        )
 
     def unanswered(self) -> list[OpenCall]:
         """The calls never answered (each warned by the caller)."""
@@ -485,7 +508,9 @@ class VcrImporter(Importer):
     """vcrpy cassettes (YAML or JSON) of OpenAI / Anthropic / Gemini HTTP calls."""
 
     name = "vcr"
-    description = "vcrpy cassette (YAML/JSON) of OpenAI chat completions, Anthropic messages or Gemini generateContent calls"
+    description = (
+        "vcrpy cassette (YAML/JSON) of OpenAI chat completions, Anthropic messages or Gemini generateContent calls"
+    )
 
     def sniff(self, path: Path, head: bytes) -> str | None:
         if path.suffix.lower() not in (".yaml", ".yml", ".json"):
@@ -516,21 +541,37 @@ class VcrImporter(Importer):
             if kept:
                 w = Warnings()
                 records, metadata, created = self._convert(kept, w, source)
-                rec = finalize_recording(records, fmt="vcr", path=path, data=data, run_id=path.stem,
-                                         metadata=metadata, warnings=w, created_at=created)
+                rec = finalize_recording(
+                    records,
+                    fmt="vcr",
+                    path=path,
+                    data=data,
+                    run_id=path.stem,
+                    metadata=metadata,
+                    warnings=w,
+                    created_at=created,
+                )
                 exc.recovered = [ImportedRun(run_id=path.stem, recording=rec, warnings=list(w), incomplete=True)]
             raise exc
         warnings = Warnings()
         records, metadata, created = self._convert(doc["interactions"], warnings, source)
         rec = finalize_recording(
-            records, fmt="vcr", path=path, data=data, run_id=path.stem, metadata=metadata,
-            warnings=warnings, created_at=created,
+            records,
+            fmt="vcr",
+            path=path,
+            data=data,
+            run_id=path.stem,
+            metadata=metadata,
+            warnings=warnings,
+            created_at=created,
         )
         return [ImportedRun(run_id=path.stem, recording=rec, warnings=list(warnings))]
 
     # -- conversion --------------------------------------------------------------------
 
-    def _convert(self, interactions: list[Any], warnings: Warnings, source: str) -> tuple[list[Any], dict[str, Any], str | None]:
+    def _convert(
+        self, interactions: list[Any], warnings: Warnings, source: str
+    ) -> tuple[list[Any], dict[str, Any], str | None]:
         records: list[Any] = []
         http: list[dict[str, Any]] = []
         providers: list[str] = []
@@ -553,14 +594,26 @@ class VcrImporter(Importer):
             rh, n1 = _redact_headers(req_h)
             sh, n2 = _redact_headers(resp_h)
             redacted_headers += n1 + n2 + nq
-            status = (resp_msg.get("status") or {}).get("code") if isinstance(resp_msg.get("status"), dict) else resp_msg.get("status")
+            status = (
+                (resp_msg.get("status") or {}).get("code")
+                if isinstance(resp_msg.get("status"), dict)
+                else resp_msg.get("status")
+            )
             entry: dict[str, Any] = {
-                "interaction": i, "method": req_msg.get("method"), "uri": safe_uri, "status": status,
-                "provider": provider, "request_headers": rh, "response_headers": sh,
+                "interaction": i,
+                "method": req_msg.get("method"),
+                "uri": safe_uri,
+                "status": status,
+                "provider": provider,
+                "request_headers": rh,
+                "response_headers": sh,
             }
             http.append(entry)
             if provider is None:
-                warnings.add(place, f"{req_msg.get('method', '?')} {safe_uri} is not an OpenAI, Anthropic or Gemini model call; skipped")
+                warnings.add(
+                    place,
+                    f"{req_msg.get('method', '?')} {safe_uri} is not an OpenAI, Anthropic or Gemini model call; skipped",
+                )
                 continue
             if provider not in providers:
                 providers.append(provider)
@@ -569,8 +622,13 @@ class VcrImporter(Importer):
 
             # request
             if req_body.kind != "json" or not isinstance(req_body.value, dict):
-                warnings.add(f"{place}.request.body", f"request body is {req_body.kind}, not a JSON object; request kept raw in options")
-                req = ParsedRequest(gemini_model(uri) if provider == "gemini" else None, [], [], [], {"raw_body": req_body.value}, [])
+                warnings.add(
+                    f"{place}.request.body",
+                    f"request body is {req_body.kind}, not a JSON object; request kept raw in options",
+                )
+                req = ParsedRequest(
+                    gemini_model(uri) if provider == "gemini" else None, [], [], [], {"raw_body": req_body.value}, []
+                )
             else:
                 req = parse_request(provider, req_body.value, uri, f"{place}.request.body", warnings)
 
@@ -581,7 +639,9 @@ class VcrImporter(Importer):
                     records.append(tr)
 
             # response
-            resp, stream, stream_events = self._response(provider, resp_msg, resp_h, status, f"{place}.response", warnings)
+            resp, stream, stream_events = self._response(
+                provider, resp_msg, resp_h, status, f"{place}.response", warnings
+            )
             entry["stream"] = stream
             if stream:
                 entry["stream_events"] = stream_events
@@ -594,9 +654,13 @@ class VcrImporter(Importer):
                 warnings.add(place, "no model name in the request, URI or response; recorded as 'unknown'")
                 model = "unknown"
             mr = ModelRecord(
-                seq=len(records), at=at, model=model,
+                seq=len(records),
+                at=at,
+                model=model,
                 request=ModelRequest(messages=req.messages, tools=req.tools, stop=req.stop, options=req.options),
-                response=ModelResponse(message=resp.message, finish_reason=resp.finish_reason, usage=resp.usage) if resp.message else None,
+                response=ModelResponse(message=resp.message, finish_reason=resp.finish_reason, usage=resp.usage)
+                if resp.message
+                else None,
                 duration_seconds=_duration(resp_h),
                 error=resp.error,
             )
@@ -614,7 +678,15 @@ class VcrImporter(Importer):
         meta = {"providers": providers, "http": http, "redaction": {"headers_and_query_params": redacted_headers}}
         return records, meta, created
 
-    def _response(self, provider: str, msg: dict[str, Any], headers: dict[str, list[str]], status: Any, place: str, warnings: Warnings) -> tuple[ParsedResponse, bool, int]:
+    def _response(
+        self,
+        provider: str,
+        msg: dict[str, Any],
+        headers: dict[str, list[str]],
+        status: Any,
+        place: str,
+        warnings: Warnings,
+    ) -> tuple[ParsedResponse, bool, int]:
         body = _decode_body(msg, headers, place, warnings) if msg else _Body("empty")
         stream = body.kind == "sse"
         value = body.value
@@ -622,14 +694,45 @@ class VcrImporter(Importer):
             value = reassemble_stream(provider, body.events, f"{place}.body", warnings)
         elif body.kind == "empty":
             warnings.add(place, "response has no body")
-            return ParsedResponse(None, error=ErrorInfo(type="empty_response", message=f"HTTP {status}: no response body")), False, 0
+            return (
+                ParsedResponse(
+                    None, error=ErrorInfo(type="empty_response", message=f"HTTP {status}: no response body")
+                ),
+                False,
+                0,
+            )
         elif body.kind == "undecodable":
-            return ParsedResponse(None, error=ErrorInfo(type="undecodable_body", message=f"HTTP {status}: response body could not be decoded: {display_text(value)[:200]}")), False, 0
+            return (
+                ParsedResponse(
+                    None,
+                    error=ErrorInfo(
+                        type="undecodable_body",
+                        message=f"HTTP {status}: response body could not be decoded: {display_text(value)[:200]}",
+                    ),
+                ),
+                False,
+                0,
+            )
         elif body.kind == "text":
-            return ParsedResponse(None, error=ErrorInfo(type=f"http_{status}" if isinstance(status, int) and status >= 400 else "bad_response", message=display_text(value)[:2000])), False, 0
+            return (
+                ParsedResponse(
+                    None,
+                    error=ErrorInfo(
+                        type=f"http_{status}" if isinstance(status, int) and status >= 400 else "bad_response",
+                        message=display_text(value)[:2000],
+                    ),
+                ),
+                False,
+                0,
+            )
         resp = parse_response(provider, value, f"{place}.body", warnings)
         if isinstance(status, int) and status >= 400 and resp.error is None:
             resp.error = ErrorInfo(type=f"http_{status}", message=display_text(value)[:2000])
-        elif isinstance(status, int) and status >= 400 and resp.error is not None and not resp.error.type.startswith("http_"):
+        elif (
+            isinstance(status, int)
+            and status >= 400
+            and resp.error is not None
+            and not resp.error.type.startswith("http_")
+        ):
             resp.error = ErrorInfo(type=f"http_{status}:{resp.error.type}", message=resp.error.message)
         return resp, stream, len(body.events)

@@ -73,8 +73,11 @@ class WhoAndWhenImporter(JsonImporter, Importer):
     def _run(self, src: SourceFile, doc: dict[str, Any], incomplete: bool) -> ImportedRun:
         run_id = id_text(doc.get("question_ID") or src.path.name.rsplit(".", 1)[0])
         b = RunBuilder(self.name, src, run_id)
-        b.warn("history", "no timestamps and no structured calls: agent steps become model records "
-                          "(model = agent/<name>), tool-like agents become tool records")
+        b.warn(
+            "history",
+            "no timestamps and no structured calls: agent steps become model records "
+            "(model = agent/<name>), tool-like agents become tool records",
+        )
         transcript: list[ChatMessage] = []
         last_instruction: dict[str, str] = {}
         prev_text = ""
@@ -103,8 +106,9 @@ class WhoAndWhenImporter(JsonImporter, Importer):
                 if m and int(m.group(1)) != 0:
                     first = text.splitlines()[0]
                     error = ErrorInfo(type="nonzero_exit", message=first)
-                b.tool(tool=agent, arguments={"instruction": instr}, tool_call_id=None, content=text,
-                       error=error, place=p)
+                b.tool(
+                    tool=agent, arguments={"instruction": instr}, tool_call_id=None, content=text, error=error, place=p
+                )
             else:
                 response = msg if msg.role == "assistant" else msg.model_copy(update={"role": "assistant"})
                 b.model(model=f"agent/{agent}", messages=list(transcript), response=response, place=p)
@@ -143,8 +147,13 @@ class WhoAndWhenImporter(JsonImporter, Importer):
             "ground_truth": doc.get("ground_truth"),
             "level": doc.get("level"),
             "annotation": {k: v for k, v in annotation.items() if v is not None},
-            "agents": sorted({str(h.get("name") or _agent_of(str(h.get("role") or "")) or "unknown")
-                              for h in doc["history"] if isinstance(h, dict)}),
+            "agents": sorted(
+                {
+                    str(h.get("name") or _agent_of(str(h.get("role") or "")) or "unknown")
+                    for h in doc["history"]
+                    if isinstance(h, dict)
+                }
+            ),
         }
         for k in ("is_correct", "is_corrected"):
             if k in doc:

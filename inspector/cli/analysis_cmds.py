@@ -68,8 +68,12 @@ def register(app: typer.Typer) -> None:
     def diff(
         base: Annotated[Path, typer.Argument(help="The base recording.")],
         other: Annotated[Path, typer.Argument(help="The recording to compare with it.")],
-        json: Annotated[bool, typer.Option("--json", help="Print JSON (first_divergence, ops, payload diffs).")] = False,
-        all_kinds: Annotated[bool, typer.Option("--all-kinds", help="Align interrupts, snapshots and lifecycle records too.")] = False,
+        json: Annotated[
+            bool, typer.Option("--json", help="Print JSON (first_divergence, ops, payload diffs).")
+        ] = False,
+        all_kinds: Annotated[
+            bool, typer.Option("--all-kinds", help="Align interrupts, snapshots and lifecycle records too.")
+        ] = False,
     ) -> None:
         """Compare two recordings: aligned calls, first divergence, tool/state/output diffs."""
         doc = diff_document(base, other, all_kinds=all_kinds)
@@ -85,14 +89,18 @@ def register(app: typer.Typer) -> None:
         if fd is None:
             typer.echo("first divergence: none (the runs are the same)")
         else:
-            typer.echo(f"first divergence: {fd['dimension']} at base seq {_seq(fd['base_seq'])}, other seq {_seq(fd['replay_seq'])}")
+            typer.echo(
+                f"first divergence: {fd['dimension']} at base seq {_seq(fd['base_seq'])}, other seq {_seq(fd['replay_seq'])}"
+            )
         changes = [o for o in doc["ops"] if o["op"] != "same"]
         if changes:
             typer.echo("")
             typer.echo(f"{'op':<9} {'base':>6} {'other':>6}  {'kind':<6} {'name':<24} dimension")
             for o in changes:
-                typer.echo(f"{o['op']:<9} {_seq(o['base_seq']):>6} {_seq(o['other_seq']):>6}  {o['kind']:<6} "
-                           f"{_short(o['name'] or '', 24):<24} {o.get('dimension', '')}")
+                typer.echo(
+                    f"{o['op']:<9} {_seq(o['base_seq']):>6} {_seq(o['other_seq']):>6}  {o['kind']:<6} "
+                    f"{_short(o['name'] or '', 24):<24} {o.get('dimension', '')}"
+                )
         for t in doc["tool_diffs"]:
             typer.echo("")
             names = t["tool"] if t["tool"] == t["other_tool"] else f"{t['tool']} ↔ {t['other_tool']}"
@@ -102,7 +110,9 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"  {part} {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))
         for s in doc["state_diffs"]:
             typer.echo("")
-            typer.echo(f"snapshot {s['generation_id'] or '-'} {s['status']} (base seq {_seq(s['base_seq'])}, other seq {_seq(s['other_seq'])})")
+            typer.echo(
+                f"snapshot {s['generation_id'] or '-'} {s['status']} (base seq {_seq(s['base_seq'])}, other seq {_seq(s['other_seq'])})"
+            )
             for ch in s["changes"]:
                 typer.echo(f"  {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))
         od = doc["output_diff"]
@@ -125,8 +135,12 @@ def register(app: typer.Typer) -> None:
         files: Annotated[list[Path], typer.Argument(help="Recordings (with --compare the first is the base).")],
         csv: Annotated[bool, typer.Option("--csv", help="Print CSV.")] = False,
         json: Annotated[bool, typer.Option("--json", help="Print JSON (a list of rows).")] = False,
-        prices: Annotated[Path | None, typer.Option("--prices", help="Price table JSON: {MODEL: {input, output}} per million tokens.")] = None,
-        outcome: Annotated[str | None, typer.Option("--outcome", help="Outcome predicate module:function (called with the recording).")] = None,
+        prices: Annotated[
+            Path | None, typer.Option("--prices", help="Price table JSON: {MODEL: {input, output}} per million tokens.")
+        ] = None,
+        outcome: Annotated[
+            str | None, typer.Option("--outcome", help="Outcome predicate module:function (called with the recording).")
+        ] = None,
         compare: Annotated[bool, typer.Option("--compare", help="Compare every other FILE with the first.")] = False,
     ) -> None:
         """Metrics per run (steps, calls, errors, tokens, duration, cost, outcome, final output)."""
@@ -141,10 +155,12 @@ def register(app: typer.Typer) -> None:
             import polars as pl
 
             (bl, brec), rest = runs[0], runs[1:]
-            df = pl.concat([
-                comparison_metrics(brec, rec, base_label=bl, other_label=lbl, prices=table, predicate=predicate)
-                for lbl, rec in rest
-            ])
+            df = pl.concat(
+                [
+                    comparison_metrics(brec, rec, base_label=bl, other_label=lbl, prices=table, predicate=predicate)
+                    for lbl, rec in rest
+                ]
+            )
         else:
             df = run_metrics(runs, prices=table, predicate=predicate)
         if csv:
@@ -158,7 +174,13 @@ def register(app: typer.Typer) -> None:
     def audit(
         file: Annotated[Path, typer.Argument(help="Recording to audit.")],
         json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-        executor: Annotated[str | None, typer.Option("--executor", help="Executor module:function or 'recorded': knock each call out by replaying (core.knockout).")] = None,
+        executor: Annotated[
+            str | None,
+            typer.Option(
+                "--executor",
+                help="Executor module:function or 'recorded': knock each call out by replaying (core.knockout).",
+            ),
+        ] = None,
     ) -> None:
         """Lineage of the final output: contributing and unused calls, redactions."""
         rec = load_any(file)
@@ -209,11 +231,29 @@ def _change_text(ch: dict[str, Any]) -> str:
     return f"{_short(ch.get('old'), 38)} → {_short(ch.get('new'), 38)}"
 
 
-_RUN_COLS = ("steps", "model_calls", "tool_calls", "tool_errors", "input_tokens", "output_tokens",
-             "duration_seconds", "cost", "outcome")
-_CMP_COLS = ("steps_delta", "tool_errors_delta", "input_tokens_delta", "output_tokens_delta",
-             "outcome_base", "outcome_other", "final_output_changed", "divergence_base_seq",
-             "divergence_dimension", "divergence_step")
+_RUN_COLS = (
+    "steps",
+    "model_calls",
+    "tool_calls",
+    "tool_errors",
+    "input_tokens",
+    "output_tokens",
+    "duration_seconds",
+    "cost",
+    "outcome",
+)
+_CMP_COLS = (
+    "steps_delta",
+    "tool_errors_delta",
+    "input_tokens_delta",
+    "output_tokens_delta",
+    "outcome_base",
+    "outcome_other",
+    "final_output_changed",
+    "divergence_base_seq",
+    "divergence_dimension",
+    "divergence_step",
+)
 
 
 # columns that are null because the recording holds no such figure (not zero)
@@ -231,8 +271,9 @@ def _fmt(v: Any) -> str:
 
 def _print_table(rows: list[dict[str, Any]], compare: bool) -> None:
     cols = ("base", "other", *_CMP_COLS) if compare else ("run", *_RUN_COLS)
-    cells = [[_NOT_RECORDED if c in _RECORDED_COLS and r.get(c) is None else _fmt(r.get(c)) for c in cols]
-             for r in rows]
+    cells = [
+        [_NOT_RECORDED if c in _RECORDED_COLS and r.get(c) is None else _fmt(r.get(c)) for c in cols] for r in rows
+    ]
     widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(cols)]
     typer.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
     for row in cells:

@@ -59,24 +59,32 @@ def _print_effects(effects: list[Effect] | list[dict[str, Any]], limit: int | No
     if not rows:
         typer.echo("no effects: no replay of this base")
         return
-    typer.echo(f"{'rank':>4}  {'seq':>5}  {'effect':>6}  {'±':>4}  {'conf':>4}  {'direction':<9} {'replays':>7}  candidate")
+    typer.echo(
+        f"{'rank':>4}  {'seq':>5}  {'effect':>6}  {'±':>4}  {'conf':>4}  {'direction':<9} {'replays':>7}  candidate"
+    )
     for e in rows[:limit]:
         o = e["outcome"]
         seq = "-" if e["seq"] is None else str(e["seq"])
-        typer.echo(f"{e['rank']:>4}  {seq:>5}  {_fmt(o['effect']):>6}  {_fmt(o['spread']):>4}  "
-                   f"{_fmt(e['confidence']):>4}  {o['direction']:<9} {e['usable']:>3}/{e['replays']:<3}  "
-                   f"{e['description']}")
+        typer.echo(
+            f"{e['rank']:>4}  {seq:>5}  {_fmt(o['effect']):>6}  {_fmt(o['spread']):>4}  "
+            f"{_fmt(e['confidence']):>4}  {o['direction']:<9} {e['usable']:>3}/{e['replays']:<3}  "
+            f"{e['description']}"
+        )
     typer.echo("")
     best = next((e for e in rows if e["usable"] > 0 and e["outcome"]["effect"] is not None), None)
     if best is None:
         total = sum(e["replays"] for e in rows)
-        typer.echo(f"no best candidate: none of the {total} replay(s) is usable as evidence, so no call "
-                   "can be ranked above another")
+        typer.echo(
+            f"no best candidate: none of the {total} replay(s) is usable as evidence, so no call "
+            "can be ranked above another"
+        )
         reasons = rows[0]["confidence_reasons"]
         for r in reasons:
             typer.echo(f"  - e.g. {rows[0]['description']}: {r}")
-        typer.echo("  replays that cannot answer a call from the recording need a live executor "
-                   "(--executor module:function, or 'recorded' when metadata.executor names one)")
+        typer.echo(
+            "  replays that cannot answer a call from the recording need a live executor "
+            "(--executor module:function, or 'recorded' when metadata.executor names one)"
+        )
         return
     typer.echo(f"best: {best['summary']}")
     for r in best["confidence_reasons"]:
@@ -99,34 +107,48 @@ def _print_evidence(diffs: list[dict[str, Any]]) -> None:
     t = by_kind.get("trace")
     if t is not None:
         fd = t["first_divergence"]
-        typer.echo(f"{t['id']}  ops same {t['counts']['same']}, changed {t['counts']['changed']}, removed "
-                   f"{t['counts']['removed']}, inserted {t['counts']['inserted']}; first divergence "
-                   + (f"{fd['dimension']} at base seq {fd['base_seq']}" if fd else "none"))
+        typer.echo(
+            f"{t['id']}  ops same {t['counts']['same']}, changed {t['counts']['changed']}, removed "
+            f"{t['counts']['removed']}, inserted {t['counts']['inserted']}; first divergence "
+            + (f"{fd['dimension']} at base seq {fd['base_seq']}" if fd else "none")
+        )
     o = by_kind.get("output")
     if o is not None:
         typer.echo(f"{o['id']}  final output {'changed (' + o['mode'] + ')' if o['changed'] else 'same'}")
     m = by_kind.get("metric")
     if m is not None:
-        typer.echo(f"{m['id']}  steps {m['steps_delta']:+d}, tool_errors {m['tool_errors_delta']:+d}, "
-                   f"fixture uses {m['fixture_uses']}, drift uses {m['drift_uses']}")
+        typer.echo(
+            f"{m['id']}  steps {m['steps_delta']:+d}, tool_errors {m['tool_errors_delta']:+d}, "
+            f"fixture uses {m['fixture_uses']}, drift uses {m['drift_uses']}"
+        )
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def sweep(
         base: Annotated[Path, typer.Argument(help="The base recording (a failed run, typically).")],
-        executor: Annotated[str | None, typer.Option(
-            "--executor", help="Executor module:function, or 'recorded' for the recording's metadata.executor.")] = None,
-        candidates: Annotated[str, typer.Option(
-            "--candidates", help=f"Calls to sweep: {', '.join(CANDIDATE_SETS)}.")] = "all",
-        strategy: Annotated[str, typer.Option(
-            "--strategy", help=f"What replaces each call's answer: {', '.join(STRATEGIES)}.")] = "resample",
+        executor: Annotated[
+            str | None,
+            typer.Option(
+                "--executor", help="Executor module:function, or 'recorded' for the recording's metadata.executor."
+            ),
+        ] = None,
+        candidates: Annotated[
+            str, typer.Option("--candidates", help=f"Calls to sweep: {', '.join(CANDIDATE_SETS)}.")
+        ] = "all",
+        strategy: Annotated[
+            str, typer.Option("--strategy", help=f"What replaces each call's answer: {', '.join(STRATEGIES)}.")
+        ] = "resample",
         jobs: Annotated[int, typer.Option("--jobs", help="Replays in parallel processes.")] = 1,
         repeat: Annotated[int, typer.Option("--repeat", help="Replays per candidate (mean and spread).")] = 1,
-        fixtures: Annotated[Path | None, typer.Option(
-            "--fixtures", help="Fixture library (replay --fixtures format) for --strategy fixture.")] = None,
+        fixtures: Annotated[
+            Path | None,
+            typer.Option("--fixtures", help="Fixture library (replay --fixtures format) for --strategy fixture."),
+        ] = None,
         outcome: OutcomeOpt = None,
-        no_store: Annotated[bool, typer.Option("--no-store", help="Run in memory; store nothing in the workspace.")] = False,
+        no_store: Annotated[
+            bool, typer.Option("--no-store", help="Run in memory; store nothing in the workspace.")
+        ] = False,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
@@ -140,16 +162,28 @@ def register(app: typer.Typer) -> None:
             if r["skipped"]:
                 echo_err(f"seq {r['seq']}: skipped ({r['skipped']})")
 
-        res = run_sweep(base, executor=executor, candidates=candidates, strategy=strategy, jobs=jobs,
-                        repeat=repeat, workspace=ws_dir, fixtures_path=fixtures, predicate=outcome, base=rec,
-                        on_result=progress)
+        res = run_sweep(
+            base,
+            executor=executor,
+            candidates=candidates,
+            strategy=strategy,
+            jobs=jobs,
+            repeat=repeat,
+            workspace=ws_dir,
+            fixtures_path=fixtures,
+            predicate=outcome,
+            base=rec,
+            on_result=progress,
+        )
         if json:
             print_json(res.to_json())
             return
         typer.echo(f"base      {base} (outcome {res.outcome_base})")
-        typer.echo(f"sweep     {res.strategy} of {len(res.calls)} call(s) ({res.candidates}), "
-                   f"executor {res.executor or 'none'}, {len(res.replays)} replay(s)"
-                   + (f", {len(res.skipped)} skipped" if res.skipped else ""))
+        typer.echo(
+            f"sweep     {res.strategy} of {len(res.calls)} call(s) ({res.candidates}), "
+            f"executor {res.executor or 'none'}, {len(res.replays)} replay(s)"
+            + (f", {len(res.skipped)} skipped" if res.skipped else "")
+        )
         if ws_dir is not None:
             typer.echo(f"stored in {ws_dir} (see: chassis-inspector effects --base {base})")
         typer.echo("")
@@ -163,8 +197,12 @@ def register(app: typer.Typer) -> None:
         base: Annotated[Path | None, typer.Option("--base", help="Rank the replays of this base only.")] = None,
         outcome: OutcomeOpt = None,
         refresh: Annotated[bool, typer.Option("--refresh", help="Recompute every replay's comparison.")] = False,
-        replay: Annotated[str | None, typer.Option(
-            "--replay", help="Print the stored evidence (causal record and diffs) of this replay instead.")] = None,
+        replay: Annotated[
+            str | None,
+            typer.Option(
+                "--replay", help="Print the stored evidence (causal record and diffs) of this replay instead."
+            ),
+        ] = None,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
@@ -181,8 +219,9 @@ def register(app: typer.Typer) -> None:
                 ws.get_replay(replay)  # WorkspaceError for an unknown id
                 diffs = ws.diffs(replay)
                 if not diffs:
-                    raise AnalysisError(f"replay {replay} has no stored comparison yet "
-                                        "(run: chassis-inspector effects --base BASE)")
+                    raise AnalysisError(
+                        f"replay {replay} has no stored comparison yet (run: chassis-inspector effects --base BASE)"
+                    )
                 if json:
                     print_json({"replay_id": replay, "diffs": [d["body"] for d in diffs]})
                 else:
@@ -192,20 +231,31 @@ def register(app: typer.Typer) -> None:
                 rec = load_any(base)
                 digest = recording_digest(rec)
                 if not ws.list_replays(base_digest=digest):
-                    raise AnalysisError(f"{base}: no replay of this recording in {ws.path} "
-                                        f"(run: chassis-inspector sweep {base} --executor recorded)")
+                    raise AnalysisError(
+                        f"{base}: no replay of this recording in {ws.path} "
+                        f"(run: chassis-inspector sweep {base} --executor recorded)"
+                    )
                 bases = [(str(base), digest, rec)]
             else:
-                bases = [(r["path"] or r["digest"], r["digest"], None) for r in ws.list_recordings()
-                         if ws.list_replays(base_digest=r["digest"])]
+                bases = [
+                    (r["path"] or r["digest"], r["digest"], None)
+                    for r in ws.list_recordings()
+                    if ws.list_replays(base_digest=r["digest"])
+                ]
             docs = []
             for path, digest, rec in bases:
-                ranked = workspace_effects(ws, digest, predicate=predicate, predicate_spec=outcome, base=rec,
-                                           refresh=refresh)
-                docs.append({"base": path, "digest": digest,
-                             "outcome_base": ranked[0].outcome_base if ranked else None,
-                             "replays": len(ws.list_replays(base_digest=digest)),
-                             "effects": [e.to_json() for e in ranked]})
+                ranked = workspace_effects(
+                    ws, digest, predicate=predicate, predicate_spec=outcome, base=rec, refresh=refresh
+                )
+                docs.append(
+                    {
+                        "base": path,
+                        "digest": digest,
+                        "outcome_base": ranked[0].outcome_base if ranked else None,
+                        "replays": len(ws.list_replays(base_digest=digest)),
+                        "effects": [e.to_json() for e in ranked],
+                    }
+                )
         if json:
             print_json(docs[0] if base is not None else {"bases": docs})
             return

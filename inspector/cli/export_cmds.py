@@ -34,7 +34,10 @@ def _open(path: Path, run: str | None, fmt: str | None) -> tuple[Recording, list
 def export_summary(doc: dict[str, Any]) -> dict[str, int]:
     """Counts of an OTLP document: traces, spans, model (chat) spans, tool spans."""
     spans = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
-    ops = [next((kv["value"].get("stringValue") for kv in s["attributes"] if kv["key"] == "gen_ai.operation.name"), None) for s in spans]
+    ops = [
+        next((kv["value"].get("stringValue") for kv in s["attributes"] if kv["key"] == "gen_ai.operation.name"), None)
+        for s in spans
+    ]
     return {
         "traces": len({s["traceId"] for s in spans}),
         "spans": len(spans),
@@ -47,8 +50,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def export(
         file: Annotated[Path, typer.Argument(help="A recording, or any file `import` reads.")],
-        to: Annotated[str, typer.Option("--to", help="Output format: otlp (OpenTelemetry GenAI spans, OTLP JSON).")] = "otlp",
-        output: Annotated[Path | None, typer.Option("--output", "-o", help="Output file (default: standard output).")] = None,
+        to: Annotated[
+            str, typer.Option("--to", help="Output format: otlp (OpenTelemetry GenAI spans, OTLP JSON).")
+        ] = "otlp",
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="Output file (default: standard output).")
+        ] = None,
         run: Annotated[str | None, typer.Option("--run", help="Run id or index of a multi-run source.")] = None,
         source_format: Annotated[str | None, typer.Option("--from", help="Source format (default: detected).")] = None,
         compact: Annotated[bool, typer.Option("--compact", help="No indentation.")] = False,

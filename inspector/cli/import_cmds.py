@@ -63,13 +63,19 @@ def register(app: typer.Typer) -> None:
     @app.command("import")
     def import_(
         src: Annotated[Path, typer.Argument(help="Agent-run file to convert.")],
-        output: Annotated[Path | None, typer.Option("-o", "--output", help="Output recording (a directory with --all).")] = None,
+        output: Annotated[
+            Path | None, typer.Option("-o", "--output", help="Output recording (a directory with --all).")
+        ] = None,
         from_: Annotated[str | None, typer.Option("--from", help=_FROM_HELP)] = None,
-        run: Annotated[str | None, typer.Option("--run", help="Run to import from a multi-run source: id or index.")] = None,
+        run: Annotated[
+            str | None, typer.Option("--run", help="Run to import from a multi-run source: id or index.")
+        ] = None,
         all_: Annotated[bool, typer.Option("--all", help="Import every run into the directory given by -o.")] = False,
         list_: Annotated[bool, typer.Option("--list", help="List the runs of SRC and write nothing.")] = False,
         force: Annotated[bool, typer.Option("--force", help="Overwrite existing outputs.")] = False,
-        recover: Annotated[bool, typer.Option("--recover", help="From a truncated source, write the runs before the damage.")] = False,
+        recover: Annotated[
+            bool, typer.Option("--recover", help="From a truncated source, write the runs before the damage.")
+        ] = False,
         json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")] = False,
     ) -> None:
         """Convert an agent-run file (Inspect AI, SWE-agent, tau-bench, ...) into recordings."""
@@ -88,8 +94,10 @@ def register(app: typer.Typer) -> None:
                 return
             for row in rows:
                 c = row["counts"]
-                typer.echo(f"{row['index']:>4}  {row['run']:<40} model {c['model']:>4}  tool {c['tool']:>4}  "
-                           f"outcome {row['outcome'] or '-'}" + ("  (incomplete)" if row["incomplete"] else ""))
+                typer.echo(
+                    f"{row['index']:>4}  {row['run']:<40} model {c['model']:>4}  tool {c['tool']:>4}  "
+                    f"outcome {row['outcome'] or '-'}" + ("  (incomplete)" if row["incomplete"] else "")
+                )
             return
         assert output is not None
         if all_:
@@ -103,8 +111,10 @@ def register(app: typer.Typer) -> None:
         else:
             if len(runs) > 1 and run is None:
                 ids = ", ".join(r.run_id for r in runs[:5]) + (", …" if len(runs) > 5 else "")
-                echo_err(f"{src} holds {len(runs)} runs ({ids}); choose one with --run ID|INDEX, "
-                         "or write them all with --all -o DIR")
+                echo_err(
+                    f"{src} holds {len(runs)} runs ({ids}); choose one with --run ID|INDEX, "
+                    "or write them all with --all -o DIR"
+                )
                 raise typer.Exit(2)
             chosen = select_run(runs, run, source=str(src))
             targets = [(runs.index(chosen), chosen, output)]
@@ -123,8 +133,10 @@ def register(app: typer.Typer) -> None:
             summaries.append(s)
             if not json:
                 c = s["counts"]
-                typer.echo(f"{src} ({fmt}) run {r.run_id} → {out}: {s['records']} records "
-                           f"(model {c['model']}, tool {c['tool']}, interrupt {c['interrupt']}), "
-                           f"{len(r.warnings)} warning(s)" + (", incomplete" if r.incomplete else ""))
+                typer.echo(
+                    f"{src} ({fmt}) run {r.run_id} → {out}: {s['records']} records "
+                    f"(model {c['model']}, tool {c['tool']}, interrupt {c['interrupt']}), "
+                    f"{len(r.warnings)} warning(s)" + (", incomplete" if r.incomplete else "")
+                )
         if json:
             print_json({"source": str(src), "format": fmt, "runs": summaries})

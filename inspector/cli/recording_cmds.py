@@ -96,10 +96,14 @@ def register(app: typer.Typer) -> None:
                 continue
             if not quiet:
                 if rec.migrated_from is not None:
-                    typer.echo(f"{f}: ok (format version {rec.migrated_from}, migrates to {rec.format_version}; "
-                               f"{len(rec.records)} records)")
+                    typer.echo(
+                        f"{f}: ok (format version {rec.migrated_from}, migrates to {rec.format_version}; "
+                        f"{len(rec.records)} records)"
+                    )
                 else:
-                    typer.echo(f"{f}: ok (format version {rec.format_version}, {len(rec.records)} records, {rec.digest})")
+                    typer.echo(
+                        f"{f}: ok (format version {rec.format_version}, {len(rec.records)} records, {rec.digest})"
+                    )
         if bad:
             raise typer.Exit(2)
 
@@ -115,13 +119,20 @@ def register(app: typer.Typer) -> None:
             print_json({"file": str(file), **s})
             return
         typer.echo(f"file            {file}")
-        typer.echo(f"format          {s['format']} version {s['format_version']}"
-                   + (f" (migrated in memory from version {rec.migrated_from}; "
-                      f"'chassis-inspector migrate' writes it)" if rec.migrated_from is not None else ""))
+        typer.echo(
+            f"format          {s['format']} version {s['format_version']}"
+            + (
+                f" (migrated in memory from version {rec.migrated_from}; 'chassis-inspector migrate' writes it)"
+                if rec.migrated_from is not None
+                else ""
+            )
+        )
         typer.echo(f"digest          {s['digest'] or 'none (not saved in this version yet)'}")
         sess = s["session"]
-        typer.echo(f"session         mode={sess.get('mode')} fallback={sess.get('fallback')}"
-                   + (f" producer={sess['producer']}" if sess.get("producer") else ""))
+        typer.echo(
+            f"session         mode={sess.get('mode')} fallback={sess.get('fallback')}"
+            + (f" producer={sess['producer']}" if sess.get("producer") else "")
+        )
         typer.echo(f"records         {s['records']}  (" + ", ".join(f"{k} {v}" for k, v in s["counts"].items()) + ")")
         typer.echo("models          " + (", ".join(f"{k} ×{v}" for k, v in s["models"].items()) or "-"))
         typer.echo("tools           " + (", ".join(f"{k} ×{v}" for k, v in s["tools"].items()) or "-"))
@@ -134,7 +145,9 @@ def register(app: typer.Typer) -> None:
         typer.echo("run ids         " + (", ".join(s["run_ids"]) or "-"))
         fe = s["first_error"]
         if fe:
-            typer.echo(f"first error     seq {fe['seq']} {fe['kind']} {fe['name']}: {fe['type']}: {_short(fe['message'])}")
+            typer.echo(
+                f"first error     seq {fe['seq']} {fe['kind']} {fe['name']}: {fe['type']}: {_short(fe['message'])}"
+            )
         else:
             typer.echo("first error     none")
         if s["metadata"]:
@@ -160,4 +173,6 @@ def register(app: typer.Typer) -> None:
         rec = recording_from_dict(doc, source=source)
         check_output(output, force=force, inputs=(old,))
         atomic_write_bytes(output, orjson.dumps(recording_to_dict(rec)))
-        typer.echo(f"{old}: format version {version} → {rec.format_version}; wrote {output} ({len(rec.records)} records)")
+        typer.echo(
+            f"{old}: format version {version} → {rec.format_version}; wrote {output} ({len(rec.records)} records)"
+        )

@@ -96,21 +96,28 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> N
     extra = record.stop_reason if record.stop_reason not in (None, record.status, "error") else None
     echo(f"status          {record.status_line}" + (f" ({extra})" if extra else ""))
     pol = record.policy
-    echo(f"policy          model={pol.model} tool={pol.tool} drift={pol.drift} max_steps={pol.max_steps} "
-         f"require_fixtures={str(pol.require_fixtures).lower()}")
+    echo(
+        f"policy          model={pol.model} tool={pol.tool} drift={pol.drift} max_steps={pol.max_steps} "
+        f"require_fixtures={str(pol.require_fixtures).lower()}"
+    )
     echo(f"executor        {record.executor or 'none'}")
     echo(f"comparability   {record.comparability.level}")
     for reason in record.comparability.reasons:
         echo(f"  - {reason}")
     fd = record.first_divergence
-    echo("first divergence " + (f"base seq {fd.base_seq}, replay seq {fd.replay_seq}, {fd.dimension}" if fd else "none"))
+    echo(
+        "first divergence " + (f"base seq {fd.base_seq}, replay seq {fd.replay_seq}, {fd.dimension}" if fd else "none")
+    )
     echo(f"steps           {record.steps}")
     echo("answers         " + (", ".join(f"{k} {v}" for k, v in record.answers.items()) or "-"))
     if record.fixture_uses:
         echo("fixtures used   " + ", ".join(f"{u['fixture_id']}@{u['seq']}" for u in record.fixture_uses))
     if record.pause:
-        echo("paused on       " + ", ".join(record.pause.requirement_ids)
-             + "  (see: chassis-inspector requirements --open)")
+        echo(
+            "paused on       "
+            + ", ".join(record.pause.requirement_ids)
+            + "  (see: chassis-inspector requirements --open)"
+        )
     if record.error:
         echo(f"error           {record.error.type}: {record.error.message}")
     echo(f"attempts        {len(record.attempts)}")
@@ -125,8 +132,9 @@ def _resolve_branch(ws: Workspace, spec: str, base: Recording, base_path: Path) 
     if p.exists():
         br = load_branch(p)
         if br.base.digest and br.base.digest != base.digest:
-            raise BranchError(f"{p}: branch {br.id} was made from base {br.base.digest}, "
-                              f"but {base_path} is {base.digest}")
+            raise BranchError(
+                f"{p}: branch {br.id} was made from base {br.base.digest}, but {base_path} is {base.digest}"
+            )
         if br.parent is not None:
             try:
                 ws.get_branch(br.parent)
@@ -155,7 +163,6 @@ def _print_requirement(req: Any) -> None:
         typer.echo("    nearest recorded call: none (the base never called this tool)")
 
 
-
 def open_to_read(workspace: Path | None, json: bool, empty: Any) -> Workspace | None:
     """The workspace for a read-only list command, never creating one: ``None`` when there
     is none, after printing ``no workspace at PATH …`` (on stdout; on stderr with
@@ -172,12 +179,22 @@ def open_to_read(workspace: Path | None, json: bool, empty: Any) -> Workspace | 
 
 
 def register(app: typer.Typer) -> None:
-    branch_app = typer.Typer(help="Create and list branches (checkpoint + interventions + policy).",
-                             no_args_is_help=True, rich_markup_mode=None)
-    replay_app = typer.Typer(cls=_ReplayGroup, no_args_is_help=True, rich_markup_mode=None,
-                             help="Replay a branch: 'replay BASE --branch B' or 'replay resume REPLAY_ID'.")
-    fixture_app = typer.Typer(help="Add, attach and list fixtures (canned tool or model outputs).",
-                              no_args_is_help=True, rich_markup_mode=None)
+    branch_app = typer.Typer(
+        help="Create and list branches (checkpoint + interventions + policy).",
+        no_args_is_help=True,
+        rich_markup_mode=None,
+    )
+    replay_app = typer.Typer(
+        cls=_ReplayGroup,
+        no_args_is_help=True,
+        rich_markup_mode=None,
+        help="Replay a branch: 'replay BASE --branch B' or 'replay resume REPLAY_ID'.",
+    )
+    fixture_app = typer.Typer(
+        help="Add, attach and list fixtures (canned tool or model outputs).",
+        no_args_is_help=True,
+        rich_markup_mode=None,
+    )
     app.add_typer(branch_app, name="branch")
     app.add_typer(replay_app, name="replay")
     app.add_typer(fixture_app, name="fixture")
@@ -188,8 +205,10 @@ def register(app: typer.Typer) -> None:
     def branch_new(
         base: Annotated[Path, typer.Argument(help="Base recording.")],
         at: Annotated[int, typer.Option("--at", help="Checkpoint: the seq of a base record.")],
-        intervention: Annotated[list[Path] | None, typer.Option(
-            "--intervention", help="JSON file: one intervention or a list (repeatable; [] = none).")] = None,
+        intervention: Annotated[
+            list[Path] | None,
+            typer.Option("--intervention", help="JSON file: one intervention or a list (repeatable; [] = none)."),
+        ] = None,
         policy: Annotated[Path | None, typer.Option("--policy", help="Policy JSON file.")] = None,
         label: Annotated[str | None, typer.Option("--label", help="A label for the branch.")] = None,
         parent: Annotated[str | None, typer.Option("--parent", help="Parent branch id.")] = None,
@@ -200,8 +219,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Create a branch of BASE at a checkpoint, validated against BASE."""
         if output is not None:
-            check_output(output, force=force,
-                         inputs=(base, *(intervention or []), *((policy,) if policy else ())))
+            check_output(output, force=force, inputs=(base, *(intervention or []), *((policy,) if policy else ())))
         rec = load_any(base)
         ivs: list[Any] = []
         for f in intervention or []:
@@ -226,8 +244,10 @@ def register(app: typer.Typer) -> None:
         if json:
             print_json({**br.to_json_obj(), "file": str(output) if output else None})
             return
-        typer.echo(f"branch {br.id} of {base} at seq {br.checkpoint}: {len(br.interventions)} intervention(s)"
-                   + (f", written to {output}" if output else ""))
+        typer.echo(
+            f"branch {br.id} of {base} at seq {br.checkpoint}: {len(br.interventions)} intervention(s)"
+            + (f", written to {output}" if output else "")
+        )
 
     @branch_app.command("list")
     def branch_list(workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
@@ -243,8 +263,10 @@ def register(app: typer.Typer) -> None:
         if not branches:
             typer.echo("no branches")
         for b in branches:
-            typer.echo(f"{b.id}  at {b.checkpoint}  {len(b.interventions)} intervention(s)  "
-                       f"{b.label or ''}  parent {b.parent or '-'}  base {b.base.path}")
+            typer.echo(
+                f"{b.id}  at {b.checkpoint}  {len(b.interventions)} intervention(s)  "
+                f"{b.label or ''}  parent {b.parent or '-'}  base {b.base.path}"
+            )
 
     # ------------------------------------------------------------------ replay
 
@@ -252,12 +274,20 @@ def register(app: typer.Typer) -> None:
     def replay_run(
         base: Annotated[Path, typer.Argument(help="Base recording.")],
         branch: Annotated[str, typer.Option("--branch", help="Branch JSON file or branch id in the workspace.")],
-        fixtures: Annotated[Path | None, typer.Option(
-            "--fixtures", help="Fixtures JSON file (entries without a scope apply to this replay).")] = None,
-        executor: Annotated[str | None, typer.Option(
-            "--executor", help="module:function of an executor, or 'recorded' (the base's metadata.executor).")] = None,
-        dry_run_: Annotated[bool, typer.Option(
-            "--dry-run", help="Predict which calls are recorded, need fixtures or go live; run nothing.")] = False,
+        fixtures: Annotated[
+            Path | None,
+            typer.Option("--fixtures", help="Fixtures JSON file (entries without a scope apply to this replay)."),
+        ] = None,
+        executor: Annotated[
+            str | None,
+            typer.Option(
+                "--executor", help="module:function of an executor, or 'recorded' (the base's metadata.executor)."
+            ),
+        ] = None,
+        dry_run_: Annotated[
+            bool,
+            typer.Option("--dry-run", help="Predict which calls are recorded, need fixtures or go live; run nothing."),
+        ] = False,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
@@ -280,8 +310,10 @@ def register(app: typer.Typer) -> None:
                         typer.echo(f"dry run: the replay would fail at once: {result['reason']}")
                     for p in result["predictions"]:
                         seq = "-" if p["base_seq"] is None else p["base_seq"]
-                        typer.echo(f"call {p['position']:>4}  base seq {seq:>5}  {p['kind']:<5} {p['name']:<24} "
-                                   f"{p['answer']:<12} {p['detail']}")
+                        typer.echo(
+                            f"call {p['position']:>4}  base seq {seq:>5}  {p['kind']:<5} {p['name']:<24} "
+                            f"{p['answer']:<12} {p['detail']}"
+                        )
                     typer.echo("summary: " + (", ".join(f"{k} {v}" for k, v in result["counts"].items()) or "-"))
                 raise typer.Exit(0 if result["status"] == "ok" else 2)
             record, _ = start_replay(ws, base, br, executor=executor, fixtures_path=fixtures, base=rec)
@@ -293,8 +325,9 @@ def register(app: typer.Typer) -> None:
     @replay_app.command("resume")
     def replay_resume(
         replay_id: Annotated[str, typer.Argument(help="The paused replay's id.")],
-        executor: Annotated[str | None, typer.Option(
-            "--executor", help="Executor to use (default: the one the replay started with).")] = None,
+        executor: Annotated[
+            str | None, typer.Option("--executor", help="Executor to use (default: the one the replay started with).")
+        ] = None,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
@@ -349,7 +382,9 @@ def register(app: typer.Typer) -> None:
         if not records:
             typer.echo("no replays")
         for r in records:
-            typer.echo(f"{r.id}  {r.status:<9} {r.comparability.level:<7} branch {r.branch_id}  {r.base_path or r.base_digest}")
+            typer.echo(
+                f"{r.id}  {r.status:<9} {r.comparability.level:<7} branch {r.branch_id}  {r.base_path or r.base_digest}"
+            )
 
     # ------------------------------------------------------------------ requirements
 
@@ -358,7 +393,9 @@ def register(app: typer.Typer) -> None:
         open_: Annotated[bool, typer.Option("--open", help="Only open requirements.")] = False,
         replay: Annotated[str | None, typer.Option("--replay", help="Only this replay's.")] = None,
         approve: Annotated[str | None, typer.Option("--approve", help="Approve an approval requirement.")] = None,
-        waive: Annotated[str | None, typer.Option("--waive", help="Waive a requirement (the call gets no answer).")] = None,
+        waive: Annotated[
+            str | None, typer.Option("--waive", help="Waive a requirement (the call gets no answer).")
+        ] = None,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
@@ -392,8 +429,9 @@ def register(app: typer.Typer) -> None:
     def fixture_add(
         tool: Annotated[str, typer.Option("--tool", help="Tool name.")],
         output: Annotated[Path, typer.Option("--output", help="JSON file with the tool result {content, error, ...}.")],
-        args_json: Annotated[str | None, typer.Option(
-            "--args-json", help="Arguments the fixture matches exactly (JSON text, or @FILE).")] = None,
+        args_json: Annotated[
+            str | None, typer.Option("--args-json", help="Arguments the fixture matches exactly (JSON text, or @FILE).")
+        ] = None,
         any_: Annotated[bool, typer.Option("--any", help="Match every call of the tool (tool-wide).")] = False,
         scope: Annotated[str, typer.Option("--scope", help="project | branch:ID | replay:ID")] = "project",
         workspace: WorkspaceOpt = None,
@@ -416,8 +454,15 @@ def register(app: typer.Typer) -> None:
             arguments = loads_user_json(text, where, FixtureError)
             h = args_hash(arguments)
         out = load_output_file(output, "tool")
-        fx = Fixture(scope=parse_scope(scope), kind="tool", name=tool, args_hash=h, arguments=arguments,
-                     output=out, source=str(output))
+        fx = Fixture(
+            scope=parse_scope(scope),
+            kind="tool",
+            name=tool,
+            args_hash=h,
+            arguments=arguments,
+            output=out,
+            source=str(output),
+        )
         with Workspace.open(workspace) as ws:
             ws.put_fixture(fx)
         if json:
@@ -428,7 +473,9 @@ def register(app: typer.Typer) -> None:
     @fixture_app.command("attach")
     def fixture_attach(
         req_id: Annotated[str, typer.Argument(help="Requirement id.")],
-        file: Annotated[Path, typer.Argument(help="JSON: a tool result {content, error, ...} or a model response {message, ...}.")],
+        file: Annotated[
+            Path, typer.Argument(help="JSON: a tool result {content, error, ...} or a model response {message, ...}.")
+        ],
         scope: Annotated[str | None, typer.Option("--scope", help="Default: branch:<the replay's branch>.")] = None,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
@@ -442,8 +489,10 @@ def register(app: typer.Typer) -> None:
         if json:
             print_json(fx.to_json_obj())
             return
-        typer.echo(f"fixture {fx.id} answers {req_id} (scope {fx.scope}); resume with: "
-                   f"chassis-inspector replay resume {req.replay_id}")
+        typer.echo(
+            f"fixture {fx.id} answers {req_id} (scope {fx.scope}); resume with: "
+            f"chassis-inspector replay resume {req.replay_id}"
+        )
 
     @fixture_app.command("list")
     def fixture_list(workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
@@ -460,4 +509,3 @@ def register(app: typer.Typer) -> None:
             typer.echo("no fixtures")
         for f in fixtures:
             typer.echo(f"{f.id}  {f.kind} {f.name}  {f.args_hash or 'any'}  scope {f.scope}  {f.source or ''}")
-

@@ -93,7 +93,10 @@ def _load(path: Path, *, fast_open: bool = True):
 def register(app: typer.Typer) -> None:
     @app.command("open")
     def open_(
-        file: Annotated[Path | None, typer.Argument(help="Recording (or any format the importers accept). Default: the bundled sample.")] = None,
+        file: Annotated[
+            Path | None,
+            typer.Argument(help="Recording (or any format the importers accept). Default: the bundled sample."),
+        ] = None,
     ) -> None:
         """Open a recording in the inspector app (the default command)."""
         from inspector.app import InspectorApp
@@ -125,7 +128,9 @@ def register(app: typer.Typer) -> None:
                     "the recording; pass --public to allow it"
                 )
                 raise typer.Exit(2)
-            echo_err(f"warning: serving on {host}:{port} — the recording is readable by anyone who can reach this address")
+            echo_err(
+                f"warning: serving on {host}:{port} — the recording is readable by anyone who can reach this address"
+            )
         path = resolve_recording(file).resolve()
         _load(path, fast_open=False)  # verify now, with the FormatError line, rather than in the browser
         _check_bindable(host, port)
@@ -135,8 +140,9 @@ def register(app: typer.Typer) -> None:
         # our copy of textual-serve's page template, without its Google Fonts link: nothing is
         # fetched from outside the machine at run time
         templates = Path(__file__).resolve().parents[1] / "templates"
-        server = Server(command, host=host, port=port, title=f"Chassis Inspector — {path.name}",
-                        templates_path=templates)
+        server = Server(
+            command, host=host, port=port, title=f"Chassis Inspector — {path.name}", templates_path=templates
+        )
         typer.echo(f"serving {path.name} on http://{host}:{port} (ctrl+c to stop)")
         server.serve()
 
@@ -144,7 +150,9 @@ def register(app: typer.Typer) -> None:
     def timeline(
         file: Annotated[Path, typer.Argument(help="Recording to list.")],
         kind: Annotated[list[Kind] | None, typer.Option("--kind", "-k", help="Only this kind (repeatable).")] = None,
-        grep: Annotated[str | None, typer.Option("--grep", help="Only records whose text contains this (case-insensitive).")] = None,
+        grep: Annotated[
+            str | None, typer.Option("--grep", help="Only records whose text contains this (case-insensitive).")
+        ] = None,
         errors: Annotated[bool, typer.Option("--errors", help="Only records with an error.")] = False,
         json: Annotated[bool, typer.Option("--json", help="Print a JSON array of rows.")] = False,
         csv: Annotated[bool, typer.Option("--csv", help="Print CSV with a header line.")] = False,
@@ -169,7 +177,9 @@ def register(app: typer.Typer) -> None:
             return
         seq_w = max(3, len(str(index.seqs[-1])) if len(index) else 3)
         out = sys.stdout
-        out.write(f"{'seq':>{seq_w}} {'time':>8} {'kind':<9} {'name':<22} {'status':<13} {'dur':>7} {'tokens':>7}  summary\n")
+        out.write(
+            f"{'seq':>{seq_w}} {'time':>8} {'kind':<9} {'name':<22} {'status':<13} {'dur':>7} {'tokens':>7}  summary\n"
+        )
         for r in rows:
             tok = "" if r.tokens is None else str(r.tokens)
             out.write(
@@ -177,5 +187,9 @@ def register(app: typer.Typer) -> None:
                 f"{r.status:<13} {format_duration(r.duration_seconds):>7} {tok:>7}  {r.summary}\n"
             )
         if not positions:
-            echo_err(f"no record matches (kinds: {', '.join(kinds or RECORD_KINDS)}"
-                     + (", errors only" if errors else "") + (f", grep {grep!r}" if grep else "") + ")")
+            echo_err(
+                f"no record matches (kinds: {', '.join(kinds or RECORD_KINDS)}"
+                + (", errors only" if errors else "")
+                + (f", grep {grep!r}" if grep else "")
+                + ")"
+            )

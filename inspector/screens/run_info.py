@@ -91,8 +91,9 @@ def run_info_text(recording: Recording, notices: list[str], opened: Opened | Non
         for n in notes:
             _row(t, "notice", n, "dim")
         if all_warnings:
-            t.append(f"\n{len(all_warnings)} import warning{'s' if len(all_warnings) != 1 else ''}\n",
-                     style="bold #d7af00")
+            t.append(
+                f"\n{len(all_warnings)} import warning{'s' if len(all_warnings) != 1 else ''}\n", style="bold #d7af00"
+            )
             for text, count in group_warnings(all_warnings):
                 t.append("  • ", style="#d7af00")
                 t.append(text)
@@ -128,12 +129,15 @@ class RunInfoScreen(ModalScreen[int | None]):
         with Vertical():
             with VerticalScroll(id="runinfo-scroll"):
                 yield Static(run_info_text(self.recording, self.notices, self.opened), id="runinfo-text")
-            yield Static("All metadata (JSON tree: enter opens a node, z expands long strings)", id="runinfo-tree-title")
+            yield Static(
+                "All metadata (JSON tree: enter opens a node, z expands long strings)", id="runinfo-tree-title"
+            )
             yield JsonTree(id="runinfo-tree")
 
     def on_mount(self) -> None:
         self.query_one(Vertical).border_title = "Run info — escape to close" + (
-            ", m: jump to the marked step" if marked_seqs(self.recording) else "")
+            ", m: jump to the marked step" if marked_seqs(self.recording) else ""
+        )
         self.query_one(JsonTree).show(self.recording.metadata, "metadata")
         self.query_one("#runinfo-scroll").focus()
 

@@ -46,31 +46,136 @@ class TimelineScreen(Screen[None]):
     """Everything about one recording. ``loaded`` is the recording and its index."""
 
     BINDINGS = [
-        Binding("slash", "search", "Search", id="timeline.search", tooltip="Search names, arguments, contents and results"),
+        Binding(
+            "slash", "search", "Search", id="timeline.search", tooltip="Search names, arguments, contents and results"
+        ),
         Binding("n", "next_match", "Next match", id="timeline.next_match", tooltip="Jump to the next search match"),
-        Binding("N", "previous_match", "Prev match", show=False, id="timeline.previous_match", tooltip="Jump to the previous search match"),
-        Binding("e", "next_error", "Next error", id="timeline.next_error", tooltip="Jump to the next record with an error"),
-        Binding("E", "previous_error", "Prev error", show=False, id="timeline.previous_error", tooltip="Jump to the previous record with an error"),
-        Binding("f", "first_error", "First error", show=False, id="timeline.first_error", tooltip="Jump to the first record with an error"),
+        Binding(
+            "N",
+            "previous_match",
+            "Prev match",
+            show=False,
+            id="timeline.previous_match",
+            tooltip="Jump to the previous search match",
+        ),
+        Binding(
+            "e", "next_error", "Next error", id="timeline.next_error", tooltip="Jump to the next record with an error"
+        ),
+        Binding(
+            "E",
+            "previous_error",
+            "Prev error",
+            show=False,
+            id="timeline.previous_error",
+            tooltip="Jump to the previous record with an error",
+        ),
+        Binding(
+            "f",
+            "first_error",
+            "First error",
+            show=False,
+            id="timeline.first_error",
+            tooltip="Jump to the first record with an error",
+        ),
         Binding("g,colon", "goto", "Go to seq", id="timeline.goto", tooltip="Go to a record by its seq"),
-        Binding("l", "follow_link", "Follow call", id="timeline.follow_link", tooltip="Tool call ↔ the model call that requested it (by tool_call_id)"),
+        Binding(
+            "l",
+            "follow_link",
+            "Follow call",
+            id="timeline.follow_link",
+            tooltip="Tool call ↔ the model call that requested it (by tool_call_id)",
+        ),
         Binding("b", "back", "Back", show=False, id="timeline.back", tooltip="Back to where the last jump started"),
-        Binding("1", "toggle_kind('model')", "Model calls", show=False, id="filter.model", tooltip="Show/hide model calls"),
+        Binding(
+            "1", "toggle_kind('model')", "Model calls", show=False, id="filter.model", tooltip="Show/hide model calls"
+        ),
         Binding("2", "toggle_kind('tool')", "Tool calls", show=False, id="filter.tool", tooltip="Show/hide tool calls"),
-        Binding("3", "toggle_kind('interrupt')", "Interrupts", show=False, id="filter.interrupt", tooltip="Show/hide interrupts"),
-        Binding("4", "toggle_kind('snapshot')", "Snapshots", show=False, id="filter.snapshot", tooltip="Show/hide snapshot separators"),
-        Binding("5", "toggle_kind('lifecycle')", "Lifecycle", show=False, id="filter.lifecycle", tooltip="Show/hide lifecycle separators"),
-        Binding("0", "show_all", "All kinds", show=False, id="filter.all", tooltip="Show every kind, clear errors-only"),
-        Binding("x", "toggle_errors", "Errors only", show=False, id="filter.errors", tooltip="Show only records with an error"),
-        Binding("r", "show_tab('tab-record')", "Record", show=False, id="detail.record", tooltip="Detail: the record as a JSON tree"),
-        Binding("t", "show_tab('tab-transcript')", "Transcript", id="detail.transcript", tooltip="Detail: the chat transcript"),
-        Binding("z", "expand", "Expand long", show=False, id="detail.expand", tooltip="Expand long strings and messages"),
+        Binding(
+            "3",
+            "toggle_kind('interrupt')",
+            "Interrupts",
+            show=False,
+            id="filter.interrupt",
+            tooltip="Show/hide interrupts",
+        ),
+        Binding(
+            "4",
+            "toggle_kind('snapshot')",
+            "Snapshots",
+            show=False,
+            id="filter.snapshot",
+            tooltip="Show/hide snapshot separators",
+        ),
+        Binding(
+            "5",
+            "toggle_kind('lifecycle')",
+            "Lifecycle",
+            show=False,
+            id="filter.lifecycle",
+            tooltip="Show/hide lifecycle separators",
+        ),
+        Binding(
+            "0", "show_all", "All kinds", show=False, id="filter.all", tooltip="Show every kind, clear errors-only"
+        ),
+        Binding(
+            "x",
+            "toggle_errors",
+            "Errors only",
+            show=False,
+            id="filter.errors",
+            tooltip="Show only records with an error",
+        ),
+        Binding(
+            "r",
+            "show_tab('tab-record')",
+            "Record",
+            show=False,
+            id="detail.record",
+            tooltip="Detail: the record as a JSON tree",
+        ),
+        Binding(
+            "t",
+            "show_tab('tab-transcript')",
+            "Transcript",
+            id="detail.transcript",
+            tooltip="Detail: the chat transcript",
+        ),
+        Binding(
+            "z", "expand", "Expand long", show=False, id="detail.expand", tooltip="Expand long strings and messages"
+        ),
         Binding("y", "copy('key')", "Copy key", show=False, id="copy.key", tooltip="Copy the canonical key"),
-        Binding("a", "copy('args_hash')", "Copy args hash", show=False, id="copy.args_hash", tooltip="Copy the args hash of a tool call"),
+        Binding(
+            "a",
+            "copy('args_hash')",
+            "Copy args hash",
+            show=False,
+            id="copy.args_hash",
+            tooltip="Copy the args hash of a tool call",
+        ),
         Binding("c", "copy('json')", "Copy JSON", show=False, id="copy.json", tooltip="Copy the record as JSON"),
-        Binding("i", "run_info", "Run info", id="timeline.run_info", tooltip="Run info: outcome, ground truth, fault, task, source, import warnings, all metadata"),
-        Binding("m", "jump_mark", "Marked step", show=False, id="timeline.jump_mark", tooltip="Jump to the step the metadata marks (annotated mistake, planted fault)"),
-        Binding("w", "focus_other", "Switch pane", show=False, id="timeline.switch_pane", tooltip="Move focus between the timeline and the detail"),
+        Binding(
+            "i",
+            "run_info",
+            "Run info",
+            id="timeline.run_info",
+            tooltip="Run info: outcome, ground truth, fault, task, source, import warnings, all metadata",
+        ),
+        Binding(
+            "m",
+            "jump_mark",
+            "Marked step",
+            show=False,
+            id="timeline.jump_mark",
+            tooltip="Jump to the step the metadata marks (annotated mistake, planted fault)",
+        ),
+        Binding(
+            "w",
+            "focus_other",
+            "Switch pane",
+            show=False,
+            id="timeline.switch_pane",
+            tooltip="Move focus between the timeline and the detail",
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -133,8 +238,9 @@ class TimelineScreen(Screen[None]):
     # ------------------------------------------------------------------ helpers
 
     def _header_text(self):
-        return header_text(self.loaded.path, self.loaded.recording, self.index.summary,
-                           verifying=self.loaded.verify is not None)
+        return header_text(
+            self.loaded.path, self.loaded.recording, self.index.summary, verifying=self.loaded.verify is not None
+        )
 
     def refresh_header(self) -> None:
         """Redraw the header (e.g. once a fast-opened file is verified)."""
@@ -288,7 +394,9 @@ class TimelineScreen(Screen[None]):
             return
         here = self.table.cursor_position
         start = -1 if here is None else here - 1
-        target = self._next_in(self.matches, start, visible_only=True) or self._next_in(self.matches, -1, visible_only=True)
+        target = self._next_in(self.matches, start, visible_only=True) or self._next_in(
+            self.matches, -1, visible_only=True
+        )
         if target is None:
             target = event.positions[0]
         self.jump_to(target)
@@ -418,8 +526,10 @@ class TimelineScreen(Screen[None]):
                 self.notify(f"no record has seq {seq}; went to seq {self.index.seqs[p]}", timeout=3)
             self.jump_to(p)
 
-        self.app.push_screen(GotoSeqScreen(self.index.seqs[0] if len(self.index) else 0,
-                                           self.index.seqs[-1] if len(self.index) else 0), done)
+        self.app.push_screen(
+            GotoSeqScreen(self.index.seqs[0] if len(self.index) else 0, self.index.seqs[-1] if len(self.index) else 0),
+            done,
+        )
 
     def go_to_seq(self, seq: int) -> bool:
         """Go to the record with ``seq``; ``False`` if there is none."""
@@ -448,12 +558,18 @@ class TimelineScreen(Screen[None]):
                     self.notify("no model call precedes this tool call", timeout=3)
                     return
                 self.jump_to(p)
-                self.notify(f"no tool_call_id links this call: went to the model call just before it (seq {self.index.seqs[p]})", timeout=4)
+                self.notify(
+                    f"no tool_call_id links this call: went to the model call just before it (seq {self.index.seqs[p]})",
+                    timeout=4,
+                )
                 return
             if type(rec) is ModelRecord:
                 self.notify("no tool call in this recording answers this model call (by tool_call_id)", timeout=3)
                 return
-            self.notify(f"not a call: {self._article(rec.kind)} {rec.kind} record links to nothing (l follows tool_call_id links)", timeout=3)
+            self.notify(
+                f"not a call: {self._article(rec.kind)} {rec.kind} record links to nothing (l follows tool_call_id links)",
+                timeout=3,
+            )
             return
         self.jump_to(links[0])
 
@@ -519,7 +635,9 @@ class TimelineScreen(Screen[None]):
         else:
             value = ident.get(what)
             if not value:
-                self.notify(f"this {ident['kind']} record has no {what.replace('_', ' ')}", severity="warning", timeout=3)
+                self.notify(
+                    f"this {ident['kind']} record has no {what.replace('_', ' ')}", severity="warning", timeout=3
+                )
                 return
             text = value
             label = f"{what.replace('_', ' ')} {value[:20]}…"

@@ -165,8 +165,14 @@ class DetailPane(Vertical):
             u = rec.response.usage
             t.append(f"  tokens in {u.input_tokens:,} / out {u.output_tokens:,}", style="dim")
         rows: list[tuple[str, Any]] = []
-        for field, label in (("key", "key"), ("args_hash", "args hash"), ("tool_call_id", "call id"),
-                             ("at", "at"), ("run_id", "run"), ("generation_id", "generation")):
+        for field, label in (
+            ("key", "key"),
+            ("args_hash", "args hash"),
+            ("tool_call_id", "call id"),
+            ("at", "at"),
+            ("run_id", "run"),
+            ("generation_id", "generation"),
+        ):
             if ident.get(field):
                 rows.append((label, ident[field]))
         flags = [f for f in ("replayed", "live_fallback") if ident.get(f)]

@@ -187,8 +187,9 @@ class JsonTree(Tree[JsonNode]):
             room = (self.scrollable_content_region.width or WRAP_AT) - (depth + 1) * self.guide_depth - 2
             width = max(20, min(WRAP_AT * 2, room))
             for line in value.split("\n"):
-                chunks = textwrap.wrap(line, width, drop_whitespace=False, replace_whitespace=False,
-                                       break_on_hyphens=False) or [""]
+                chunks = textwrap.wrap(
+                    line, width, drop_whitespace=False, replace_whitespace=False, break_on_hyphens=False
+                ) or [""]
                 for chunk in chunks:
                     node.add_leaf(Text(chunk, style=STRING_STYLE), JsonNode(chunk, populated=True))
         elif isinstance(value, dict):

@@ -52,8 +52,11 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     producer = recording.session.producer
     if producer:
         t.append(f"  {producer}", style="dim")
-    meta = [f"{k}={one_line(v, 32)}" for k, v in recording.metadata.items()
-            if k not in ("outcome", "outcome_reason") and v not in (None, "") and not isinstance(v, (dict, list))][:3]
+    meta = [
+        f"{k}={one_line(v, 32)}"
+        for k, v in recording.metadata.items()
+        if k not in ("outcome", "outcome_reason") and v not in (None, "") and not isinstance(v, (dict, list))
+    ][:3]
     if meta:
         t.append("  " + " ".join(meta), style="dim")
     t.append("\n")

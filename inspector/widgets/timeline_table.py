@@ -62,8 +62,17 @@ class Columns:
     tokens: int
 
     @classmethod
-    def fit(cls, width: int, max_seq: int, *, has_offset: bool = True, has_duration: bool = True,
-            has_tokens: bool = True, name_width: int = 22, status_width: int = 15) -> Columns:
+    def fit(
+        cls,
+        width: int,
+        max_seq: int,
+        *,
+        has_offset: bool = True,
+        has_duration: bool = True,
+        has_tokens: bool = True,
+        name_width: int = 22,
+        status_width: int = 15,
+    ) -> Columns:
         """Lay out the columns for ``width`` cells.
 
         Columns empty for the whole recording (``has_offset``/``has_duration``/
@@ -73,9 +82,16 @@ class Columns:
         then tokens, time and duration are dropped in that order."""
         seq = max(3, len(str(max_seq)))
         name = max(8, min(32, name_width))
-        cols = {"mark": 1, "seq": seq, "offset": 8 if has_offset else 0, "kind": 9, "name": name,
-                "status": max(6, min(15, status_width)), "duration": 7 if has_duration else 0,
-                "tokens": 7 if has_tokens else 0}
+        cols = {
+            "mark": 1,
+            "seq": seq,
+            "offset": 8 if has_offset else 0,
+            "kind": 9,
+            "name": name,
+            "status": max(6, min(15, status_width)),
+            "duration": 7 if has_duration else 0,
+            "tokens": 7 if has_tokens else 0,
+        }
 
         def summary_room() -> int:
             return width - (sum(cols.values()) + sum(1 for v in cols.values() if v) + 1)
@@ -198,7 +214,9 @@ class TimelineTable(ScrollView, can_focus=True):
         def control(self) -> TimelineTable:
             return self.table
 
-    def __init__(self, index: TimelineIndex, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, index: TimelineIndex, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.index = index
         self.view: Sequence[int] = range(len(index))
@@ -226,8 +244,9 @@ class TimelineTable(ScrollView, can_focus=True):
             "has_duration": any(d is not None for d in idx.durations),
             "has_tokens": any(t is not None for t in idx.tokens),
             "name_width": max(names, default=8),
-            "status_width": max([len(STATUS_MARKS.get(st, st)) for st in statuses]
-                                + [2 + len(m) for m in self.marks.values()]),
+            "status_width": max(
+                [len(STATUS_MARKS.get(st, st)) for st in statuses] + [2 + len(m) for m in self.marks.values()]
+            ),
         }
 
     def set_marks(self, marks: dict[int, str]) -> None:
@@ -456,8 +475,11 @@ class TimelineTable(ScrollView, can_focus=True):
     def _finish_row(self, strip: Strip, width: int, base: Style, is_cursor: bool) -> Strip:
         strip = strip.adjust_cell_length(width, base).crop(0, width)
         if is_cursor and self._low_colour:
-            over = (Style(color="#000000", bgcolor="#ffffff", bold=True) if self.has_focus
-                    else Style(color="#000000", bgcolor="#808080"))
+            over = (
+                Style(color="#000000", bgcolor="#ffffff", bold=True)
+                if self.has_focus
+                else Style(color="#000000", bgcolor="#808080")
+            )
             strip = Strip(list(Segment.apply_style(list(strip), post_style=over)), width)
         return strip
 
@@ -471,7 +493,9 @@ class TimelineTable(ScrollView, can_focus=True):
                 # (applied over every cell at the end, see _finish_row)
                 pass
             else:
-                base = base + self._style("timeline--cursor" if self.has_focus else "timeline--cursor-blurred", partial=False)
+                base = base + self._style(
+                    "timeline--cursor" if self.has_focus else "timeline--cursor-blurred", partial=False
+                )
         dim = self._style("timeline--dim")
         match_style = self._style("timeline--match")
         kind = idx.kinds[position]
@@ -494,7 +518,7 @@ class TimelineTable(ScrollView, can_focus=True):
             text = text.rstrip()
             text = text + " " + "─" * max(0, rest - len(text) - 1) if len(text) < rest else text
             segs.append(Segment(label, base + kind_style))
-            segs.extend(self._highlight(text[len(label):], base + sep_style, match_style))
+            segs.extend(self._highlight(text[len(label) :], base + sep_style, match_style))
             return self._finish_row(Strip(segs, width), width, base, is_cursor)
         segs.append(Segment(_cell(KIND_LABELS.get(kind, kind), cols.kind) + " ", base + kind_style))
         segs.append(Segment(_cell(idx.names[position], cols.name) + " ", base))
@@ -509,7 +533,9 @@ class TimelineTable(ScrollView, can_focus=True):
         else:
             segs.append(Segment(_cell(label, cols.status), base + status_style))
         if cols.duration:
-            segs.append(Segment(" " + _cell(format_duration(idx.durations[position]), cols.duration, right=True), base + dim))
+            segs.append(
+                Segment(" " + _cell(format_duration(idx.durations[position]), cols.duration, right=True), base + dim)
+            )
         if cols.tokens:
             tok = idx.tokens[position]
             segs.append(Segment(" " + _cell("" if tok is None else f"{tok:,}", cols.tokens, right=True), base + dim))

@@ -214,8 +214,9 @@ class TranscriptView(VerticalScroll, can_focus=True):
                 self.call_after_refresh(self._scroll_to_block, current[-1])
             elif anchor is not None and anchor[0] is not None and anchor[0] < len(blocks):
                 block, offset = blocks[anchor[0]], anchor[1]
-                self.call_after_refresh(lambda: self.scroll_to(
-                    y=max(0, block.virtual_region_with_margin.y + offset), animate=False))
+                self.call_after_refresh(
+                    lambda: self.scroll_to(y=max(0, block.virtual_region_with_margin.y + offset), animate=False)
+                )
             else:
                 self.scroll_home(animate=False)
 

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=ROOT, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, check=False
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -36,8 +37,11 @@ def test_every_core_module_imports_without_ui_packages():
     found = int(_run(code).strip())
     # the walk must really see the package tree: every module file below core/ is one module
     # (``__main__`` scripts are run, not imported: core.schema's writes the schema file)
-    expected = sum(1 for p in (ROOT / "core").rglob("*.py") 
-                   if p.name != "__main__.py" and (p.name != "__init__.py" or p.parent != ROOT / "core"))
+    expected = sum(
+        1
+        for p in (ROOT / "core").rglob("*.py")
+        if p.name != "__main__.py" and (p.name != "__init__.py" or p.parent != ROOT / "core")
+    )
     assert found == expected
 
 
@@ -61,8 +65,9 @@ def test_curated_api_loads_lazily_and_completely():
     assert core.__all__ == list(core._API)  # the literal list and the lazy map agree
 
 
-_ISSUE_CITATION = re.compile(r"\b(?:issue|task)\s*#?\s*\d+\s*(?:,\s*)?(?:point|item)\b|\((?:issue|task)\s*#?\d+\b",
-                             re.IGNORECASE)
+_ISSUE_CITATION = re.compile(
+    r"\b(?:issue|task)\s*#?\s*\d+\s*(?:,\s*)?(?:point|item)\b|\((?:issue|task)\s*#?\d+\b", re.IGNORECASE
+)
 
 
 def test_no_source_cites_a_tracker_issue():
@@ -78,6 +83,11 @@ def test_no_source_cites_a_tracker_issue():
 
 
 def test_issue_citation_pattern_catches_the_old_forms():
-    for text in ("Dry run (issue 5, point 8): x", "rules from issue 5, point 2", "(issue 3: imported", "task 4 point 2"):
+    for text in (
+        "Dry run (issue 5, point 8): x",
+        "rules from issue 5, point 2",
+        "(issue 3: imported",
+        "task 4 point 2",
+    ):
         assert _ISSUE_CITATION.search(text), text
     assert not _ISSUE_CITATION.search("a real SWE-agent run (pydicom issue 1458)")

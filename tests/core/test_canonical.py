@@ -46,7 +46,7 @@ def test_floats_match_reference(f):
     [
         {"\ue000": 1, "\U0001f600": 2, "a": 3},  # UTF-16 order differs from code point order
         {"\uffff": [1.5], "\U00010000": {"\ufb01": 0.1}},
-        "tab\t nl\n quote\" backslash\\ ctrl\x01 del\x7f ls\u2028 emoji\U0001f600",
+        'tab\t nl\n quote" backslash\\ ctrl\x01 del\x7f ls\u2028 emoji\U0001f600',
         [1e21, 1e-7, 1e20, 1e-6, 123456789.125, -0.0, 5e-324, 1.7976931348623157e308],
     ],
 )
@@ -116,7 +116,14 @@ def test_model_key_stop_order_and_duplicates_do_not_matter():
         {"options": {"temperature": 0.3, "tool_choice": "auto", "provider": {"seed": 7}}},
         {"options": {"temperature": 0.2, "tool_choice": "none", "provider": {"seed": 7}}},
         {"options": {"temperature": 0.2, "tool_choice": "auto", "provider": {"seed": 8}}},
-        {"options": {"temperature": 0.2, "tool_choice": "auto", "provider": {"seed": 7}, "response_format": {"type": "json"}}},
+        {
+            "options": {
+                "temperature": 0.2,
+                "tool_choice": "auto",
+                "provider": {"seed": 7},
+                "response_format": {"type": "json"},
+            }
+        },
     ],
 )
 def test_any_change_changes_model_key(change):

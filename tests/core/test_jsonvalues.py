@@ -117,9 +117,15 @@ def test_big_integer_tags_are_recognised_and_displayed():
     tag = {"$bigint": "1152921504606846976"}
     assert is_tagged(tag) and is_tagged({"$bigint": "-9007199254740992"})
     # only the canonical digits of an integer outside the range make a tag
-    for data in ({"$bigint": "5"}, {"$bigint": "9007199254740991"}, {"$bigint": "01152921504606846976"},
-                 {"$bigint": "+1152921504606846976"}, {"$bigint": 1152921504606846976},
-                 {"$bigint": "1152921504606846976", "x": 1}, {"$bigint": "1e30"}):
+    for data in (
+        {"$bigint": "5"},
+        {"$bigint": "9007199254740991"},
+        {"$bigint": "01152921504606846976"},
+        {"$bigint": "+1152921504606846976"},
+        {"$bigint": 1152921504606846976},
+        {"$bigint": "1152921504606846976", "x": 1},
+        {"$bigint": "1e30"},
+    ):
         assert not is_tagged(data)
         assert decode_value(data) == data
     assert display_text(tag) == "1152921504606846976"
@@ -203,9 +209,9 @@ def test_malformed_and_truncated_json_are_format_errors():
 # ------------------------------------------------------------------ properties
 
 # text that also holds lone surrogates (hypothesis' st.text() never does)
-_texts = st.lists(
-    st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr), st.just("\ufffd")), max_size=12
-).map("".join)
+_texts = st.lists(st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr), st.just("\ufffd")), max_size=12).map(
+    "".join
+)
 # integers of any size, with the edges of the safe range well represented
 _ints = st.one_of(
     st.integers(-(2**53) + 1, 2**53 - 1),
@@ -214,12 +220,17 @@ _ints = st.one_of(
     st.integers(),
 )
 _json_scalars = st.one_of(
-    st.none(), st.booleans(), _ints,
-    st.floats(allow_nan=True, allow_infinity=True), _texts,
+    st.none(),
+    st.booleans(),
+    _ints,
+    st.floats(allow_nan=True, allow_infinity=True),
+    _texts,
 )
 _json = st.recursive(
     _json_scalars,
-    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(alphabet="abcxyz", max_size=3), kids, max_size=4)),
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=4), st.dictionaries(st.text(alphabet="abcxyz", max_size=3), kids, max_size=4)
+    ),
     max_leaves=20,
 )
 

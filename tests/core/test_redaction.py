@@ -13,9 +13,26 @@ from tests.conftest import make_recording
 
 @pytest.mark.parametrize(
     "name",
-    ["api_key", "apiKey", "API-KEY", "x-api-key", "Authorization", "proxy_authorization", "token",
-     "access_token", "refreshToken", "password", "db_passwd", "secret", "client_secret",
-     "cookie", "Set-Cookie", "private_key", "aws_secret_access_key", "credentials"],
+    [
+        "api_key",
+        "apiKey",
+        "API-KEY",
+        "x-api-key",
+        "Authorization",
+        "proxy_authorization",
+        "token",
+        "access_token",
+        "refreshToken",
+        "password",
+        "db_passwd",
+        "secret",
+        "client_secret",
+        "cookie",
+        "Set-Cookie",
+        "private_key",
+        "aws_secret_access_key",
+        "credentials",
+    ],
 )
 def test_sensitive_names(name):
     assert is_sensitive_name(name)
@@ -23,9 +40,25 @@ def test_sensitive_names(name):
 
 @pytest.mark.parametrize(
     "name",
-    ["max_tokens", "input_tokens", "output_tokens", "token_count", "tokenizer", "key", "args_hash",
-     "total_tokens", "prompt_tokens", "maxTokens", "keyboard", "monkey", "tool", "primary_key_column",
-     "keys", "hash", "model"],
+    [
+        "max_tokens",
+        "input_tokens",
+        "output_tokens",
+        "token_count",
+        "tokenizer",
+        "key",
+        "args_hash",
+        "total_tokens",
+        "prompt_tokens",
+        "maxTokens",
+        "keyboard",
+        "monkey",
+        "tool",
+        "primary_key_column",
+        "keys",
+        "hash",
+        "model",
+    ],
 )
 def test_ordinary_names_are_not_caught(name):
     assert not is_sensitive_name(name)
@@ -42,7 +75,11 @@ def test_nested_objects_and_header_lists():
     }
     out, changed = redact(value)
     assert changed
-    assert out["request"]["headers"] == [["Content-Type", "application/json"], ["Authorization", REDACTED], ["X-Api-Key", REDACTED]]
+    assert out["request"]["headers"] == [
+        ["Content-Type", "application/json"],
+        ["Authorization", REDACTED],
+        ["X-Api-Key", REDACTED],
+    ]
     assert out["request"]["header_objs"] == [{"name": "Cookie", "value": REDACTED}, {"name": "Accept", "value": "*/*"}]
     assert out["request"]["body"]["config"] == {"api_key": REDACTED, "max_tokens": 100, "token_count": 3}
     assert out["usage"] == {"input_tokens": 5, "output_tokens": 6}

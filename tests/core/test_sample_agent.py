@@ -37,7 +37,9 @@ def tool_records(rec: Recording) -> list[ToolRecord]:
 
 @pytest.mark.parametrize("task", sorted(sa.TASKS))
 @pytest.mark.parametrize("fault", [None, *sa.FAULT_KINDS])
-def test_record_then_replay_gives_identical_results_with_zero_live_calls(task: str, fault: str | None, tmp_path: Path) -> None:
+def test_record_then_replay_gives_identical_results_with_zero_live_calls(
+    task: str, fault: str | None, tmp_path: Path
+) -> None:
     f = sa.Fault(fault, 1 if task == "support-003" else None) if fault else None
     recorded = sa.record_run(task, f)
     path = tmp_path / "run.json"
@@ -88,7 +90,7 @@ def test_live_fallback_completes_a_changed_task_and_records_it() -> None:
     stats = replayed.session.stats
     assert stats.live_fallback > 0 and stats.replayed > 0  # lookup_customer and get_order replayed
     assert replayed.live_calls["model"] + replayed.live_calls["tool"] == stats.live_fallback
-    assert all(r.live_fallback for r in replayed.session.recording.records[len(recorded.recording.records):])
+    assert all(r.live_fallback for r in replayed.session.recording.records[len(recorded.recording.records) :])
 
 
 # ---------------------------------------------------------------------- outcomes and faults
@@ -101,8 +103,13 @@ def test_a_clean_run_succeeds_with_attribution_records() -> None:
     assert "fault" not in meta
     assert meta["executor"] == sa.EXECUTOR_SPEC == "core.sample_agent:make_executor"
     assert meta["task"] == sa.TASKS[sa.DEFAULT_TASK]
-    assert run.output["refund"] == {"refund_id": "R-A1001-BL-200", "order_id": "A1001", "sku": "BL-200",
-                                    "amount": 89.99, "status": "issued"}
+    assert run.output["refund"] == {
+        "refund_id": "R-A1001-BL-200",
+        "order_id": "A1001",
+        "sku": "BL-200",
+        "amount": 89.99,
+        "status": "issued",
+    }
     counts = run.recording.counts_by_kind()
     assert counts["snapshot"] == 1 and counts["lifecycle"] == 6
     # the refund above the threshold paused on a supervisor-approval interrupt
@@ -151,7 +158,9 @@ def test_wrong_tool_fault() -> None:
 def test_every_fault_at_every_tool_step_fails_the_run(kind: str, step: int) -> None:
     run = sa.record_run(fault=sa.Fault(kind, step))
     assert run.outcome == "failure", (kind, step, run.output)
-    assert run.recording.records[run.session.metadata["fault"]["seq"]].kind == ("model" if kind == "wrong-tool" else "tool")
+    assert run.recording.records[run.session.metadata["fault"]["seq"]].kind == (
+        "model" if kind == "wrong-tool" else "tool"
+    )
 
 
 def test_unreachable_fault_step_is_a_clear_error() -> None:
@@ -191,14 +200,20 @@ def test_fixing_the_bad_tool_result_makes_the_agent_succeed() -> None:
 def test_model_decisions_follow_tool_results() -> None:
     """Same transcript, one tool result changed → a different next call."""
     ok = sa.record_run()
-    req = next(r.request for r in ok.recording.records
-               if isinstance(r, ModelRecord) and r.response.message.tool_calls
-               and r.response.message.tool_calls[0].name == "issue_refund")
+    req = next(
+        r.request
+        for r in ok.recording.records
+        if isinstance(r, ModelRecord)
+        and r.response.message.tool_calls
+        and r.response.message.tool_calls[0].name == "issue_refund"
+    )
     assert sa.scripted_model(req).message.tool_calls[0].arguments["amount"] == 89.99
 
     def with_policy(edit) -> ModelRequest:
-        msgs = [m.model_copy(update={"content": edit(m.content)}) if m.name == "check_refund_policy" else m
-                for m in req.messages]
+        msgs = [
+            m.model_copy(update={"content": edit(m.content)}) if m.name == "check_refund_policy" else m
+            for m in req.messages
+        ]
         return req.model_copy(update={"messages": msgs})
 
     changed = with_policy(lambda c: c.replace("89.99", "24.5"))
@@ -236,14 +251,20 @@ def test_evaluate_judges_outputs() -> None:
     assert sa.evaluate(task, good)[0] == "success"
     assert sa.evaluate(task, None) == ("failure", "the run produced no output")
     assert sa.evaluate(task, {**good, "stopped": "max_turns"})[0] == "failure"
-    assert sa.evaluate(task, {**good, "confirmation_sent": False}) == ("failure", "refund issued but the customer was not told")
+    assert sa.evaluate(task, {**good, "confirmation_sent": False}) == (
+        "failure",
+        "refund issued but the customer was not told",
+    )
     assert "wrong refund" in sa.evaluate(task, {**good, "refund": {**good["refund"], "amount": 114.49}})[1]
     assert "although none is due" in sa.evaluate(sa.TASKS["support-003"], good)[1]
 
 
 def test_max_turns_stops_the_loop() -> None:
-    runtime = Harness(ReplaySession("live"), sa.TOOLS,
-                      models=[ReplayChatModel(ReplaySession("live"), sa.scripted_model, sa.MODEL_NAME)])
+    runtime = Harness(
+        ReplaySession("live"),
+        sa.TOOLS,
+        models=[ReplayChatModel(ReplaySession("live"), sa.scripted_model, sa.MODEL_NAME)],
+    )
     out = sa.run_agent(runtime, "support-001", max_turns=2)
     assert out["stopped"] == "max_turns" and out["turns"] == 2
     assert sa.evaluate("support-001", out)[0] == "failure"
@@ -277,10 +298,15 @@ def test_tools_are_deterministic_and_use_no_clock_randomness_or_network() -> Non
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert not imported & {"time", "random", "datetime", "socket", "urllib", "http", "requests", "uuid", "os"}
-    for name, args in [("lookup_customer", {"email": "ana@example.com"}), ("send_message", {"customer_id": "C-1001", "text": "hi"}),
-                       ("issue_refund", {"order_id": "A1001", "sku": "BL-200", "amount": 10})]:
+    for name, args in [
+        ("lookup_customer", {"email": "ana@example.com"}),
+        ("send_message", {"customer_id": "C-1001", "text": "hi"}),
+        ("issue_refund", {"order_id": "A1001", "sku": "BL-200", "amount": 10}),
+    ]:
         assert sa.live_tool(name, args) == sa.live_tool(name, args)
-    assert sa.live_tool("issue_refund", {"order_id": "A1001", "sku": "BL-200", "amount": 500}).error.type == "ToolFailure"
+    assert (
+        sa.live_tool("issue_refund", {"order_id": "A1001", "sku": "BL-200", "amount": 500}).error.type == "ToolFailure"
+    )
 
 
 def test_recording_twice_gives_the_same_recording_but_timing() -> None:
@@ -350,8 +376,9 @@ def test_cli_record_and_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str
         (["replay", "missing.json"], "missing.json: no such file"),
     ],
 )
-def test_cli_bad_input_is_one_line_exit_2(argv: list[str], message: str, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_bad_input_is_one_line_exit_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert sa.main(argv) == 2
     err = capsys.readouterr().err

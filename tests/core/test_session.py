@@ -355,8 +355,7 @@ def test_boundary_order_is_the_same_live_and_replayed() -> None:
 def test_after_hook_sees_the_served_record() -> None:
     rec, _ = record_counter_calls([4])
     seen = []
-    h = Harness(ReplaySession.from_recording(rec), {}, after=lambda inv, res: seen.append((inv, res)),
-                run_id="r-new")
+    h = Harness(ReplaySession.from_recording(rec), {}, after=lambda inv, res: seen.append((inv, res)), run_id="r-new")
     h.call_tool("count", {"x": 4}, "fresh-id")
     inv, res = seen[0]
     assert inv.replayed and inv.record.replayed and inv.record.tool_call_id == "fresh-id"
@@ -425,8 +424,12 @@ def test_tool_exceptions_become_recorded_error_results() -> None:
 
 
 def test_historical_and_fresh_fields_of_a_replayed_result() -> None:
-    recorded_result = ToolResult(content={"rows": 3}, artifact={"file": "out.csv"},
-                                 error=ErrorInfo(type="Partial", message="1 row skipped"), redacted=True)
+    recorded_result = ToolResult(
+        content={"rows": 3},
+        artifact={"file": "out.csv"},
+        error=ErrorInfo(type="Partial", message="1 row skipped"),
+        redacted=True,
+    )
     session = ReplaySession(ReplayMode.RECORD, clock=FakeClock(5.0))
     h = Harness(session, {"query": lambda sql: recorded_result}, run_id="r-rec", generation_id="g-rec")
     h.call_tool("query", {"sql": "select"}, "call-rec")
@@ -465,8 +468,9 @@ def test_redaction_scrubs_and_keys_match_between_record_and_replay(tmp_path: Pat
         return ModelResponse(message=ChatMessage(role="assistant", content=f"I saw {request.messages[-1].text}"))
 
     args = {"query": f"docs for {SECRET}", "api_key": "k-live-9999"}
-    request = ModelRequest(messages=[ChatMessage(role="user", content=f"my key is {SECRET}")],
-                           options={"api_key": "opt-key-1234"})
+    request = ModelRequest(
+        messages=[ChatMessage(role="user", content=f"my key is {SECRET}")], options={"api_key": "opt-key-1234"}
+    )
 
     session = ReplaySession(ReplayMode.RECORD, redactor=redactor)
     h = Harness(session, {"search": search}, models=[ReplayChatModel(session, model, "m")])
@@ -521,9 +525,14 @@ def test_attribution_records_are_written_in_order_and_never_answer() -> None:
     h.shutdown()
     kinds = [(r.kind, getattr(r, "event", None)) for r in session.recording.records]
     assert kinds == [
-        ("lifecycle", "plugin.mount"), ("lifecycle", "generation.publish"), ("snapshot", None),
-        ("tool", None), ("interrupt", None), ("lifecycle", "generation.draining"),
-        ("lifecycle", "generation.retired"), ("lifecycle", "plugin.unmount"),
+        ("lifecycle", "plugin.mount"),
+        ("lifecycle", "generation.publish"),
+        ("snapshot", None),
+        ("tool", None),
+        ("interrupt", None),
+        ("lifecycle", "generation.draining"),
+        ("lifecycle", "generation.retired"),
+        ("lifecycle", "plugin.unmount"),
         ("lifecycle", "harness.shutdown"),
     ]
     snap = session.recording.records[2]
@@ -543,11 +552,13 @@ def test_attribution_records_are_written_in_order_and_never_answer() -> None:
 
 
 def test_a_recording_of_only_attribution_records_answers_nothing() -> None:
-    rec = Recording(records=[
-        InterruptRecord(seq=0, value={"tool": "count", "result": {"n": 1}}),
-        SnapshotRecord(seq=1, generation_id="g", composition={"tools": ["count"]}),
-        LifecycleRecord(seq=2, event="generation.publish", details={"generation": "g"}),
-    ])
+    rec = Recording(
+        records=[
+            InterruptRecord(seq=0, value={"tool": "count", "result": {"n": 1}}),
+            SnapshotRecord(seq=1, generation_id="g", composition={"tools": ["count"]}),
+            LifecycleRecord(seq=2, event="generation.publish", details={"generation": "g"}),
+        ]
+    )
     session = ReplaySession.from_recording(rec)
     assert session.recorded_count("tool") == 0 and session.recorded_count("model") == 0
     with pytest.raises(ReplayMismatch) as err:

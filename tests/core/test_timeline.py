@@ -41,7 +41,14 @@ def index() -> TimelineIndex:
 def test_rows_columns(index):
     assert len(index) == 17
     row = index.row(7)
-    assert (row.seq, row.kind, row.name, row.status, row.duration_seconds, row.tokens) == (7, "tool", "edit", "error", 0.25, None)
+    assert (row.seq, row.kind, row.name, row.status, row.duration_seconds, row.tokens) == (
+        7,
+        "tool",
+        "edit",
+        "error",
+        0.25,
+        None,
+    )
     assert row.offset_seconds == 9.0
     assert row.summary.startswith('{"path":"src/dates.py"') and "✗ EditRejected" in row.summary
     model = index.row(2)
@@ -76,26 +83,41 @@ def test_a_human_message_interrupt_is_input_not_interrupted():
     rec = InterruptRecord(seq=0, value=question)
     assert record_status(rec) == "input"
     assert record_summary(rec).startswith("Where can I take martial arts classes?")
-    assert record_status(InterruptRecord(seq=0, value={"type": "user_message", "source": "user", "content": "hi"})) == "input"
+    assert (
+        record_status(InterruptRecord(seq=0, value={"type": "user_message", "source": "user", "content": "hi"}))
+        == "input"
+    )
     for other in ({"type": "approval", "question": "ok?"}, {"type": "agent_state", "state": "init"}, "pause", None):
         assert record_status(InterruptRecord(seq=0, value=other)) == "interrupted"
     # the fast-open (raw) path agrees
-    raw = [{"seq": 0, "kind": "interrupt", "value": question}, {"seq": 1, "kind": "interrupt", "value": {"type": "approval"}}]
+    raw = [
+        {"seq": 0, "kind": "interrupt", "value": question},
+        {"seq": 1, "kind": "interrupt", "value": {"type": "approval"}},
+    ]
     assert TimelineIndex.from_raw(Recording(), raw).statuses == ["input", "interrupted"]
 
 
 def test_a_tool_call_given_an_instruction_leads_with_its_result():
-    rec = ToolRecord(seq=0, tool="WebSurfer", arguments={"instruction": "Please search for martial arts schools " * 3},
-                     result=ToolResult(content="I typed 'martial arts' into the search box."))
+    rec = ToolRecord(
+        seq=0,
+        tool="WebSurfer",
+        arguments={"instruction": "Please search for martial arts schools " * 3},
+        result=ToolResult(content="I typed 'martial arts' into the search box."),
+    )
     out = record_summary(rec, 60)
     assert out.startswith("⇒ I typed 'martial arts' into the search box. ⇐ Please") and len(out) <= 60
     # ordinary arguments stay first
-    assert record_summary(ToolRecord(seq=0, tool="bash", arguments={"command": "ls"},
-                                     result=ToolResult(content="a.py"))) == "ls ⇒ a.py"
+    assert (
+        record_summary(ToolRecord(seq=0, tool="bash", arguments={"command": "ls"}, result=ToolResult(content="a.py")))
+        == "ls ⇒ a.py"
+    )
 
 
 def test_summary_of_failed_and_empty_model_calls():
-    assert record_summary(ModelRecord(seq=0, model="m", error=ErrorInfo(type="timeout", message="after 30s"))) == "✗ timeout: after 30s"
+    assert (
+        record_summary(ModelRecord(seq=0, model="m", error=ErrorInfo(type="timeout", message="after 30s")))
+        == "✗ timeout: after 30s"
+    )
     assert record_summary(ModelRecord(seq=0, model="m")) == "(no response)"
     resp = ModelResponse(message=ChatMessage(role="assistant", content=""))
     assert record_summary(ModelRecord(seq=0, model="m", response=resp)) == "(empty response)"
@@ -124,8 +146,11 @@ def test_search_finds_a_tool_result_at_its_call_and_the_model_call_that_reads_it
     assert UNIQUE_RESULT in index.record(5).result.content
     reader = index.record(6)
     assert reader.kind == "model" and any(UNIQUE_RESULT in m.text for m in reader.request.messages)
-    later = [p for p in range(7, len(index)) if index.kinds[p] == "model"
-             and any(UNIQUE_RESULT in m.text for m in index.record(p).request.messages)]
+    later = [
+        p
+        for p in range(7, len(index))
+        if index.kinds[p] == "model" and any(UNIQUE_RESULT in m.text for m in index.record(p).request.messages)
+    ]
     assert later  # later requests carry it too, and are not matched
     # the system prompt is found at its first use only, not in every later request
     assert index.search("you are a software agent") == [2]
@@ -159,7 +184,15 @@ def test_links_by_tool_call_id(index):
 
 def test_transcripts(index):
     entries, note = transcript_for(index, 6)
-    assert [e.message.role for e in entries] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [e.message.role for e in entries] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert entries[-1].current and entries[-1].message.tool_calls[0].id == "call_3"
     entries, note = transcript_for(index, 7)
     assert entries[-1].current and entries[-1].message.role == "tool" and entries[-1].message.tool_call_id == "call_3"
@@ -218,11 +251,23 @@ def test_select_and_search_agree_with_a_plain_scan(kinds, errors, words, query, 
     records = []
     for i, kind in enumerate(kinds):
         if kind == "tool":
-            records.append(ToolRecord(seq=i, tool="t", arguments={"q": words[i]},
-                                      result=ToolResult(content=words[-i - 1], error=ErrorInfo(type="E") if errors[i] else None)))
+            records.append(
+                ToolRecord(
+                    seq=i,
+                    tool="t",
+                    arguments={"q": words[i]},
+                    result=ToolResult(content=words[-i - 1], error=ErrorInfo(type="E") if errors[i] else None),
+                )
+            )
         else:
-            records.append(ModelRecord(seq=i, model="m", response=ModelResponse(message=ChatMessage(role="assistant", content=words[i])),
-                                       error=ErrorInfo(type="E") if errors[i] else None))
+            records.append(
+                ModelRecord(
+                    seq=i,
+                    model="m",
+                    response=ModelResponse(message=ChatMessage(role="assistant", content=words[i])),
+                    error=ErrorInfo(type="E") if errors[i] else None,
+                )
+            )
     idx = TimelineIndex(Recording(records=records))
     expected_search = []
     for i, r in enumerate(records):

@@ -46,23 +46,34 @@ for _f in ("sa-fail.json", "swe.json", "tau0.json", "vcr.json"):
     _add(f"timeline-{_stem}-json", ["timeline", _f, "--json"])
     _add(f"audit-{_stem}", ["audit", _f])
     _add(f"audit-{_stem}-json", ["audit", _f, "--json"])
-    _add(f"dryrun-{_stem}", ["branch", "new", _f, "--at", "2", "-o", "b.json"],
-         ["replay", _f, "--branch", "b.json", "--dry-run"])
-    _add(f"dryrun-{_stem}-json", ["branch", "new", _f, "--at", "2", "-o", "b.json"],
-         ["replay", _f, "--branch", "b.json", "--dry-run", "--json"])
+    _add(
+        f"dryrun-{_stem}",
+        ["branch", "new", _f, "--at", "2", "-o", "b.json"],
+        ["replay", _f, "--branch", "b.json", "--dry-run"],
+    )
+    _add(
+        f"dryrun-{_stem}-json",
+        ["branch", "new", _f, "--at", "2", "-o", "b.json"],
+        ["replay", _f, "--branch", "b.json", "--dry-run", "--json"],
+    )
 
-for _a, _b in (("sa-fail.json", "sa-ok.json"), ("tau0.json", "tau1.json"), ("swe.json", "vcr.json"),
-               ("vcr.json", "vcr.json")):
+for _a, _b in (
+    ("sa-fail.json", "sa-ok.json"),
+    ("tau0.json", "tau1.json"),
+    ("swe.json", "vcr.json"),
+    ("vcr.json", "vcr.json"),
+):
     _n = f"diff-{_a.removesuffix('.json')}-{_b.removesuffix('.json')}"
     _add(_n, ["diff", _a, _b])
     _add(f"{_n}-json", ["diff", _a, _b, "--json"])
 
-_replay_sa = [["branch", "new", "sa-fail.json", "--at", "3", "-o", "b.json"],
-              ["replay", "sa-fail.json", "--branch", "b.json"]]
+_replay_sa = [
+    ["branch", "new", "sa-fail.json", "--at", "3", "-o", "b.json"],
+    ["replay", "sa-fail.json", "--branch", "b.json"],
+]
 _add("effects-sa-fail", *_replay_sa, ["effects"])
 _add("effects-sa-fail-json", *_replay_sa, ["effects", "--json"])
-_replay_swe = [["branch", "new", "swe.json", "--at", "2", "-o", "b.json"],
-               ["replay", "swe.json", "--branch", "b.json"]]
+_replay_swe = [["branch", "new", "swe.json", "--at", "2", "-o", "b.json"], ["replay", "swe.json", "--branch", "b.json"]]
 _add("effects-swe", *_replay_swe, ["effects"])
 _add("effects-swe-json", *_replay_swe, ["effects", "--json"])
 

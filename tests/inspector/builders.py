@@ -30,11 +30,34 @@ UNIQUE_RESULT = "zebra-quartz-1458 appears exactly once in a tool result"
 #: (tool, arguments, result content, error or None) for each step of the run
 STEPS = [
     ("bash", {"command": "ls src"}, "dates.py\nparser.py\n__init__.py", None),
-    ("bash", {"command": "cat src/dates.py"}, "def parse_date(s):\n    y, m, d = s.split('-')\n    return date(int(y), int(m), int(d))\n" + UNIQUE_RESULT, None),
-    ("edit", {"path": "src/dates.py", "old": "return date(", "new": "return safe_date("}, None,
-     ErrorInfo(type="EditRejected", message="edit would introduce a syntax error at line 3")),
-    ("edit", {"path": "src/dates.py", "old": "return date(int(y), int(m), int(d))", "new": "try:\n    return date(int(y), int(m), int(d))\nexcept ValueError as e:\n    raise DateError(s) from e"}, "edited src/dates.py", None),
-    ("bash", {"command": "pytest -q tests/test_dates.py"}, None, ErrorInfo(type="CommandFailed", message="exit status 1: 1 failed, 3 passed")),
+    (
+        "bash",
+        {"command": "cat src/dates.py"},
+        "def parse_date(s):\n    y, m, d = s.split('-')\n    return date(int(y), int(m), int(d))\n" + UNIQUE_RESULT,
+        None,
+    ),
+    (
+        "edit",
+        {"path": "src/dates.py", "old": "return date(", "new": "return safe_date("},
+        None,
+        ErrorInfo(type="EditRejected", message="edit would introduce a syntax error at line 3"),
+    ),
+    (
+        "edit",
+        {
+            "path": "src/dates.py",
+            "old": "return date(int(y), int(m), int(d))",
+            "new": "try:\n    return date(int(y), int(m), int(d))\nexcept ValueError as e:\n    raise DateError(s) from e",
+        },
+        "edited src/dates.py",
+        None,
+    ),
+    (
+        "bash",
+        {"command": "pytest -q tests/test_dates.py"},
+        None,
+        ErrorInfo(type="CommandFailed", message="exit status 1: 1 failed, 3 passed"),
+    ),
     ("bash", {"command": "pytest -q tests/test_dates.py"}, "4 passed in 0.12s", None),
 ]
 
@@ -52,10 +75,23 @@ def build_recording(n_padding: int = 0) -> Recording:
 
         return datetime.fromtimestamp(t0 + s, tz=UTC).isoformat().replace("+00:00", "Z")
 
-    records.append(SnapshotRecord(seq=seq, at=at(0), generation_id="gen-1", run_id="run-1",
-                                  composition={"plugins": ["shell", "editor"], "tools": ["bash", "edit"], "capabilities": ["exec", "fs.write"]}))
+    records.append(
+        SnapshotRecord(
+            seq=seq,
+            at=at(0),
+            generation_id="gen-1",
+            run_id="run-1",
+            composition={
+                "plugins": ["shell", "editor"],
+                "tools": ["bash", "edit"],
+                "capabilities": ["exec", "fs.write"],
+            },
+        )
+    )
     seq += 1
-    records.append(LifecycleRecord(seq=seq, at=at(0.1), event="plugin.mount", run_id="run-1", details={"plugin": "shell"}))
+    records.append(
+        LifecycleRecord(seq=seq, at=at(0.1), event="plugin.mount", run_id="run-1", details={"plugin": "shell"})
+    )
     seq += 1
     messages = [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=TASK)]
     tools = [{"name": "bash", "parameters": {"type": "object"}}, {"name": "edit", "parameters": {"type": "object"}}]
@@ -64,47 +100,99 @@ def build_recording(n_padding: int = 0) -> Recording:
         cid = f"call_{i + 1}"
         thought = f"Step {i + 1}: I will run {tool} to make progress on the date parsing bug."
         req = ModelRequest(messages=list(messages), tools=tools, options={"temperature": 0.0})
-        resp = ModelResponse(message=ChatMessage(role="assistant", content=thought,
-                                                 tool_calls=[ToolCall(id=cid, name=tool, arguments=args)]),
-                             finish_reason="tool_calls", usage=Usage(input_tokens=500 + 120 * i, output_tokens=60 + i))
-        m = ModelRecord(seq=seq, at=at(clock), run_id="run-1", generation_id="gen-1", model="gpt-4o-2024-08-06",
-                        request=req, response=resp, duration_seconds=1.5 + i / 10)
+        resp = ModelResponse(
+            message=ChatMessage(
+                role="assistant", content=thought, tool_calls=[ToolCall(id=cid, name=tool, arguments=args)]
+            ),
+            finish_reason="tool_calls",
+            usage=Usage(input_tokens=500 + 120 * i, output_tokens=60 + i),
+        )
+        m = ModelRecord(
+            seq=seq,
+            at=at(clock),
+            run_id="run-1",
+            generation_id="gen-1",
+            model="gpt-4o-2024-08-06",
+            request=req,
+            response=resp,
+            duration_seconds=1.5 + i / 10,
+        )
         m.key = m.compute_key()
         records.append(m)
         seq += 1
         clock += 2
-        t = ToolRecord(seq=seq, at=at(clock), run_id="run-1", generation_id="gen-1", tool=tool, arguments=args,
-                       tool_call_id=cid, result=ToolResult(content=content, error=error), duration_seconds=0.25)
+        t = ToolRecord(
+            seq=seq,
+            at=at(clock),
+            run_id="run-1",
+            generation_id="gen-1",
+            tool=tool,
+            arguments=args,
+            tool_call_id=cid,
+            result=ToolResult(content=content, error=error),
+            duration_seconds=0.25,
+        )
         t.key = t.compute_key()
         records.append(t)
         seq += 1
         clock += 1
-        messages = [*messages, resp.message,
-                    ChatMessage(role="tool", tool_call_id=cid, name=tool,
-                                content=content if error is None else f"ERROR {error.type}: {error.message}")]
+        messages = [
+            *messages,
+            resp.message,
+            ChatMessage(
+                role="tool",
+                tool_call_id=cid,
+                name=tool,
+                content=content if error is None else f"ERROR {error.type}: {error.message}",
+            ),
+        ]
         if i == 2:
-            records.append(InterruptRecord(seq=seq, at=at(clock), run_id="run-1", value={"reason": "approval required for edit"}))
+            records.append(
+                InterruptRecord(seq=seq, at=at(clock), run_id="run-1", value={"reason": "approval required for edit"})
+            )
             seq += 1
     for j in range(n_padding):
         args = {"command": f"echo padding {j}"}
-        t = ToolRecord(seq=seq, at=at(clock), run_id="run-1", tool="bash", arguments=args,
-                       tool_call_id=f"pad_{j}", result=ToolResult(content=f"padding {j}"), duration_seconds=0.01)
+        t = ToolRecord(
+            seq=seq,
+            at=at(clock),
+            run_id="run-1",
+            tool="bash",
+            arguments=args,
+            tool_call_id=f"pad_{j}",
+            result=ToolResult(content=f"padding {j}"),
+            duration_seconds=0.01,
+        )
         t.key = t.compute_key()
         records.append(t)
         seq += 1
         clock += 0.5
     req = ModelRequest(messages=list(messages), tools=tools, options={"temperature": 0.0})
-    final = ModelRecord(seq=seq, at=at(clock), run_id="run-1", generation_id="gen-1", model="gpt-4o-2024-08-06", request=req,
-                        response=ModelResponse(message=ChatMessage(role="assistant", content="The test passes now: parse_date raises DateError."),
-                                               finish_reason="stop", usage=Usage(input_tokens=1400, output_tokens=30)),
-                        duration_seconds=1.1)
+    final = ModelRecord(
+        seq=seq,
+        at=at(clock),
+        run_id="run-1",
+        generation_id="gen-1",
+        model="gpt-4o-2024-08-06",
+        request=req,
+        response=ModelResponse(
+            message=ChatMessage(role="assistant", content="The test passes now: parse_date raises DateError."),
+            finish_reason="stop",
+            usage=Usage(input_tokens=1400, output_tokens=30),
+        ),
+        duration_seconds=1.1,
+    )
     final.key = final.compute_key()
     records.append(final)
     seq += 1
-    records.append(LifecycleRecord(seq=seq, at=at(clock + 1), event="harness.shutdown", run_id="run-1", details={"reason": "done"}))
-    return Recording(metadata={"dataset": "tests", "task": "date-parsing", "outcome": "resolved"},
-                     session=SessionInfo(mode="record", producer="tests/inspector/builders.py", created_at=at(0)),
-                     records=records)
+    records.append(
+        LifecycleRecord(seq=seq, at=at(clock + 1), event="harness.shutdown", run_id="run-1", details={"reason": "done"})
+    )
+    return Recording(
+        metadata={"dataset": "tests", "task": "date-parsing", "outcome": "resolved"},
+        session=SessionInfo(mode="record", producer="tests/inspector/builders.py", created_at=at(0)),
+        records=records,
+    )
 
 
 def write_recording(path: Path, n_padding: int = 0) -> Path:

@@ -121,8 +121,11 @@ async def test_search_next_and_previous_match(built):
 
 async def test_jump_to_first_and_next_error(built):
     app = InspectorApp(built)
-    errors = [r.seq for r in built.recording.records
-              if (isinstance(r, ToolRecord) and r.is_error) or (isinstance(r, ModelRecord) and r.is_error)]
+    errors = [
+        r.seq
+        for r in built.recording.records
+        if (isinstance(r, ToolRecord) and r.is_error) or (isinstance(r, ModelRecord) and r.is_error)
+    ]
     assert len(errors) == 2
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
@@ -410,12 +413,15 @@ async def test_a_keymap_remaps_a_binding_by_id(built, tmp_path, monkeypatch):
         assert _key_label(app, binding) == "^n"
 
 
-@pytest.mark.parametrize("content,reason", [
-    ("{", "malformed JSON"),
-    ("[]", "must be a JSON object"),
-    ('{"timeline.teleport": "t"}', "unknown binding id 'timeline.teleport'"),
-    ('{"app.quit": ""}', "non-empty string"),
-])
+@pytest.mark.parametrize(
+    "content,reason",
+    [
+        ("{", "malformed JSON"),
+        ("[]", "must be a JSON object"),
+        ('{"timeline.teleport": "t"}', "unknown binding id 'timeline.teleport'"),
+        ('{"app.quit": ""}', "non-empty string"),
+    ],
+)
 async def test_bad_keymaps_are_rejected(tmp_path, content, reason):
     from core.errors import FormatError
     from inspector.keymap import load_keymap
@@ -437,8 +443,16 @@ async def test_only_visible_rows_are_rendered_in_a_big_recording(monkeypatch):
     from inspector.loader import LoadedRecording
 
     n = 200_000
-    raw = [{"seq": i, "kind": "tool", "tool": "bash", "arguments": {"command": f"echo {i}"},
-            "result": {"content": f"out {i}"}} for i in range(n)]
+    raw = [
+        {
+            "seq": i,
+            "kind": "tool",
+            "tool": "bash",
+            "arguments": {"command": f"echo {i}"},
+            "result": {"content": f"out {i}"},
+        }
+        for i in range(n)
+    ]
     index = TimelineIndex.from_raw(Recording(), raw, source="<synthetic>")
     loaded = LoadedRecording(Path("big.json"), Recording(), index)
     summarized: list[int] = []

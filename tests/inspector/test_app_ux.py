@@ -69,8 +69,13 @@ async def test_run_info_shows_ground_truth_and_m_jumps_to_the_mistake_step():
         await settle(pilot, app)
         assert isinstance(app.screen, RunInfoScreen)
         text = plain(app.screen.query_one("#runinfo-text"))
-        for needle in (ann["mistake_agent"], ann["mistake_reason"], "outcome", "failure",
-                       "mistake_step is the string '12'"):
+        for needle in (
+            ann["mistake_agent"],
+            ann["mistake_reason"],
+            "outcome",
+            "failure",
+            "mistake_step is the string '12'",
+        ):
             assert needle in text
         await pilot.press("m")
         await settle(pilot, app)
@@ -124,8 +129,10 @@ def test_near_identical_warnings_are_grouped():
     ws = [f"samples[0].messages[{i}]: the tool call's arguments are not in the source" for i in range(13)]
     ws.insert(0, "samples[0]: old layout: no events")
     groups = group_warnings(ws)
-    assert groups == [("samples[0]: old layout: no events", 1),
-                      ("samples[*].messages[*]: the tool call's arguments are not in the source", 13)]
+    assert groups == [
+        ("samples[0]: old layout: no events", 1),
+        ("samples[*].messages[*]: the tool call's arguments are not in the source", 13),
+    ]
 
 
 async def test_one_grouped_notice_on_open_and_every_warning_in_run_info():
@@ -159,8 +166,7 @@ async def test_one_grouped_notice_on_open_and_every_warning_in_run_info():
 
 def test_columns_hide_empty_ones_and_widen_names():
     # nothing recorded for time/duration/tokens: those columns never show
-    cols = Columns.fit(96, 30, has_offset=False, has_duration=False, has_tokens=False,
-                       name_width=20, status_width=7)
+    cols = Columns.fit(96, 30, has_offset=False, has_duration=False, has_tokens=False, name_width=20, status_width=7)
     assert (cols.offset, cols.duration, cols.tokens) == (0, 0, 0)
     assert cols.name == 20 and cols.summary >= 30
     # recorded: shown at 100 columns, and the summary keeps its room
@@ -188,11 +194,15 @@ async def test_table_at_160_columns_shows_full_names_and_no_empty_columns():
 
 
 def test_tool_call_arguments_are_pretty_printed_and_thinking_is_dimmed():
-    msg = ChatMessage(role="assistant", content=[
-        {"type": "thinking", "thinking": "step 1\nstep 2\nstep 3\nstep 4\nstep 5"},
-        {"type": "text", "text": "the answer"},
-        {"$bigint": "123456789012345678901234567890"},
-    ], tool_calls=[ToolCall(id="c1", name="book", arguments={"user": "mia", "flights": [{"n": "HAT136"}]})])
+    msg = ChatMessage(
+        role="assistant",
+        content=[
+            {"type": "thinking", "thinking": "step 1\nstep 2\nstep 3\nstep 4\nstep 5"},
+            {"type": "text", "text": "the answer"},
+            {"$bigint": "123456789012345678901234567890"},
+        ],
+        tool_calls=[ToolCall(id="c1", name="book", arguments={"user": "mia", "flights": [{"n": "HAT136"}]})],
+    )
     body, hidden = message_text(msg, expanded=False)
     text = body.plain
     assert "thinking\nstep 1" in text and "step 5" not in text and hidden == 2
@@ -208,12 +218,19 @@ def test_tool_call_arguments_are_pretty_printed_and_thinking_is_dimmed():
 
 
 def _interrupt_recording() -> Recording:
-    return Recording(records=[
-        InterruptRecord(seq=0, run_id="r", value={"question": "May I delete the repo?", "state": {"step": 3}}),
-        ModelRecord(seq=1, run_id="r", model="m", request=ModelRequest(messages=[ChatMessage(role="user", content="go")]),
-                    response=ModelResponse(message=ChatMessage(role="assistant", content="ok"))),
-        ToolRecord(seq=2, run_id="r", tool="bash", arguments={"command": "ls"}, result=ToolResult(content="a")),
-    ])
+    return Recording(
+        records=[
+            InterruptRecord(seq=0, run_id="r", value={"question": "May I delete the repo?", "state": {"step": 3}}),
+            ModelRecord(
+                seq=1,
+                run_id="r",
+                model="m",
+                request=ModelRequest(messages=[ChatMessage(role="user", content="go")]),
+                response=ModelResponse(message=ChatMessage(role="assistant", content="ok")),
+            ),
+            ToolRecord(seq=2, run_id="r", tool="bash", arguments={"command": "ls"}, result=ToolResult(content="a")),
+        ]
+    )
 
 
 def test_interrupt_transcript_is_readable_and_grammar():
@@ -311,7 +328,9 @@ async def test_detail_says_where_the_record_matched(built):
         await settle(pilot, app)
         assert "matched in result.content" in plain(app.screen.query_one("#detail-identity"))
     assert matched_fields({"arguments": {"command": "ls"}, "result": {"content": "LS"}}, "ls") == [
-        "arguments.command", "result.content"]
+        "arguments.command",
+        "result.content",
+    ]
 
 
 async def test_detail_identity_at_80x24_leaves_room_for_the_tabs(built):
@@ -378,7 +397,7 @@ async def test_search_term_is_highlighted_in_the_transcript(built):
         blocks = list(app.screen.query_one(TranscriptView).query(MessageBlock))
         current = [b for b in blocks if b.entry.current][-1]
         body = current.body
-        marked = [body.plain[sp.start:sp.end] for sp in body.spans if "e0c000" in str(sp.style)]
+        marked = [body.plain[sp.start : sp.end] for sp in body.spans if "e0c000" in str(sp.style)]
         assert marked and all(m.lower() == "zebra-quartz" for m in marked)
 
 

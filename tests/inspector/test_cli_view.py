@@ -36,9 +36,17 @@ def no_app(monkeypatch):
 
 BAD_FILES = {
     "truncated": ('{"format": "chassis.replay", "format_version": 1, "records": [', "truncated JSON"),
-    "future": ('{"format": "chassis.replay", "format_version": 9, "records": []}', "newer than this inspector supports"),
-    "seq": (('{"format": "chassis.replay", "format_version": 1, "records": ['
-             '{"kind": "interrupt", "seq": 1}, {"kind": "interrupt", "seq": 1}]}'), "does not increase"),
+    "future": (
+        '{"format": "chassis.replay", "format_version": 9, "records": []}',
+        "newer than this inspector supports",
+    ),
+    "seq": (
+        (
+            '{"format": "chassis.replay", "format_version": 1, "records": ['
+            '{"kind": "interrupt", "seq": 1}, {"kind": "interrupt", "seq": 1}]}'
+        ),
+        "does not increase",
+    ),
 }
 
 
@@ -93,14 +101,31 @@ def test_default_recording_missing_is_a_clear_error(tmp_path):
 
 
 def test_python_dash_m_inspector_works(built_path):
-    out = subprocess.run([sys.executable, "-m", "inspector", "timeline", str(built_path), "--errors"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "inspector", "timeline", str(built_path), "--errors"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("\n") == 3  # header + two errors
 
 
-@pytest.mark.parametrize("host,ok", [("127.0.0.1", True), ("localhost", True), ("::1", True), ("127.0.0.2", True),
-                                     ("0.0.0.0", False), ("::", False), ("192.168.1.4", False), ("example.org", False)])
+@pytest.mark.parametrize(
+    "host,ok",
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("127.0.0.2", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.4", False),
+        ("example.org", False),
+    ],
+)
 def test_is_loopback(host, ok):
     assert is_loopback(host) is ok
 
@@ -131,8 +156,14 @@ def test_timeline_json_matches_the_index(built_path, built, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert rows == [r.to_json() for r in TimelineIndex(built.recording).rows()]
     assert rows[7] | {"summary": None} == {
-        "seq": 7, "offset_seconds": 9.0, "kind": "tool", "name": "edit", "summary": None,
-        "status": "error", "duration_seconds": 0.25, "tokens": None,
+        "seq": 7,
+        "offset_seconds": 9.0,
+        "kind": "tool",
+        "name": "edit",
+        "summary": None,
+        "status": "error",
+        "duration_seconds": 0.25,
+        "tokens": None,
     }
 
 
@@ -150,9 +181,18 @@ def test_timeline_filters(built_path, capsys):
 def test_timeline_csv(built_path, capsys):
     assert main(["timeline", str(built_path), "--csv", "--kind", "interrupt"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert rows == [{"seq": "8", "offset_seconds": "10.0", "kind": "interrupt", "name": "interrupt",
-                     "summary": "approval required for edit", "status": "interrupted",
-                     "duration_seconds": "", "tokens": ""}]
+    assert rows == [
+        {
+            "seq": "8",
+            "offset_seconds": "10.0",
+            "kind": "interrupt",
+            "name": "interrupt",
+            "summary": "approval required for edit",
+            "status": "interrupted",
+            "duration_seconds": "",
+            "tokens": "",
+        }
+    ]
 
 
 def test_timeline_bad_options(built_path, capsys):

@@ -44,7 +44,10 @@ def served(tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "inspector", "serve", str(path), "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -94,8 +97,10 @@ def test_serve_page_loads_on_loopback(served):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium "
-                    "(apt-get install chromium; .ci/run does it)")
+@pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium; .ci/run does it)",
+)
 def test_browser_renders_the_timeline(served, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     frames: list[str] = []
@@ -107,12 +112,17 @@ def test_browser_renders_the_timeline(served, tmp_path):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             # nothing leaves the machine: only the local server is reachable
-            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(served)
-                       else route.abort())
+            page.route(
+                "**/*", lambda route: route.continue_() if route.request.url.startswith(served) else route.abort()
+            )
 
             def on_ws(ws):
-                ws.on("framereceived", lambda payload: frames.append(
-                    payload if isinstance(payload, str) else payload.decode("utf-8", "replace")))
+                ws.on(
+                    "framereceived",
+                    lambda payload: frames.append(
+                        payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
+                    ),
+                )
 
             page.on("websocket", on_ws)
             page.goto(served, wait_until="domcontentloaded")

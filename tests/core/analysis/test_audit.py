@@ -26,8 +26,11 @@ def run_with_unused_tool_result() -> Recording:
         model(0, [SYS, USER], ASK),
         tool(1, "weather", {"city": "Paris"}, {"temp_c": 21.5, "sky": "sunny"}, call_id="c1"),
         tool(2, "joke", {}, "why did the chicken...", call_id="c2"),
-        model(3, [SYS, USER, ASK, msg("tool", '{"sky":"sunny","temp_c":21.5}', tool_call_id="c1")],
-              "It is sunny in Paris, 21.5 C."),
+        model(
+            3,
+            [SYS, USER, ASK, msg("tool", '{"sky":"sunny","temp_c":21.5}', tool_call_id="c1")],
+            "It is sunny in Paris, 21.5 C.",
+        ),
     )
 
 
@@ -55,8 +58,12 @@ def test_unused_tool_result():
 def test_result_read_only_by_a_discarded_call():
     """A side call (a summarizer) reads the joke, but its answer is thrown away."""
     rec = run_with_unused_tool_result()
-    side = model(3, [msg("user", "summarize"), msg("tool", "why did the chicken...", tool_call_id="c2")],
-                 "a chicken joke", name="summarizer")
+    side = model(
+        3,
+        [msg("user", "summarize"), msg("tool", "why did the chicken...", tool_call_id="c2")],
+        "a chicken joke",
+        name="summarizer",
+    )
     final = rec.records[3].model_copy(update={"seq": 4})
     rec = recording(*rec.records[:3], side, final)
     calls = by_seq(audit(rec))
@@ -143,7 +150,10 @@ def test_knockout_extension_point():
     assert runner.asked == [0, 1, 2] and rep.knockout.startswith("run: each of the 3 call(s)")
     assert "the final output changed for 1" in rep.knockout and "outcome changed" not in rep.knockout
     assert by_seq(rep)[1].knockout.to_json() == {
-        "seq": 1, "outcome": "failure", "final_output_changed": True, "detail": "replay-1",
+        "seq": 1,
+        "outcome": "failure",
+        "final_output_changed": True,
+        "detail": "replay-1",
         "outcome_changed": None,
     }
 
@@ -154,8 +164,15 @@ def test_text_mode_observation_is_linked_by_containment():
         model(0, [USER], "run the tests"),
         tool(1, "bash", {"cmd": "pytest"}, "3 passed in 0.1s"),
         tool(2, "bash", {"cmd": "ls"}, "README.md setup.py"),
-        model(3, [USER, msg("assistant", "run the tests"),
-                  msg("user", "3 passed in 0.1s\n(Open file: n/a)\n(Current directory: /repo)")], "all good"),
+        model(
+            3,
+            [
+                USER,
+                msg("assistant", "run the tests"),
+                msg("user", "3 passed in 0.1s\n(Open file: n/a)\n(Current directory: /repo)"),
+            ],
+            "all good",
+        ),
     )
     calls = by_seq(audit(rec))
     assert calls[1].status == "contributed" and calls[1].via == ["content"]
@@ -172,8 +189,17 @@ def test_identical_results_are_attributed_by_position():
         tool(1, "edit", {"n": 1}, rejected),
         model(2, [USER, msg("assistant", "edit 1"), msg("user", rejected)], "edit 2"),
         tool(3, "edit", {"n": 2}, rejected),
-        model(4, [USER, msg("assistant", "edit 1"), msg("user", rejected),
-                  msg("assistant", "edit 2"), msg("user", rejected)], "giving up"),
+        model(
+            4,
+            [
+                USER,
+                msg("assistant", "edit 1"),
+                msg("user", rejected),
+                msg("assistant", "edit 2"),
+                msg("user", rejected),
+            ],
+            "giving up",
+        ),
     )
     rep = audit(rec)
     calls = by_seq(rep)
@@ -242,8 +268,11 @@ def test_results_and_responses_are_matched_in_messages_of_any_role():
     rec = recording(
         model(0, [USER], "please search"),
         tool(1, "WebSurfer", {"instruction": "please search"}, "I typed 'dojo' into the search box."),
-        model(2, [USER, msg("assistant", "please search"),
-                  msg("assistant", "I typed 'dojo' into the search box.")], "found a dojo"),
+        model(
+            2,
+            [USER, msg("assistant", "please search"), msg("assistant", "I typed 'dojo' into the search box.")],
+            "found a dojo",
+        ),
         model(3, [USER, msg("user", "found a dojo")], "The answer is the dojo."),
     )
     rep = audit(rec)
@@ -277,8 +306,7 @@ def test_who_and_when_algorithm_generated_77_responses_contribute():
     rep = audit(_imported("who_and_when", "algorithm-generated_77.json"))
     calls = by_seq(rep)
     # seq 8's request holds seq 4's response as a user message under the expert's name
-    assert calls[4].status == "contributed" and (4, 8, "transcript") in {
-        (e.source, e.target, e.via) for e in rep.edges}
+    assert calls[4].status == "contributed" and (4, 8, "transcript") in {(e.source, e.target, e.via) for e in rep.edges}
     assert calls[6].status == "contributed"
     assert rep.unused() == []
 

@@ -35,8 +35,14 @@ def test_diff_json_of_a_faulty_run(capsys):
     doc = run_json(capsys, "diff", OK, FAULTY, "--json")
     assert doc["first_divergence"] == {"base_seq": 6, "replay_seq": 6, "dimension": "tool result"}
     assert doc["counts"] == {"same": 3, "changed": 1, "removed": 7, "inserted": 1}
-    assert doc["ops"][3] == {"op": "changed", "kind": "tool", "name": "get_order", "base_seq": 6,
-                             "other_seq": 6, "dimension": "tool result"}
+    assert doc["ops"][3] == {
+        "op": "changed",
+        "kind": "tool",
+        "name": "get_order",
+        "base_seq": 6,
+        "other_seq": 6,
+        "dimension": "tool result",
+    }
     (td,) = doc["tool_diffs"]
     assert td["result"] == [{"op": "changed", "path": "/content/customer_id", "old": "C-1001", "new": "C-2002"}]
     assert doc["output_diff"]["mode"] == "json"
@@ -54,7 +60,8 @@ def test_diff_text(capsys):
 def test_metrics_json_csv_and_table(capsys):
     rows = run_json(capsys, "metrics", FAULTY, OK, "--json")
     assert [(r["run"], r["steps"], r["tool_calls"], r["outcome"]) for r in rows] == [
-        (FAULTY, 3, 2, "failure"), (OK, 6, 5, "success")
+        (FAULTY, 3, 2, "failure"),
+        (OK, 6, 5, "success"),
     ]
     assert main(["metrics", FAULTY, "--csv"]) == 0
     header, line = capsys.readouterr().out.strip().splitlines()
@@ -67,8 +74,18 @@ def test_metrics_json_csv_and_table(capsys):
 def test_metrics_compare_prices_and_outcome(capsys, tmp_path):
     prices = tmp_path / "prices.json"
     prices.write_bytes(orjson.dumps({"scripted-support-v1": {"input": 1e6, "output": 0}}))
-    (row,) = run_json(capsys, "metrics", "--compare", OK, FAULTY, "--json", "--prices", str(prices),
-                      "--outcome", "tests.core.analysis.predicates:refund_issued")
+    (row,) = run_json(
+        capsys,
+        "metrics",
+        "--compare",
+        OK,
+        FAULTY,
+        "--json",
+        "--prices",
+        str(prices),
+        "--outcome",
+        "tests.core.analysis.predicates:refund_issued",
+    )
     assert row["divergence_base_seq"] == 6 and row["divergence_step"] == 1
     assert row["cost_delta"] == pytest.approx((76 + 90 + 139) - 881)
     assert (row["outcome_base"], row["outcome_other"], row["outcome_changed"]) == ("success", "failure", True)
@@ -85,14 +102,17 @@ def test_audit_json_and_text(capsys, tmp_path):
     assert "contributed 3, unused 1" in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["metrics", OK, "--csv", "--json"], "--csv and --json cannot be used together"),
-    (["metrics", OK, "--compare"], "--compare needs a base and at least one other recording"),
-    (["metrics", OK, "--outcome", "nocolon"], "must be written module:function"),
-    (["metrics", OK, "--prices", "/nonexistent/prices.json"], "cannot read price table"),
-    (["diff", OK, "/nonexistent/x.json"], "/nonexistent/x.json"),
-    (["audit", "/nonexistent/x.json"], "/nonexistent/x.json"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["metrics", OK, "--csv", "--json"], "--csv and --json cannot be used together"),
+        (["metrics", OK, "--compare"], "--compare needs a base and at least one other recording"),
+        (["metrics", OK, "--outcome", "nocolon"], "must be written module:function"),
+        (["metrics", OK, "--prices", "/nonexistent/prices.json"], "cannot read price table"),
+        (["diff", OK, "/nonexistent/x.json"], "/nonexistent/x.json"),
+        (["audit", "/nonexistent/x.json"], "/nonexistent/x.json"),
+    ],
+)
 def test_errors_are_one_line_exit_2(capsys, args, message):
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -103,7 +123,9 @@ def test_malformed_recording_in_a_subprocess_has_no_traceback(tmp_path):
     bad = tmp_path / "cut.json"
     bad.write_text('{"format": "chassis.replay", "format_version": 1, "records": [{"seq": 0, "kind": "to')
     for cmd in (["diff", OK, str(bad)], ["metrics", str(bad)], ["audit", str(bad)]):
-        proc = subprocess.run([sys.executable, "-m", "inspector", *cmd], capture_output=True, text=True, cwd=ROOT, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "inspector", *cmd], capture_output=True, text=True, cwd=ROOT, check=False
+        )
         assert proc.returncode == 2, cmd
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1 and str(bad) in proc.stderr
 

@@ -31,15 +31,28 @@ def known_run(**metadata) -> Recording:
     """2 model calls (10+20 in, 5+7 out tokens), 3 tool calls (one error), durations and
     timestamps 0.0 s → 2.5 s."""
     calls = [
-        model(0, [msg("user", "go")], msg("assistant", None, tool_calls=[("c1", "a", {}), ("c2", "b", {})]),
-              usage=(10, 5), duration=1.0),
+        model(
+            0,
+            [msg("user", "go")],
+            msg("assistant", None, tool_calls=[("c1", "a", {}), ("c2", "b", {})]),
+            usage=(10, 5),
+            duration=1.0,
+        ),
         tool(1, "a", {}, "ra", call_id="c1", duration=0.25),
         tool(2, "b", {}, None, error="boom", call_id="c2", duration=0.5),
         tool(3, "c", {}, "rc", duration=0.25),
         model(4, [msg("user", "go")], "the answer", usage=(20, 7), duration=0.5),
     ]
-    for r, at in zip(calls, ["2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "2026-01-01T00:00:01.500Z",
-                             "2026-01-01T00:00:02Z", "2026-01-01T00:00:02.500Z"]):
+    for r, at in zip(
+        calls,
+        [
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:00:01Z",
+            "2026-01-01T00:00:01.500Z",
+            "2026-01-01T00:00:02Z",
+            "2026-01-01T00:00:02.500Z",
+        ],
+    ):
         r.at = at
     return recording(*calls, metadata=metadata)
 
@@ -49,10 +62,21 @@ def test_run_metrics_known_numbers():
     assert df.schema == pl.Schema(RUN_SCHEMA)
     (row,) = df.to_dicts()
     assert row == {
-        "run": "known", "records": 5, "steps": 2, "model_calls": 2, "tool_calls": 3, "tool_errors": 1,
-        "model_errors": 0, "input_tokens": 30, "output_tokens": 12, "duration_seconds": 2.5,
-        "wall_seconds": 2.5, "cost": pytest.approx((30 * 1.0 + 12 * 2.0) / 1e6),
-        "outcome": "success", "outcome_source": "metadata", "final_output": "the answer",
+        "run": "known",
+        "records": 5,
+        "steps": 2,
+        "model_calls": 2,
+        "tool_calls": 3,
+        "tool_errors": 1,
+        "model_errors": 0,
+        "input_tokens": 30,
+        "output_tokens": 12,
+        "duration_seconds": 2.5,
+        "wall_seconds": 2.5,
+        "cost": pytest.approx((30 * 1.0 + 12 * 2.0) / 1e6),
+        "outcome": "success",
+        "outcome_source": "metadata",
+        "final_output": "the answer",
     }
 
 
@@ -90,8 +114,12 @@ def test_swe_agent_model_stats_become_usage_totals():
     from core.importers.swe_agent import usage_totals_from_model_stats
 
     rec = Recording.load(Path(__file__).parents[3] / "sample_recordings" / "swe-agent-pydicom-1458.json")
-    assert rec.metadata["usage_totals"] == {"input_tokens": 122612, "output_tokens": 1369, "cost": 1.26719,
-                                            "source": "swe_agent model_stats"}
+    assert rec.metadata["usage_totals"] == {
+        "input_tokens": 122612,
+        "output_tokens": 1369,
+        "cost": 1.26719,
+        "source": "swe_agent model_stats",
+    }
     row = run_metrics([rec]).row(0, named=True)
     assert (row["input_tokens"], row["output_tokens"], row["duration_seconds"]) == (122612, 1369, None)
     assert usage_totals_from_model_stats({"tokens_sent": True, "api_calls": 3}) is None
@@ -102,11 +130,29 @@ def test_metrics_on_a_sample_recording():
     rec = Recording.load(DATA / "sample-agent-fault-corrupted-result.json")
     row = run_metrics([("s", rec)]).row(0, named=True)
     # counted by hand from the file: 3 model calls, 2 tool calls (lookup_customer, get_order)
-    assert {k: row[k] for k in ("records", "steps", "model_calls", "tool_calls", "tool_errors",
-                                "input_tokens", "output_tokens", "outcome", "outcome_source")} == {
-        "records": 12, "steps": 3, "model_calls": 3, "tool_calls": 2, "tool_errors": 0,
-        "input_tokens": 76 + 90 + 139, "output_tokens": 33 + 30 + 26,
-        "outcome": "failure", "outcome_source": "metadata",
+    assert {
+        k: row[k]
+        for k in (
+            "records",
+            "steps",
+            "model_calls",
+            "tool_calls",
+            "tool_errors",
+            "input_tokens",
+            "output_tokens",
+            "outcome",
+            "outcome_source",
+        )
+    } == {
+        "records": 12,
+        "steps": 3,
+        "model_calls": 3,
+        "tool_calls": 2,
+        "tool_errors": 0,
+        "input_tokens": 76 + 90 + 139,
+        "output_tokens": 33 + 30 + 26,
+        "outcome": "failure",
+        "outcome_source": "metadata",
     }
     assert '"refund":null' in row["final_output"]
 
@@ -146,12 +192,15 @@ def test_outcome_sources():
     assert (row["outcome"], row["outcome_source"]) == ("unknown", "unknown")
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("nocolon", "must be written module:function"),
-    ("no_such_module_xyz:f", "cannot import"),
-    ("tests.core.analysis.predicates:missing", "no callable 'missing'"),
-    ("tests.core.analysis.predicates:not_callable", "no callable 'not_callable'"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nocolon", "must be written module:function"),
+        ("no_such_module_xyz:f", "cannot import"),
+        ("tests.core.analysis.predicates:missing", "no callable 'missing'"),
+        ("tests.core.analysis.predicates:not_callable", "no callable 'not_callable'"),
+    ],
+)
 def test_bad_predicate_specs(spec, message):
     with pytest.raises(AnalysisError, match=message):
         load_predicate(spec)
@@ -209,9 +258,14 @@ def test_fixture_and_drift_uses_from_replay_metadata():
         comparison_metrics(known_run(), replay, fixture_uses=-1)
 
 
-@pytest.mark.parametrize("fault, dimension", [
-    ("corrupted-result", "tool result"), ("tool-error", "tool result"), ("wrong-tool", "response"),
-])
+@pytest.mark.parametrize(
+    "fault, dimension",
+    [
+        ("corrupted-result", "tool result"),
+        ("tool-error", "tool result"),
+        ("wrong-tool", "response"),
+    ],
+)
 def test_each_faulty_sample_diverges_at_its_planted_fault(fault, dimension):
     base = Recording.load(DATA / "sample-agent-success.json")
     faulty = Recording.load(DATA / f"sample-agent-fault-{fault}.json")

@@ -129,7 +129,10 @@ def test_identical_subtrees_are_not_walked(monkeypatch):
 # --------------------------------------------------------------------------- properties
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False, width=16),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False, allow_infinity=False, width=16),
     st.text(alphabet="ab/~", max_size=3),
 )
 json_values = st.recursive(
@@ -255,8 +258,12 @@ def test_pinned_options_are_the_documented_ones():
 def test_nan_and_infinity_are_not_null():
     """orjson writes NaN/Infinity as null: the fast hash must never call them equal."""
     nan, inf = float("nan"), float("inf")
-    for old, new in (([nan], [None]), ({"x": inf}, {"x": None}), ([[nan], 1], [[None], 1]),
-                     ({"a": [{"b": -inf}]}, {"a": [{"b": None}]})):
+    for old, new in (
+        ([nan], [None]),
+        ({"x": inf}, {"x": None}),
+        ([[nan], 1], [[None], 1]),
+        ({"a": [{"b": -inf}]}, {"a": [{"b": None}]}),
+    ):
         assert [c.op for c in payload_diff(old, new)] == ["changed"], (old, new)
         assert [c.op for c in payload_diff(new, old)] == ["changed"], (new, old)
     assert payload_diff([[nan]], [[float("nan")]]) == []

@@ -104,14 +104,18 @@ def test_tool_arguments_dimension_pairs_the_calls():
 def test_calls_of_different_tools_are_never_paired(capsys):
     """tau-bench task5: base ``think`` and other ``update_reservation_passengers`` at the
     same place are a missing and an extra call, not one tool with changed arguments."""
-    base = recording(tool(0, "search", {"q": "a"}), tool(1, "think", {"thought": "t"}, ""),
-                     tool(2, "update", {"id": 1}, "ok"))
-    other = recording(tool(0, "search", {"q": "a"}), tool(1, "update_passengers", {"id": 1}, "ok"),
-                      tool(2, "update", {"id": 2}, "ok"))
+    base = recording(
+        tool(0, "search", {"q": "a"}), tool(1, "think", {"thought": "t"}, ""), tool(2, "update", {"id": 1}, "ok")
+    )
+    other = recording(
+        tool(0, "search", {"q": "a"}), tool(1, "update_passengers", {"id": 1}, "ok"), tool(2, "update", {"id": 2}, "ok")
+    )
     d = trace_diff(base, other)
     assert ops(d)[1:] == [
-        ("removed", 1, None, "missing"), ("removed", 2, None, "tool arguments"),
-        ("inserted", None, 1, "extra"), ("inserted", None, 2, "tool arguments"),
+        ("removed", 1, None, "missing"),
+        ("removed", 2, None, "tool arguments"),
+        ("inserted", None, 1, "extra"),
+        ("inserted", None, 2, "tool arguments"),
     ]
     (td,) = tool_diffs(base, other, d)
     assert (td.tool, td.other_tool, td.base_seq, td.other_seq) == ("update", "update", 2, 2)
@@ -124,8 +128,13 @@ def test_a_mixed_pair_keeps_both_tool_names_and_the_cli_does_not_pair_them(capsy
 
     base = recording(tool(0, "think", {"thought": "t"}, ""))
     other = recording(tool(0, "update_passengers", {"id": 1}, "ok"))
-    trace = TraceDiff([TraceOp("removed", "tool", "think", 0, None, "tool arguments", 0)], None,
-                      {"same": 0, "changed": 0, "removed": 1, "inserted": 0}, 1, 1)
+    trace = TraceDiff(
+        [TraceOp("removed", "tool", "think", 0, None, "tool arguments", 0)],
+        None,
+        {"same": 0, "changed": 0, "removed": 1, "inserted": 0},
+        1,
+        1,
+    )
     (td,) = tool_diffs(base, other, trace)
     assert (td.tool, td.other_tool) == ("think", "update_passengers")
     a, b = tmp_path / "a.json", tmp_path / "b.json"
@@ -265,8 +274,13 @@ def test_tool_diff_of_a_changed_result():
 
 def test_state_diff_pairs_snapshots_by_generation():
     base = recording(snapshot(0, "g1", {"tools": ["a", "b"]}), snapshot(1, "g2", {"tools": ["a"]}))
-    other = recording(snapshot(0, "g2", {"tools": ["a"]}), snapshot(1, "g1", {"tools": ["a", "c"]}), snapshot(2, "g3", {}))
-    got = [(s.generation_id, s.base_seq, s.other_seq, s.status, [c.to_json() for c in s.changes]) for s in state_diff(base, other)]
+    other = recording(
+        snapshot(0, "g2", {"tools": ["a"]}), snapshot(1, "g1", {"tools": ["a", "c"]}), snapshot(2, "g3", {})
+    )
+    got = [
+        (s.generation_id, s.base_seq, s.other_seq, s.status, [c.to_json() for c in s.changes])
+        for s in state_diff(base, other)
+    ]
     assert got == [
         ("g1", 0, 1, "changed", [{"op": "changed", "path": "/tools/1", "old": "b", "new": "c"}]),
         ("g2", 1, 0, "same", []),

@@ -31,8 +31,9 @@ def test_override_and_fixture_replay_diverges_where_the_engine_says():
     base = chat_recording(3)
     final = ModelResponse(message=ChatMessage(role="assistant", content="value 99 is too big"), finish_reason="stop")
     gw = FixtureGateway([Fixture(kind="model", name=MODEL, output=final.to_json_obj())])
-    out = replay(base, at=4, interventions=[ToolResultIntervention(seq=4, result=ToolResult(content={"value": 99}))],
-                 fixtures=gw)
+    out = replay(
+        base, at=4, interventions=[ToolResultIntervention(seq=4, result=ToolResult(content={"value": 99}))], fixtures=gw
+    )
     assert out.status == "completed"
     d = trace_diff(base, out.events)
     fd = d.first_divergence

@@ -18,9 +18,25 @@ ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "sample_recordings"
 TOOL_ERROR = SAMPLES / "sample-agent-fault-tool-error.json"
 SUCCESS = SAMPLES / "sample-agent-success.json"
-EFFECT_KEYS = {"rank", "id", "kind", "key", "seq", "targets", "description", "outcome", "confidence",
-               "confidence_reasons", "output_changed", "metrics", "replays", "usable", "evidence",
-               "intervention_sets", "summary"}
+EFFECT_KEYS = {
+    "rank",
+    "id",
+    "kind",
+    "key",
+    "seq",
+    "targets",
+    "description",
+    "outcome",
+    "confidence",
+    "confidence_reasons",
+    "output_changed",
+    "metrics",
+    "replays",
+    "usable",
+    "evidence",
+    "intervention_sets",
+    "summary",
+}
 
 
 def run_json(capsys, *args):
@@ -38,14 +54,29 @@ def fails(capsys, *args) -> str:
 def test_sweep_json_then_effects_json(capsys, tmp_path):
     ws = tmp_path / "ws"
     doc = run_json(capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--workspace", ws, "--json")
-    assert set(doc) == {"base", "digest", "strategy", "candidates", "executor", "outcome_base", "effects",
-                        "calls", "replays", "skipped"}
+    assert set(doc) == {
+        "base",
+        "digest",
+        "strategy",
+        "candidates",
+        "executor",
+        "outcome_base",
+        "effects",
+        "calls",
+        "replays",
+        "skipped",
+    }
     assert doc["strategy"] == "resample" and doc["candidates"] == "all"
     best = doc["effects"][0]
     assert set(best) == EFFECT_KEYS
     assert best["seq"] == 8 and best["rank"] == 1
-    assert best["outcome"] == {"base": "failure", "observed": {"success": 1}, "effect": 1.0, "spread": 0.0,
-                               "direction": "fixes"}
+    assert best["outcome"] == {
+        "base": "failure",
+        "observed": {"success": 1},
+        "effect": 1.0,
+        "spread": 0.0,
+        "direction": "fixes",
+    }
     assert set(best["evidence"]) == {"replay_ids", "branch_ids", "diff_ids"}
     assert [e["rank"] for e in doc["effects"]] == list(range(1, len(doc["effects"]) + 1))
     assert {r["replay_id"] for r in doc["replays"]} == {e["evidence"]["replay_ids"][0] for e in doc["effects"]}
@@ -75,10 +106,12 @@ def test_sweep_text(capsys, tmp_path):
 def test_cli_errors(capsys, tmp_path):
     ws = tmp_path / "ws"
     assert "resample needs an executor" in fails(capsys, "sweep", TOOL_ERROR, "--no-store")
-    assert "--candidates must be one of" in fails(capsys, "sweep", TOOL_ERROR, "--executor", "recorded",
-                                                 "--candidates", "some", "--no-store")
-    assert "--strategy must be one of" in fails(capsys, "sweep", TOOL_ERROR, "--executor", "recorded",
-                                               "--strategy", "x", "--no-store")
+    assert "--candidates must be one of" in fails(
+        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--candidates", "some", "--no-store"
+    )
+    assert "--strategy must be one of" in fails(
+        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--strategy", "x", "--no-store"
+    )
     assert "no workspace at" in fails(capsys, "effects", "--base", SUCCESS, "--workspace", ws)
     from core.workspace import Workspace
 
@@ -109,9 +142,11 @@ def test_audit_knockout_per_call(capsys):
     calls = {c["seq"]: c for c in doc["calls"]}
     final = doc["final_seq"]
     n = sum(1 for s in calls if s < final)
-    assert doc["knockout"] == (f"run: each of the {n} call(s) before the final output was replayed with "
-                               f"that call knocked out; the outcome changed for {n}, the final output "
-                               f"changed for {n}")
+    assert doc["knockout"] == (
+        f"run: each of the {n} call(s) before the final output was replayed with "
+        f"that call knocked out; the outcome changed for {n}, the final output "
+        f"changed for {n}"
+    )
     assert calls[final]["knockout"] is None
     for seq, c in calls.items():
         if seq < final:
@@ -137,8 +172,9 @@ def test_knockout_runner_on_a_faulty_run():
 
 def test_effects_replay_prints_the_evidence(capsys, tmp_path):
     ws = tmp_path / "ws"
-    doc = run_json(capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--candidates", "errors",
-                   "--workspace", ws, "--json")
+    doc = run_json(
+        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--candidates", "errors", "--workspace", ws, "--json"
+    )
     best = doc["effects"][0]
     rid = best["evidence"]["replay_ids"][0]
     ev = run_json(capsys, "effects", "--replay", rid, "--workspace", ws, "--json")
@@ -163,8 +199,9 @@ def test_parallel_sweep_in_a_workspace_stores_every_replay(capsys, tmp_path):
     from core.workspace import Workspace
 
     ws_dir = tmp_path / "ws"
-    doc = run_json(capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--jobs", "2", "--workspace", ws_dir,
-                   "--json")
+    doc = run_json(
+        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--jobs", "2", "--workspace", ws_dir, "--json"
+    )
     with Workspace.open(ws_dir) as ws:
         assert ws.check() == []
         stored = ws.list_replays(base_digest=doc["digest"])

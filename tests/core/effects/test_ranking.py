@@ -20,14 +20,38 @@ from core.effects import (
 )
 
 
-def obs(rid, seq, outcome="success", *, base="failure", level="partial", status="completed", drift=0,
-        fixtures=0, live=1, set_id=None, deltas=None, output_changed=None, targets=None):
+def obs(
+    rid,
+    seq,
+    outcome="success",
+    *,
+    base="failure",
+    level="partial",
+    status="completed",
+    drift=0,
+    fixtures=0,
+    live=1,
+    set_id=None,
+    deltas=None,
+    output_changed=None,
+    targets=None,
+):
     t = targets if targets is not None else (Target(seq, "tool", f"t{seq}"),)
     return Observation(
-        replay_id=rid, branch_id=f"br-{rid}", intervention_set=set_id or f"is-{seq:04d}", targets=t,
-        description=f"tool_result at seq {seq}", status=status, comparability=level, outcome_base=base,
-        outcome=outcome, final_output_changed=(outcome != base) if output_changed is None else output_changed,
-        deltas=deltas or {}, drift_uses=drift, fixture_uses=fixtures, live_uses=live,
+        replay_id=rid,
+        branch_id=f"br-{rid}",
+        intervention_set=set_id or f"is-{seq:04d}",
+        targets=t,
+        description=f"tool_result at seq {seq}",
+        status=status,
+        comparability=level,
+        outcome_base=base,
+        outcome=outcome,
+        final_output_changed=(outcome != base) if output_changed is None else output_changed,
+        deltas=deltas or {},
+        drift_uses=drift,
+        fixture_uses=fixtures,
+        live_uses=live,
         diff_ids=(f"df-{rid}-causal",),
     )
 
@@ -74,16 +98,21 @@ def test_ties_on_effect_break_on_confidence_then_output_then_metrics():
 def test_confidence_penalties():
     assert replay_confidence(obs("r", 1, level="full")) == 1.0
     assert replay_confidence(obs("r", 1, level="partial")) == LEVEL_CONFIDENCE["partial"] == 0.8
-    assert replay_confidence(obs("r", 1, level="full", drift=2)) == pytest.approx(DRIFT_FACTOR ** 2)
-    assert replay_confidence(obs("r", 1, level="full", fixtures=3)) == pytest.approx(FIXTURE_FACTOR ** 3)
+    assert replay_confidence(obs("r", 1, level="full", drift=2)) == pytest.approx(DRIFT_FACTOR**2)
+    assert replay_confidence(obs("r", 1, level="full", fixtures=3)) == pytest.approx(FIXTURE_FACTOR**3)
     assert replay_confidence(obs("r", 1, level="partial", drift=1, fixtures=1)) == pytest.approx(0.8 * 0.7 * 0.85)
     # not usable: paused, comparability none, unknown outcome → 0
     assert replay_confidence(obs("r", 1, status="paused", outcome="unknown", level="none")) == 0.0
     assert replay_confidence(obs("r", 1, level="none")) == 0.0
     assert replay_confidence(obs("r", 1, outcome="unknown")) == 0.0
     # a candidate's confidence averages over all its replays; unusable ones add 0
-    (e,) = rank_effects([obs("r1", 4, level="full", live=0), obs("r2", 4, level="full", live=0, drift=1),
-                         obs("r3", 4, status="paused", outcome="unknown", level="none")])
+    (e,) = rank_effects(
+        [
+            obs("r1", 4, level="full", live=0),
+            obs("r2", 4, level="full", live=0, drift=1),
+            obs("r3", 4, status="paused", outcome="unknown", level="none"),
+        ]
+    )
     assert e.confidence == pytest.approx((1.0 + 0.7 + 0.0) / 3)
     assert e.replays == 3 and e.usable == 2
     text = " | ".join(e.confidence_reasons)
@@ -102,8 +131,10 @@ def test_lower_confidence_ranks_below_an_equal_effect():
 
 
 def test_repeated_attempts_give_mean_and_spread():
-    reps = [obs(f"r{i}", 6, out, deltas={"steps": s}) for i, (out, s) in
-            enumerate([("success", 2), ("success", 2), ("failure", 0), ("success", 4)])]
+    reps = [
+        obs(f"r{i}", 6, out, deltas={"steps": s})
+        for i, (out, s) in enumerate([("success", 2), ("success", 2), ("failure", 0), ("success", 4)])
+    ]
     (e,) = rank_effects(reps)
     assert e.effect == 0.75 and e.spread == pytest.approx(math.sqrt(0.1875))
     assert e.observed == {"success": 3, "failure": 1} and e.direction == "fixes"
@@ -140,21 +171,35 @@ def test_observation_json_round_trip():
 
 _obs = st.builds(
     lambda seq, out, level, drift, fx, steps, tok, multi, status: obs(
-        "", seq, out, level=level, drift=drift, fixtures=fx, status=status,
+        "",
+        seq,
+        out,
+        level=level,
+        drift=drift,
+        fixtures=fx,
+        status=status,
         deltas={"steps": steps, "input_tokens": tok},
         set_id=f"is-{seq}-{multi}",
-        targets=(Target(seq, "tool", "t"),) + ((Target(seq + 1, "model", "m"),) if multi else ())),
-    st.integers(0, 6), st.sampled_from(["success", "failure", "unknown"]), st.sampled_from(["full", "partial", "none"]),
-    st.integers(0, 2), st.integers(0, 2), st.floats(-5, 5, allow_nan=False), st.floats(-1e6, 1e6, allow_nan=False),
-    st.booleans(), st.sampled_from(["completed", "completed", "paused", "failed"]),
+        targets=(Target(seq, "tool", "t"),) + ((Target(seq + 1, "model", "m"),) if multi else ()),
+    ),
+    st.integers(0, 6),
+    st.sampled_from(["success", "failure", "unknown"]),
+    st.sampled_from(["full", "partial", "none"]),
+    st.integers(0, 2),
+    st.integers(0, 2),
+    st.floats(-5, 5, allow_nan=False),
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.booleans(),
+    st.sampled_from(["completed", "completed", "paused", "failed"]),
 )
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_obs, min_size=1, max_size=25), st.randoms(use_true_random=False))
 def test_ranking_does_not_depend_on_input_order(items, rnd):
-    items = [Observation(**{**o.__dict__, "replay_id": f"r{i:03d}", "branch_id": f"br-{i}"})
-             for i, o in enumerate(items)]
+    items = [
+        Observation(**{**o.__dict__, "replay_id": f"r{i:03d}", "branch_id": f"br-{i}"}) for i, o in enumerate(items)
+    ]
     shuffled = list(items)
     rnd.shuffle(shuffled)
     first = [e.to_json() for e in rank_effects(items)]

@@ -56,6 +56,7 @@ def test_sweep_in_parallel_processes_ranks_the_same():
     path = SAMPLES / "attribution" / "sample-agent-support-002-wrong-tool-step1.json"
     one = run_sweep(path, executor="recorded")
     two = run_sweep(path, executor="recorded", jobs=2)
+
     def strip(e):  # branch ids are fresh per sweep
         d = e.to_json()
         del d["evidence"]["branch_ids"]
@@ -109,8 +110,7 @@ def test_fixture_strategy_uses_the_library_and_skips_calls_without_fixture(tmp_p
     rec = next(r for r in base.records if r.seq == fault["seq"])
     good = make_executor().live_tool(rec.tool, rec.arguments)
     lib = tmp_path / "fixtures.json"
-    lib.write_bytes(orjson.dumps([{"tool": rec.tool, "arguments": rec.arguments,
-                                   "output": good.to_json_obj()}]))
+    lib.write_bytes(orjson.dumps([{"tool": rec.tool, "arguments": rec.arguments, "output": good.to_json_obj()}]))
     res = run_sweep(path, executor="recorded", strategy="fixture", fixtures_path=lib, candidates="tools")
     assert [e.seq for e in res.effects] == [fault["seq"]] and res.effects[0].direction == "fixes"
     assert {s["seq"] for s in res.skipped} == {r.seq for r in sweep_candidates(base, "tools")} - {fault["seq"]}
@@ -152,15 +152,30 @@ def test_causal_record_of_a_replay():
     base = record_run("support-001", Fault("tool-error", 2)).recording
     base = Recording.loads(dumps_recording(base))
     seq = base.metadata["fault"]["seq"]
-    fixed = ToolResult(content={"order_id": "A1001", "sku": "BL-200", "eligible": True, "max_refund": 89.99,
-                                "rule": "ok"})
-    branch = new_branch(base, "base.json", at=seq,
-                        interventions=[ToolResultIntervention(seq=seq, result=fixed, note="policy service up")],
-                        policy=Policy(model="live", tool="live"))
+    fixed = ToolResult(
+        content={"order_id": "A1001", "sku": "BL-200", "eligible": True, "max_refund": 89.99, "rule": "ok"}
+    )
+    branch = new_branch(
+        base,
+        "base.json",
+        at=seq,
+        interventions=[ToolResultIntervention(seq=seq, result=fixed, note="policy service up")],
+        policy=Policy(model="live", tool="live"),
+    )
     out = ReplayEngine(base, branch, executor=make_executor(), executor_name="x").run()
-    rec = type("R", (), {"id": "rp-1", "status": out.status, "comparability": out.comparability,
-                         "first_divergence": out.first_divergence, "answers": out.answers,
-                         "fixture_uses": out.fixture_uses, "events_digest": None})()
+    rec = type(
+        "R",
+        (),
+        {
+            "id": "rp-1",
+            "status": out.status,
+            "comparability": out.comparability,
+            "first_divergence": out.first_divergence,
+            "answers": out.answers,
+            "fixture_uses": out.fixture_uses,
+            "events_digest": None,
+        },
+    )()
     cmp = compare_replay(base, branch, rec, out.events)
     c = cmp.causal
     assert c["label"].startswith(f"tool_result at seq {seq} (policy service up) → outcome failure → success")
@@ -174,9 +189,18 @@ def test_causal_record_of_a_replay():
     # a paused replay is "not observed" and carries no outcome
     strict = new_branch(base, "base.json", at=seq, interventions=[ToolResultIntervention(seq=seq, result=fixed)])
     out2 = ReplayEngine(base, strict).run()
-    rec2 = type("R", (), {"id": "rp-2", "status": out2.status, "comparability": out2.comparability,
-                          "first_divergence": out2.first_divergence, "answers": out2.answers,
-                          "fixture_uses": out2.fixture_uses})()
+    rec2 = type(
+        "R",
+        (),
+        {
+            "id": "rp-2",
+            "status": out2.status,
+            "comparability": out2.comparability,
+            "first_divergence": out2.first_divergence,
+            "answers": out2.answers,
+            "fixture_uses": out2.fixture_uses,
+        },
+    )()
     c2 = compare_replay(base, strict, rec2, out2.events)
     assert out2.status == "paused" and "not observed: the replay is paused" in c2.causal["label"]
     assert c2.observation.outcome == "unknown" and not c2.observation.usable
@@ -191,12 +215,24 @@ def test_intervention_targets_and_set_ids():
     assert [t.seq for t in intervention_targets(base, b1)] == [6]
     wide = new_branch(base, "b", at=3, interventions=[ToolResultIntervention(tool="get_order", result=err)])
     assert [(t.seq, t.name) for t in intervention_targets(base, wide)] == [(6, "get_order")]
-    step = new_branch(base, "b", at=5, interventions=[ModelResponseIntervention(
-        step=2, response={"message": {"role": "assistant", "content": "done"}})])
+    step = new_branch(
+        base,
+        "b",
+        at=5,
+        interventions=[
+            ModelResponseIntervention(step=2, response={"message": {"role": "assistant", "content": "done"}})
+        ],
+    )
     assert [(t.seq, t.kind) for t in intervention_targets(base, step)] == [(7, "model")]
-    msgs = new_branch(base, "b", at=6, interventions=[
-        MessagesIntervention(op="append", messages=[ChatMessage(role="user", content="hi")]),
-        OptionsIntervention(options={"temperature": 1})])
+    msgs = new_branch(
+        base,
+        "b",
+        at=6,
+        interventions=[
+            MessagesIntervention(op="append", messages=[ChatMessage(role="user", content="hi")]),
+            OptionsIntervention(options={"temperature": 1}),
+        ],
+    )
     assert [t.seq for t in intervention_targets(base, msgs)] == [7]
     deny = new_branch(base, "b", at=3, interventions=[ToolPolicyIntervention(tool="issue_refund", action="deny")])
     assert [t.name for t in intervention_targets(base, deny)] == ["issue_refund"]

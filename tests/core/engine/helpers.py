@@ -21,17 +21,25 @@ from core.recording import (
 )
 
 MODEL = "test-model"
-TOOLS = [{"name": "lookup", "description": "look an item up",
-          "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]
+TOOLS = [
+    {
+        "name": "lookup",
+        "description": "look an item up",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+]
 
 
-def chat_recording(steps: int = 3, *, results: list[Any] | None = None, attribution: bool = True,
-                   final: str = "done") -> Recording:
+def chat_recording(
+    steps: int = 3, *, results: list[Any] | None = None, attribution: bool = True, final: str = "done"
+) -> Recording:
     """A run of the generic chat agent: ``steps`` model calls that each call ``lookup``
     with ``{"q": "item-k"}`` (result ``results[k]`` or ``{"value": k}``), then a final
     answer ``final``. With ``attribution``, lifecycle records open and close the run."""
-    messages = [ChatMessage(role="system", content="You look things up."),
-                ChatMessage(role="user", content="Look up the items.")]
+    messages = [
+        ChatMessage(role="system", content="You look things up."),
+        ChatMessage(role="user", content="Look up the items."),
+    ]
     records: list[Any] = []
     seq = 0
     if attribution:
@@ -47,16 +55,34 @@ def chat_recording(steps: int = 3, *, results: list[Any] | None = None, attribut
             msg = ChatMessage(role="assistant", content=final)
             finish = "stop"
         resp = ModelResponse(message=msg, finish_reason=finish, usage=Usage(input_tokens=10 + k, output_tokens=5))
-        records.append(ModelRecord(seq=seq, key=model_key(MODEL, req), model=MODEL, request=req, response=resp,
-                                   run_id="run-1", duration_seconds=0.5))
+        records.append(
+            ModelRecord(
+                seq=seq,
+                key=model_key(MODEL, req),
+                model=MODEL,
+                request=req,
+                response=resp,
+                run_id="run-1",
+                duration_seconds=0.5,
+            )
+        )
         seq += 1
         messages.append(msg)
         if k < steps:
             content = results[k] if results is not None else {"value": k}
             result = ToolResult(content=content)
-            records.append(ToolRecord(seq=seq, key=tool_key("lookup", call.arguments), tool="lookup",
-                                      arguments=call.arguments, tool_call_id=call.id, result=result,
-                                      run_id="run-1", duration_seconds=0.1))
+            records.append(
+                ToolRecord(
+                    seq=seq,
+                    key=tool_key("lookup", call.arguments),
+                    tool="lookup",
+                    arguments=call.arguments,
+                    tool_call_id=call.id,
+                    result=result,
+                    run_id="run-1",
+                    duration_seconds=0.1,
+                )
+            )
             seq += 1
             messages.append(tool_message(call.id, "lookup", result))
     if attribution:
@@ -89,8 +115,16 @@ def random_recording(draw_ints: Any, draw_bool: Any, draw_choice: Any, n_steps: 
         msgs = [ChatMessage(role="user", content=f"u{draw_ints(0, 3)}")]
         req = ModelRequest(messages=msgs, tools=TOOLS, options={"temperature": draw_choice([0, 0.5])})
         if draw_bool() and step > 0 and draw_bool():
-            records.append(ModelRecord(seq=seq, key=model_key(MODEL, req), model=MODEL, request=req,
-                                       error=ErrorInfo(type="timeout", message="slow"), run_id="r"))
+            records.append(
+                ModelRecord(
+                    seq=seq,
+                    key=model_key(MODEL, req),
+                    model=MODEL,
+                    request=req,
+                    error=ErrorInfo(type="timeout", message="slow"),
+                    run_id="r",
+                )
+            )
             seq += 1
             continue
         n_tools = draw_ints(0, 3)
@@ -100,14 +134,33 @@ def random_recording(draw_ints: Any, draw_bool: Any, draw_choice: Any, n_steps: 
             calls.append(ToolCall(id=f"c{call_n}", name=name, arguments={"q": draw_ints(0, 2)}))
             call_n += 1
         msg = ChatMessage(role="assistant", content="" if calls else "final", tool_calls=calls or None)
-        records.append(ModelRecord(seq=seq, key=model_key(MODEL, req), model=MODEL, request=req,
-                                   response=ModelResponse(message=msg), run_id="r"))
+        records.append(
+            ModelRecord(
+                seq=seq,
+                key=model_key(MODEL, req),
+                model=MODEL,
+                request=req,
+                response=ModelResponse(message=msg),
+                run_id="r",
+            )
+        )
         seq += 1
         for c in calls:
             err = draw_bool() and draw_bool()
-            result = ToolResult(error=ErrorInfo(type="E", message="bad")) if err else ToolResult(content=draw_ints(0, 5))
-            records.append(ToolRecord(seq=seq, key=tool_key(c.name, c.arguments), tool=c.name, arguments=c.arguments,
-                                      tool_call_id=c.id, result=result, run_id="r"))
+            result = (
+                ToolResult(error=ErrorInfo(type="E", message="bad")) if err else ToolResult(content=draw_ints(0, 5))
+            )
+            records.append(
+                ToolRecord(
+                    seq=seq,
+                    key=tool_key(c.name, c.arguments),
+                    tool=c.name,
+                    arguments=c.arguments,
+                    tool_call_id=c.id,
+                    result=result,
+                    run_id="r",
+                )
+            )
             seq += 1
         if draw_bool():
             records.append(SnapshotRecord(seq=seq, composition={"tools": ["lookup"]}))

@@ -42,10 +42,14 @@ def _write(tmp_path, name, obj):
 
 def test_intervention_file_one_object_or_list(tmp_path):
     one = _write(tmp_path, "one.json", {"kind": "tool_result", "seq": 4, "result": {"content": 1}})
-    many = _write(tmp_path, "many.json", [
-        {"kind": "tool_result", "seq": 4, "result": {"content": 1}},
-        {"kind": "options", "options": {"temperature": 0}},
-    ])
+    many = _write(
+        tmp_path,
+        "many.json",
+        [
+            {"kind": "tool_result", "seq": 4, "result": {"content": 1}},
+            {"kind": "options", "options": {"temperature": 0}},
+        ],
+    )
     empty = _write(tmp_path, "empty.json", [])
     assert [type(i) for i in load_interventions(one)] == [ToolResultIntervention]
     assert [type(i) for i in load_interventions(many)] == [ToolResultIntervention, OptionsIntervention]
@@ -58,24 +62,44 @@ def test_intervention_file_one_object_or_list(tmp_path):
         (b"{", "bad.json: line 1, column 2: malformed JSON"),
         (orjson.dumps({"kind": "nope"}), "bad.json: intervention 0 at /: unknown intervention kind 'nope'"),
         (orjson.dumps({"seq": 1}), "bad.json: intervention 0 at /: intervention has no 'kind'"),
-        (orjson.dumps([{"kind": "tool_result", "result": {}}]),
-         "bad.json: intervention 0 at /: a tool_result intervention needs a target"),
-        (orjson.dumps([{"kind": "options", "options": {}}, 3]),
-         "bad.json: intervention 0 at /: 'options' is empty"),
-        (orjson.dumps([{"kind": "options", "options": {"t": 1}}, 3]),
-         "bad.json: intervention 1: expected a JSON object, got int"),
-        (orjson.dumps({"kind": "tool_result", "seq": 2, "result": {"content": 1, "junk": 1}}),
-         "bad.json: intervention 0 at /result/junk: unknown field 'junk'"),
-        (orjson.dumps({"kind": "messages", "op": "replace", "messages": [{"role": "user", "content": "x"}]}),
-         "op 'replace' needs 'index'"),
-        (orjson.dumps({"kind": "model_response", "seq": 1, "step": 0,
-                       "response": {"message": {"role": "assistant", "content": "x"}}}),
-         "needs exactly one target"),
-        (orjson.dumps({"kind": "tool_policy", "tool": "lookup", "action": "maybe"}),
-         "bad.json: intervention 0 at /action:"),
-        (orjson.dumps({"kind": "tool_result", "tool": "lookup", "arguments": {"q": 1},
-                       "args_hash": "sha256:00", "result": {}}),
-         "does not match 'arguments'"),
+        (
+            orjson.dumps([{"kind": "tool_result", "result": {}}]),
+            "bad.json: intervention 0 at /: a tool_result intervention needs a target",
+        ),
+        (orjson.dumps([{"kind": "options", "options": {}}, 3]), "bad.json: intervention 0 at /: 'options' is empty"),
+        (
+            orjson.dumps([{"kind": "options", "options": {"t": 1}}, 3]),
+            "bad.json: intervention 1: expected a JSON object, got int",
+        ),
+        (
+            orjson.dumps({"kind": "tool_result", "seq": 2, "result": {"content": 1, "junk": 1}}),
+            "bad.json: intervention 0 at /result/junk: unknown field 'junk'",
+        ),
+        (
+            orjson.dumps({"kind": "messages", "op": "replace", "messages": [{"role": "user", "content": "x"}]}),
+            "op 'replace' needs 'index'",
+        ),
+        (
+            orjson.dumps(
+                {
+                    "kind": "model_response",
+                    "seq": 1,
+                    "step": 0,
+                    "response": {"message": {"role": "assistant", "content": "x"}},
+                }
+            ),
+            "needs exactly one target",
+        ),
+        (
+            orjson.dumps({"kind": "tool_policy", "tool": "lookup", "action": "maybe"}),
+            "bad.json: intervention 0 at /action:",
+        ),
+        (
+            orjson.dumps(
+                {"kind": "tool_result", "tool": "lookup", "arguments": {"q": 1}, "args_hash": "sha256:00", "result": {}}
+            ),
+            "does not match 'arguments'",
+        ),
     ],
 )
 def test_invalid_intervention_files_give_clear_errors(tmp_path, content, expected):
@@ -106,19 +130,36 @@ def test_invalid_branch_files(tmp_path, base):
     with pytest.raises(BranchError, match="not a branch file"):
         load_branch(_write(tmp_path, "b.json", {"format": "chassis.replay"}))
     with pytest.raises(BranchError, match=r"b.json: at /checkpoint: missing required field 'checkpoint'"):
-        load_branch(_write(tmp_path, "b.json", {"id": "b", "base": {"path": "x", "digest": "d"},
-                                                "created_at": "2026-01-01T00:00:00Z"}))
-    bad_iv = {"id": "b", "base": {"path": "x", "digest": "d"}, "checkpoint": 1,
-              "created_at": "2026-01-01T00:00:00Z", "interventions": [{"kind": "tool_result", "result": {}}]}
+        load_branch(
+            _write(
+                tmp_path,
+                "b.json",
+                {"id": "b", "base": {"path": "x", "digest": "d"}, "created_at": "2026-01-01T00:00:00Z"},
+            )
+        )
+    bad_iv = {
+        "id": "b",
+        "base": {"path": "x", "digest": "d"},
+        "checkpoint": 1,
+        "created_at": "2026-01-01T00:00:00Z",
+        "interventions": [{"kind": "tool_result", "result": {}}],
+    }
     with pytest.raises(BranchError, match=r"b.json: at /interventions/0.*needs a target"):
         load_branch(_write(tmp_path, "b.json", bad_iv))
 
 
 def test_branch_roundtrip(tmp_path, base):
-    br = new_branch(base, "base.json", at=4, label="fix", interventions=[
-        ToolResultIntervention(seq=4, result=ToolResult(content={"value": 9})),
-        ToolPolicyIntervention(tool="lookup", action="deny"),
-    ], policy=Policy(drift="lenient", max_steps=5))
+    br = new_branch(
+        base,
+        "base.json",
+        at=4,
+        label="fix",
+        interventions=[
+            ToolResultIntervention(seq=4, result=ToolResult(content={"value": 9})),
+            ToolPolicyIntervention(tool="lookup", action="deny"),
+        ],
+        policy=Policy(drift="lenient", max_steps=5),
+    )
     save_branch(br, tmp_path / "b.json")
     again = load_branch(tmp_path / "b.json")
     assert again == br
@@ -132,17 +173,32 @@ def test_branch_roundtrip(tmp_path, base):
         (4, ToolResultIntervention(seq=2, result=ToolResult()), "seq 2 is before the checkpoint 4"),
         (4, ToolResultIntervention(seq=5, result=ToolResult()), "base record 5 is a model record, not a tool call"),
         (4, ToolResultIntervention(tool="search", result=ToolResult()), "never uses or offers a tool named 'search'"),
-        (4, ModelResponseIntervention(seq=4, response=ModelResponse(message=ChatMessage(role="assistant"))),
-         "base record 4 is a tool record, not a model call"),
-        (4, ModelResponseIntervention(seq=3, response=ModelResponse(message=ChatMessage(role="assistant"))),
-         "seq 3 is before the checkpoint 4"),
-        (4, ModelResponseIntervention(step=9, response=ModelResponse(message=ChatMessage(role="assistant"))),
-         "the base has 4 model call(s)"),
-        (4, ModelResponseIntervention(step=0, response=ModelResponse(message=ChatMessage(role="assistant"))),
-         "step 0 (seq 1) is before the checkpoint 4"),
+        (
+            4,
+            ModelResponseIntervention(seq=4, response=ModelResponse(message=ChatMessage(role="assistant"))),
+            "base record 4 is a tool record, not a model call",
+        ),
+        (
+            4,
+            ModelResponseIntervention(seq=3, response=ModelResponse(message=ChatMessage(role="assistant"))),
+            "seq 3 is before the checkpoint 4",
+        ),
+        (
+            4,
+            ModelResponseIntervention(step=9, response=ModelResponse(message=ChatMessage(role="assistant"))),
+            "the base has 4 model call(s)",
+        ),
+        (
+            4,
+            ModelResponseIntervention(step=0, response=ModelResponse(message=ChatMessage(role="assistant"))),
+            "step 0 (seq 1) is before the checkpoint 4",
+        ),
         (4, MessagesIntervention(op="remove", index=12), "index 12 is out of range (request has 6 messages)"),
-        (8, MessagesIntervention(op="append", messages=[ChatMessage(role="user", content="x")]),
-         "no model request at or after the checkpoint 8"),
+        (
+            8,
+            MessagesIntervention(op="append", messages=[ChatMessage(role="user", content="x")]),
+            "no model request at or after the checkpoint 8",
+        ),
         (8, OptionsIntervention(options={"temperature": 1}), "no model request at or after the checkpoint 8"),
         (4, ToolPolicyIntervention(tool="rm", action="deny"), "never uses or offers a tool named 'rm'"),
     ],
@@ -193,8 +249,11 @@ def _signed_base() -> Recording:
 
 def test_signed_reasoning_blocks_cannot_be_edited():
     base = _signed_base()
-    forged = ModelResponse(message=ChatMessage(role="assistant", content=[
-        {"type": "thinking", "thinking": "something else", "signature": "sig-abc"}]))
+    forged = ModelResponse(
+        message=ChatMessage(
+            role="assistant", content=[{"type": "thinking", "thinking": "something else", "signature": "sig-abc"}]
+        )
+    )
     with pytest.raises(BranchError, match="provider-signed reasoning blocks"):
         new_branch(base, "b", at=1, interventions=[ModelResponseIntervention(seq=1, response=forged)])
     dropped = ModelResponse(message=ChatMessage(role="assistant", content="plain"))
@@ -204,12 +263,27 @@ def test_signed_reasoning_blocks_cannot_be_edited():
     with pytest.raises(BranchError, match="holds provider-signed reasoning blocks"):
         new_branch(base, "b", at=3, interventions=[MessagesIntervention(op="remove", index=2)])
     with pytest.raises(BranchError, match="may not carry provider-signed"):
-        new_branch(base, "b", at=3, interventions=[MessagesIntervention(op="append", messages=[
-            ChatMessage(role="assistant", content=[{"type": "reasoning", "encrypted_content": "x"}])])])
+        new_branch(
+            base,
+            "b",
+            at=3,
+            interventions=[
+                MessagesIntervention(
+                    op="append",
+                    messages=[ChatMessage(role="assistant", content=[{"type": "reasoning", "encrypted_content": "x"}])],
+                )
+            ],
+        )
     # keeping the blocks exactly as recorded is fine
-    kept = ModelResponse(message=ChatMessage(role="assistant", content=[
-        {"type": "thinking", "thinking": "I should look it up", "signature": "sig-abc"},
-        {"type": "text", "text": "changed text"}]))
+    kept = ModelResponse(
+        message=ChatMessage(
+            role="assistant",
+            content=[
+                {"type": "thinking", "thinking": "I should look it up", "signature": "sig-abc"},
+                {"type": "text", "text": "changed text"},
+            ],
+        )
+    )
     new_branch(base, "b", at=1, interventions=[ModelResponseIntervention(seq=1, response=kept)])
 
 
@@ -217,7 +291,11 @@ def test_messages_apply():
     msgs = [ChatMessage(role="user", content=str(i)) for i in range(3)]
     new = ChatMessage(role="user", content="n")
     assert [m.content for m in MessagesIntervention(op="append", messages=[new]).apply(msgs)] == ["0", "1", "2", "n"]
-    assert [m.content for m in MessagesIntervention(op="replace", index=-1, messages=[new]).apply(msgs)] == ["0", "1", "n"]
+    assert [m.content for m in MessagesIntervention(op="replace", index=-1, messages=[new]).apply(msgs)] == [
+        "0",
+        "1",
+        "n",
+    ]
     assert [m.content for m in MessagesIntervention(op="remove", index=0).apply(msgs)] == ["1", "2"]
 
 
@@ -227,8 +305,16 @@ def test_options_apply_and_remove():
 
 
 def test_branch_model_schema_fields():
-    assert set(Branch.model_fields) >= {"id", "base", "checkpoint", "label", "parent", "interventions",
-                                        "policy", "created_at"}
+    assert set(Branch.model_fields) >= {
+        "id",
+        "base",
+        "checkpoint",
+        "label",
+        "parent",
+        "interventions",
+        "policy",
+        "created_at",
+    }
     assert set(Policy.model_fields) >= {"model", "tool", "drift", "max_steps", "temperature", "require_fixtures"}
     assert Policy().require_fixtures is True
 
@@ -240,10 +326,14 @@ def test_branch_model_schema_fields():
         ('{"kind": "tool_result", "seq": true, "result": {"content": 1}}', "intervention 0 at /seq"),
         ('{"kind": "tool_result", "seq": "8", "result": {"content": 1}}', "intervention 0 at /seq"),
         # values without a canonical form are refused when the file is read, with the path
-        ('{"kind": "tool_result", "seq": 4, "result": {"content": 9007199254740993}}',
-         "at /result/content: integer 9007199254740993 is outside the I-JSON safe range"),
-        ('{"kind": "tool_result", "seq": 4, "result": {"content": 100000000000000000000000000}}',
-         "at /result/content: integer 100000000000000000000000000 is outside"),
+        (
+            '{"kind": "tool_result", "seq": 4, "result": {"content": 9007199254740993}}',
+            "at /result/content: integer 9007199254740993 is outside the I-JSON safe range",
+        ),
+        (
+            '{"kind": "tool_result", "seq": 4, "result": {"content": 100000000000000000000000000}}',
+            "at /result/content: integer 100000000000000000000000000 is outside",
+        ),
     ],
 )
 def test_intervention_values_read_exactly_and_strictly(tmp_path, text, expected):
@@ -256,9 +346,11 @@ def test_intervention_values_read_exactly_and_strictly(tmp_path, text, expected)
 
 @pytest.mark.parametrize(
     ("obj", "expected"),
-    [({"require_fixtures": "no"}, "policy at /require_fixtures"),
-     ({"max_steps": "5"}, "policy at /max_steps"),
-     ({"max_steps": 2**70}, "at /max_steps: integer 1180591620717411303424 is outside")],
+    [
+        ({"require_fixtures": "no"}, "policy at /require_fixtures"),
+        ({"max_steps": "5"}, "policy at /max_steps"),
+        ({"max_steps": 2**70}, "at /max_steps: integer 1180591620717411303424 is outside"),
+    ],
 )
 def test_policy_types_strict(tmp_path, obj, expected):
     p = tmp_path / "pol.json"
@@ -273,11 +365,13 @@ _GOOD = {"id": "br-1", "base": {"path": "x", "digest": "d"}, "checkpoint": 1, "c
 
 @pytest.mark.parametrize(
     ("change", "expected"),
-    [({"id": "../../etc/passwd"}, "id '../../etc/passwd' is not a branch id"),
-     ({"parent": "br-1"}, "cannot be its own parent"),
-     ({"parent": "a/b"}, "parent 'a/b' is not a branch id"),
-     ({"created_at": "yesterday"}, "created_at 'yesterday' is not an RFC 3339 date-time"),
-     ({"checkpoint": True}, "at /checkpoint")],
+    [
+        ({"id": "../../etc/passwd"}, "id '../../etc/passwd' is not a branch id"),
+        ({"parent": "br-1"}, "cannot be its own parent"),
+        ({"parent": "a/b"}, "parent 'a/b' is not a branch id"),
+        ({"created_at": "yesterday"}, "created_at 'yesterday' is not an RFC 3339 date-time"),
+        ({"checkpoint": True}, "at /checkpoint"),
+    ],
 )
 def test_branch_file_identity_validated(tmp_path, change, expected):
     p = _write(tmp_path, "b.json", {**_GOOD, **change})

@@ -35,15 +35,24 @@ def write(path: Path, obj) -> Path:
 
 def test_empty_branch_replay_completes_with_documented_fields(cwd, capsys):
     write(cwd / "none.json", [])
-    code, out, err = cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json",
-                         "-o", "b.json")
+    code, out, err = cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json", "-o", "b.json")
     assert code == 0, err
     assert Path("b.json").exists()
     code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--json")
     assert code == 0, err
     rec = orjson.loads(out)
-    for field in ("status", "comparability", "first_divergence", "pause", "error", "attempts", "policy",
-                  "branch_id", "base_digest", "id"):
+    for field in (
+        "status",
+        "comparability",
+        "first_divergence",
+        "pause",
+        "error",
+        "attempts",
+        "policy",
+        "branch_id",
+        "base_digest",
+        "id",
+    ):
         assert field in rec
     assert rec["status"] == "completed"
     assert rec["comparability"]["level"] == "full" and rec["comparability"]["reasons"] == []
@@ -64,8 +73,21 @@ def test_pause_attach_resume_complete(cwd, capsys):
     seq = base.metadata["fault"]["seq"]
     write(cwd / "fix.json", {"kind": "tool_result", "seq": seq, "result": {"content": get_order("A1001")}})
     write(cwd / "policy.json", {"model": "live"})
-    code, out, err = cli(capsys, "branch", "new", "base.json", "--at", seq, "--intervention", "fix.json",
-                         "--policy", "policy.json", "--label", "honest order", "--json")
+    code, out, err = cli(
+        capsys,
+        "branch",
+        "new",
+        "base.json",
+        "--at",
+        seq,
+        "--intervention",
+        "fix.json",
+        "--policy",
+        "policy.json",
+        "--label",
+        "honest order",
+        "--json",
+    )
     assert code == 0, err
     branch_id = orjson.loads(out)["id"]
     # a branch id in the workspace works as --branch too
@@ -82,10 +104,18 @@ def test_pause_attach_resume_complete(cwd, capsys):
     code, out, err = cli(capsys, "requirements", "--open")
     assert req_id in out and "check_refund_policy" in out
     outputs = {
-        "check_refund_policy": {"content": {"order_id": "A1001", "sku": "BL-200", "eligible": True,
-                                            "max_refund": 89.99, "rule": "damaged delivered items are refunded in full"}},
-        "issue_refund": {"content": {"refund_id": "R-1", "order_id": "A1001", "sku": "BL-200", "amount": 89.99,
-                                     "status": "issued"}},
+        "check_refund_policy": {
+            "content": {
+                "order_id": "A1001",
+                "sku": "BL-200",
+                "eligible": True,
+                "max_refund": 89.99,
+                "rule": "damaged delivered items are refunded in full",
+            }
+        },
+        "issue_refund": {
+            "content": {"refund_id": "R-1", "order_id": "A1001", "sku": "BL-200", "amount": 89.99, "status": "issued"}
+        },
         "send_message": {"content": {"delivered": True, "customer_id": "C-1001"}},
     }
     status = "paused"
@@ -117,8 +147,20 @@ def test_pause_attach_resume_complete(cwd, capsys):
 def test_live_policy_without_executor_fails_with_exit_2(cwd, capsys):
     write(cwd / "none.json", [])
     write(cwd / "policy.json", {"tool": "live"})
-    cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json", "--policy", "policy.json",
-        "-o", "b.json")
+    cli(
+        capsys,
+        "branch",
+        "new",
+        "base.json",
+        "--at",
+        0,
+        "--intervention",
+        "none.json",
+        "--policy",
+        "policy.json",
+        "-o",
+        "b.json",
+    )
     code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--json")
     assert code == 2
     rec = orjson.loads(out)
@@ -145,13 +187,24 @@ def test_dry_run(cwd, capsys):
 
 def test_fixture_add_and_list(cwd, capsys):
     write(cwd / "out.json", {"content": {"eligible": True}})
-    code, out, err = cli(capsys, "fixture", "add", "--tool", "check_refund_policy", "--args-json",
-                         '{"order_id": "A1001"}', "--output", "out.json", "--json")
+    code, out, err = cli(
+        capsys,
+        "fixture",
+        "add",
+        "--tool",
+        "check_refund_policy",
+        "--args-json",
+        '{"order_id": "A1001"}',
+        "--output",
+        "out.json",
+        "--json",
+    )
     assert code == 0, err
     fx = orjson.loads(out)
     assert fx["args_hash"].startswith("sha256:") and fx["scope"] == "project"
-    code, out, err = cli(capsys, "fixture", "add", "--tool", "lookup", "--any", "--output", "out.json",
-                         "--scope", "branch:br-1")
+    code, out, err = cli(
+        capsys, "fixture", "add", "--tool", "lookup", "--any", "--output", "out.json", "--scope", "branch:br-1"
+    )
     assert code == 0 and "any arguments" in out
     code, out, _ = cli(capsys, "fixture", "list")
     assert "check_refund_policy" in out and "branch:br-1" in out
@@ -165,19 +218,27 @@ def test_fixture_add_and_list(cwd, capsys):
         (["replay", "base.json", "--branch", "br-unknown"], "no branch 'br-unknown'"),
         (["replay", "resume", "rp-unknown"], "no replay 'rp-unknown'"),
         (["branch", "new", "base.json", "--at", "999"], "checkpoint 999 is not the seq"),
-        (["branch", "new", "base.json", "--at", "0", "--intervention", "bad.json"],
-         "bad.json: intervention 0 at /: unknown intervention kind 'oops'"),
-        (["branch", "new", "base.json", "--at", "6", "--intervention", "late.json"],
-         "late.json: intervention 0 (tool_result at seq 4) against base.json: seq 4 is before the checkpoint 6"),
+        (
+            ["branch", "new", "base.json", "--at", "0", "--intervention", "bad.json"],
+            "bad.json: intervention 0 at /: unknown intervention kind 'oops'",
+        ),
+        (
+            ["branch", "new", "base.json", "--at", "6", "--intervention", "late.json"],
+            "late.json: intervention 0 (tool_result at seq 4) against base.json: seq 4 is before the checkpoint 6",
+        ),
         (["branch", "new", "base.json", "--at", "0", "--parent", "br-x"], "no branch 'br-x'"),
         (["fixture", "attach", "req-nope", "out.json"], "no requirement 'req-nope'"),
         (["fixture", "add", "--tool", "t", "--output", "out.json"], "give exactly one of --args-json ARGS or --any"),
-        (["fixture", "add", "--tool", "t", "--any", "--args-json", "{}", "--output", "out.json"],
-         "give exactly one of"),
+        (
+            ["fixture", "add", "--tool", "t", "--any", "--args-json", "{}", "--output", "out.json"],
+            "give exactly one of",
+        ),
         (["fixture", "add", "--tool", "t", "--args-json", "{", "--output", "out.json"], "malformed JSON"),
         (["fixture", "add", "--tool", "t", "--any", "--output", "badout.json"], "badout.json: a tool fixture output"),
-        (["fixture", "add", "--tool", "t", "--any", "--output", "out.json", "--scope", "galaxy"],
-         "scope 'galaxy' must be"),
+        (
+            ["fixture", "add", "--tool", "t", "--any", "--output", "out.json", "--scope", "galaxy"],
+            "scope 'galaxy' must be",
+        ),
         (["replay", "base.json", "--branch", "b.json", "--executor", "nomodule_xyz:f"], "cannot import"),
         (["replay", "base.json", "--branch", "b.json", "--fixtures", "badfx.json"], "badfx.json: fixture 0"),
         (["requirements", "--approve", "req-nope"], "no requirement 'req-nope'"),
@@ -207,18 +268,56 @@ def test_fixtures_file_answers_new_calls_for_this_replay_only(cwd, capsys):
     seq = base.metadata["fault"]["seq"]
     write(cwd / "fix.json", {"kind": "tool_result", "seq": seq, "result": {"content": get_order("A1001")}})
     write(cwd / "policy.json", {"model": "live"})
-    write(cwd / "fixtures.json", [
-        {"tool": "check_refund_policy", "any": True,
-         "output": {"content": {"eligible": True, "max_refund": 89.99, "rule": "damaged"}}},
-        {"tool": "issue_refund", "any": True,
-         "output": {"content": {"refund_id": "R-9", "order_id": "A1001", "sku": "BL-200", "amount": 89.99,
-                                "status": "issued"}}},
-        {"tool": "send_message", "any": True, "output": {"content": {"delivered": True}}},
-    ])
-    cli(capsys, "branch", "new", "base.json", "--at", seq, "--intervention", "fix.json", "--policy", "policy.json",
-        "-o", "b.json")
-    code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--executor", "recorded",
-                         "--fixtures", "fixtures.json", "--json")
+    write(
+        cwd / "fixtures.json",
+        [
+            {
+                "tool": "check_refund_policy",
+                "any": True,
+                "output": {"content": {"eligible": True, "max_refund": 89.99, "rule": "damaged"}},
+            },
+            {
+                "tool": "issue_refund",
+                "any": True,
+                "output": {
+                    "content": {
+                        "refund_id": "R-9",
+                        "order_id": "A1001",
+                        "sku": "BL-200",
+                        "amount": 89.99,
+                        "status": "issued",
+                    }
+                },
+            },
+            {"tool": "send_message", "any": True, "output": {"content": {"delivered": True}}},
+        ],
+    )
+    cli(
+        capsys,
+        "branch",
+        "new",
+        "base.json",
+        "--at",
+        seq,
+        "--intervention",
+        "fix.json",
+        "--policy",
+        "policy.json",
+        "-o",
+        "b.json",
+    )
+    code, out, err = cli(
+        capsys,
+        "replay",
+        "base.json",
+        "--branch",
+        "b.json",
+        "--executor",
+        "recorded",
+        "--fixtures",
+        "fixtures.json",
+        "--json",
+    )
     assert code == 0, err
     rec = orjson.loads(out)
     assert rec["answers"]["fixture"] == 3 and rec["comparability"]["level"] == "partial"
@@ -234,8 +333,15 @@ def test_approval_requirement_flow(cwd, capsys):
     shutil.copy(SAMPLES / "sample-agent-success.json", cwd / "ok.json")
     base = Recording.load("ok.json")
     refund = next(r.seq for r in base.records if r.kind == "tool" and r.tool == "issue_refund")
-    write(cwd / "gate.json", {"kind": "tool_policy", "tool": "issue_refund", "action": "require_approval",
-                              "reason": "refunds need a second pair of eyes"})
+    write(
+        cwd / "gate.json",
+        {
+            "kind": "tool_policy",
+            "tool": "issue_refund",
+            "action": "require_approval",
+            "reason": "refunds need a second pair of eyes",
+        },
+    )
     cli(capsys, "branch", "new", "ok.json", "--at", refund, "--intervention", "gate.json", "-o", "g.json")
     code, out, err = cli(capsys, "replay", "ok.json", "--branch", "g.json", "--json")
     assert code == 3, err
@@ -256,8 +362,9 @@ def test_approval_requirement_flow(cwd, capsys):
     assert done["first_divergence"] is None  # approved: the run is the base's
 
 
-@pytest.mark.parametrize("args", [["replay", "list"], ["branch", "list"], ["fixture", "list"], ["requirements"],
-                                  ["effects"]])
+@pytest.mark.parametrize(
+    "args", [["replay", "list"], ["branch", "list"], ["fixture", "list"], ["requirements"], ["effects"]]
+)
 def test_read_commands_do_not_create_a_workspace(cwd, capsys, args):
     code, out, err = cli(capsys, *args)
     assert code == 0, err
@@ -268,9 +375,16 @@ def test_read_commands_do_not_create_a_workspace(cwd, capsys, args):
     assert not (cwd / ".chassis-inspector").exists()
 
 
-@pytest.mark.parametrize("args", [["replay", "show", "rp-x"], ["replay", "resume", "rp-x"],
-                                  ["replay", "events", "rp-x", "-o", "e.json"], ["effects", "--replay", "rp-x"],
-                                  ["requirements", "--approve", "req-x"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["replay", "show", "rp-x"],
+        ["replay", "resume", "rp-x"],
+        ["replay", "events", "rp-x", "-o", "e.json"],
+        ["effects", "--replay", "rp-x"],
+        ["requirements", "--approve", "req-x"],
+    ],
+)
 def test_commands_needing_a_stored_id_fail_without_a_workspace(cwd, capsys, args):
     code, _, err = cli(capsys, *args)
     assert code == 2 and err.startswith("chassis-inspector: no workspace at .chassis-inspector (")
@@ -282,8 +396,12 @@ def test_empty_workspace_lists_say_so(cwd, capsys):
     from core.workspace import Workspace
 
     Workspace.open(cwd / ".chassis-inspector").close()
-    for args, says in ((["replay", "list"], "no replays"), (["branch", "list"], "no branches"),
-                       (["fixture", "list"], "no fixtures"), (["requirements"], "no requirements")):
+    for args, says in (
+        (["replay", "list"], "no replays"),
+        (["branch", "list"], "no branches"),
+        (["fixture", "list"], "no fixtures"),
+        (["requirements"], "no requirements"),
+    ):
         code, out, _ = cli(capsys, *args)
         assert code == 0 and out.strip() == says
 
@@ -291,13 +409,20 @@ def test_empty_workspace_lists_say_so(cwd, capsys):
 def test_completed_but_not_comparable_exits_4_and_says_so(cwd, capsys):
     # the model finishes at once, so the later tool-result intervention is never applied:
     # the replay completes, but nothing in it can be compared with the base
-    write(cwd / "early.json", [
-        {"kind": "model_response", "seq": 3,
-         "response": {"message": {"role": "assistant", "content": "done early"}, "finish_reason": "stop"}},
-        {"kind": "tool_result", "seq": 6, "result": {"content": "never used"}},
-    ])
-    code, out, err = cli(capsys, "branch", "new", "base.json", "--at", 3, "--intervention", "early.json",
-                         "-o", "b.json")
+    write(
+        cwd / "early.json",
+        [
+            {
+                "kind": "model_response",
+                "seq": 3,
+                "response": {"message": {"role": "assistant", "content": "done early"}, "finish_reason": "stop"},
+            },
+            {"kind": "tool_result", "seq": 6, "result": {"content": "never used"}},
+        ],
+    )
+    code, out, err = cli(
+        capsys, "branch", "new", "base.json", "--at", 3, "--intervention", "early.json", "-o", "b.json"
+    )
     assert code == 0, err
     code, out, err = cli(capsys, "replay", "base.json", "--branch", "b.json")
     assert code == 4, (out, err)

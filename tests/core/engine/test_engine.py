@@ -51,8 +51,12 @@ def test_empty_branch_equals_base():
 @given(st.data())
 def test_property_no_intervention_equals_base(data):
     n = data.draw(st.integers(1, 6))
-    base = random_recording(lambda a, b: data.draw(st.integers(a, b)), lambda: data.draw(st.booleans()),
-                            lambda xs: data.draw(st.sampled_from(xs)), n)
+    base = random_recording(
+        lambda a, b: data.draw(st.integers(a, b)),
+        lambda: data.draw(st.booleans()),
+        lambda xs: data.draw(st.sampled_from(xs)),
+        n,
+    )
     if not base.records:
         return
     at = data.draw(st.sampled_from([r.seq for r in base.records]))
@@ -67,8 +71,12 @@ def test_property_no_intervention_equals_base(data):
 
 def test_events_are_a_valid_recording_linking_base_and_branch():
     base = chat_recording(2)
-    out = run(base, at=2, interventions=[ToolResultIntervention(seq=2, result=ToolResult(content=7))],
-              policy=Policy(drift="lenient"))
+    out = run(
+        base,
+        at=2,
+        interventions=[ToolResultIntervention(seq=2, result=ToolResult(content=7))],
+        policy=Policy(drift="lenient"),
+    )
     again = Recording.loads(out.events.dumps())
     meta = again.metadata
     assert meta["replayed"] is True
@@ -80,8 +88,12 @@ def test_events_are_a_valid_recording_linking_base_and_branch():
 
 def test_tool_result_override_diverges_at_k_lenient_drift():
     base = chat_recording(3)
-    out = run(base, at=4, interventions=[ToolResultIntervention(seq=4, result=ToolResult(content={"value": 99}))],
-              policy=Policy(drift="lenient"))
+    out = run(
+        base,
+        at=4,
+        interventions=[ToolResultIntervention(seq=4, result=ToolResult(content={"value": 99}))],
+        policy=Policy(drift="lenient"),
+    )
     assert out.status == "completed"
     fd = out.first_divergence
     assert (fd.base_seq, fd.replay_seq, fd.dimension) == (4, 4, "tool result")
@@ -115,8 +127,9 @@ def test_model_fixture_answers_the_divergent_request():
     base = chat_recording(3)
     final = ModelResponse(message=ChatMessage(role="assistant", content="value 99 is too big"), finish_reason="stop")
     gw = FixtureGateway([Fixture(kind="model", name=MODEL, output=final.to_json_obj())])
-    out = run(base, at=4, interventions=[ToolResultIntervention(seq=4, result=ToolResult(content={"value": 99}))],
-              fixtures=gw)
+    out = run(
+        base, at=4, interventions=[ToolResultIntervention(seq=4, result=ToolResult(content={"value": 99}))], fixtures=gw
+    )
     assert out.status == "completed" and out.output == "value 99 is too big"
     assert out.answers == {"recorded": 3, "intervention": 1, "fixture": 1}
     assert out.comparability.level == "full"
@@ -147,8 +160,11 @@ def test_model_response_by_step_new_tool_call_needs_fixture():
     base = chat_recording(2)
     from core.recording import ToolCall
 
-    resp = ModelResponse(message=ChatMessage(role="assistant", content="", tool_calls=[
-        ToolCall(id="call_x", name="lookup", arguments={"q": "other"})]))
+    resp = ModelResponse(
+        message=ChatMessage(
+            role="assistant", content="", tool_calls=[ToolCall(id="call_x", name="lookup", arguments={"q": "other"})]
+        )
+    )
     out = run(base, at=1, interventions=[ModelResponseIntervention(step=1, response=resp)])
     assert out.status == "paused"
     req = out.requirement
@@ -172,8 +188,12 @@ def test_messages_intervention_changes_next_request():
 
 def test_options_and_temperature_from_checkpoint_on():
     base = chat_recording(2)
-    out = run(base, at=3, interventions=[OptionsIntervention(options={"tool_choice": "none"})],
-              policy=Policy(drift="lenient", temperature=0.9))
+    out = run(
+        base,
+        at=3,
+        interventions=[OptionsIntervention(options={"tool_choice": "none"})],
+        policy=Policy(drift="lenient", temperature=0.9),
+    )
     models = [r for r in out.events.records if r.kind == "model"]
     assert models[0].request.options == {"temperature": 0.2}  # before the checkpoint
     for m in models[1:]:
@@ -227,8 +247,13 @@ def test_live_policy_without_executor_fails_fast_with_no_network(monkeypatch):
 def test_denied_tool_is_denied_in_replay():
     base = chat_recording(3)
     spans = SpanRecorder()
-    out = run(base, at=4, interventions=[ToolPolicyIntervention(tool="lookup", action="deny", reason="read-only")],
-              policy=Policy(drift="lenient"), tracer=spans)
+    out = run(
+        base,
+        at=4,
+        interventions=[ToolPolicyIntervention(tool="lookup", action="deny", reason="read-only")],
+        policy=Policy(drift="lenient"),
+        tracer=spans,
+    )
     ev = {r.seq: r for r in out.events.records}
     assert ev[2].result.error is None  # before the checkpoint: answered as recorded
     assert ev[4].result.error.type == "PolicyDenied" and "read-only" in ev[4].result.error.message
@@ -269,12 +294,17 @@ def test_require_approval_pauses_then_approved_or_waived():
     out = ReplayEngine(base, br, replay_id="rp1").run()
     assert out.status == "paused" and out.requirement.kind == "approval"
     req = out.requirement
-    approved = ReplayEngine(base, br, replay_id="rp1",
-                            decisions={req.id: req.model_copy(update={"status": "satisfied"})}).run()
+    approved = ReplayEngine(
+        base, br, replay_id="rp1", decisions={req.id: req.model_copy(update={"status": "satisfied"})}
+    ).run()
     assert approved.status == "completed"
     assert [strip(r) for r in approved.events.records] == [strip(r) for r in base.records]
-    w = ReplayEngine(base, br.model_copy(update={"policy": Policy(drift="lenient")}), replay_id="rp1",
-                     decisions={req.id: req.model_copy(update={"status": "waived"})}).run()
+    w = ReplayEngine(
+        base,
+        br.model_copy(update={"policy": Policy(drift="lenient")}),
+        replay_id="rp1",
+        decisions={req.id: req.model_copy(update={"status": "waived"})},
+    ).run()
     assert w.status == "completed"
     assert {r.seq: r for r in w.events.records}[4].result.error.type == "PolicyDenied"
 
@@ -292,10 +322,14 @@ def test_max_steps_stops_the_loop():
 def test_unapplied_intervention_is_reported_not_ignored():
     base = chat_recording(3)
     early = ModelResponse(message=ChatMessage(role="assistant", content="done early"), finish_reason="stop")
-    out = run(base, at=3, interventions=[
-        ModelResponseIntervention(seq=3, response=early),
-        ToolResultIntervention(seq=6, result=ToolResult(content="never used")),
-    ])
+    out = run(
+        base,
+        at=3,
+        interventions=[
+            ModelResponseIntervention(seq=3, response=early),
+            ToolResultIntervention(seq=6, result=ToolResult(content="never used")),
+        ],
+    )
     assert out.status == "completed"
     assert out.comparability.level == "none"
     assert any("intervention 1" in r and "never applied" in r for r in out.comparability.reasons)
@@ -309,8 +343,13 @@ def test_recorded_model_error_is_replayed():
     d.pop("digest")
     rec = Recording.from_dict(d)
     last = rec.records[3]
-    rec.records[3] = ModelRecord(seq=last.seq, key=last.key, model=last.model, request=last.request,
-                                 error=ErrorInfo(type="timeout", message="slow"))
+    rec.records[3] = ModelRecord(
+        seq=last.seq,
+        key=last.key,
+        model=last.model,
+        request=last.request,
+        error=ErrorInfo(type="timeout", message="slow"),
+    )
     rec = Recording.loads(rec.dumps())
     out = run(rec, at=1)
     assert out.status == "completed"
@@ -335,7 +374,10 @@ def test_dry_run_predictions():
     lenient = br.model_copy(update={"policy": Policy(drift="lenient")})
     p2 = predict(base, lenient)
     assert [a for _, a in [(x["base_seq"], x["answer"]) for x in p2["predictions"]]][4:] == [
-        "drift", "recorded", "drift"]
+        "drift",
+        "recorded",
+        "drift",
+    ]
     live = br.model_copy(update={"policy": Policy(model="live")})
     assert predict(base, live)["status"] == "failed"
     p3 = predict(base, live, executor_wired=True)
@@ -343,7 +385,14 @@ def test_dry_run_predictions():
     # and the real run agrees with the prediction where it is known
     out = ReplayEngine(base, lenient).run()
     assert [out.sources[s] for s in (1, 2, 3, 4, 5, 6, 7)] == [
-        "recorded", "recorded", "recorded", "intervention", "drift", "recorded", "drift"]
+        "recorded",
+        "recorded",
+        "recorded",
+        "intervention",
+        "drift",
+        "recorded",
+        "drift",
+    ]
 
 
 def test_progress_and_cancel():
@@ -367,12 +416,26 @@ def test_safety_limit_stops_a_fixture_loop():
     from core.recording import ToolCall
 
     base = chat_recording(1)
-    again = ModelResponse(message=ChatMessage(role="assistant", content="", tool_calls=[
-        ToolCall(id="call_again", name="lookup", arguments={"q": "item-0"})]))
-    gw = FixtureGateway([Fixture(kind="model", name=MODEL, output=again.to_json_obj()),
-                         Fixture(kind="tool", name="lookup", output={"content": "same again"})])
-    out = run(base, at=2, interventions=[ToolResultIntervention(seq=2, result=ToolResult(content="other"))],
-              fixtures=gw, policy=Policy(drift="strict"))
+    again = ModelResponse(
+        message=ChatMessage(
+            role="assistant",
+            content="",
+            tool_calls=[ToolCall(id="call_again", name="lookup", arguments={"q": "item-0"})],
+        )
+    )
+    gw = FixtureGateway(
+        [
+            Fixture(kind="model", name=MODEL, output=again.to_json_obj()),
+            Fixture(kind="tool", name="lookup", output={"content": "same again"}),
+        ]
+    )
+    out = run(
+        base,
+        at=2,
+        interventions=[ToolResultIntervention(seq=2, result=ToolResult(content="other"))],
+        fixtures=gw,
+        policy=Policy(drift="strict"),
+    )
     assert out.status == "completed" and out.stop_reason == "max_steps"
     assert out.steps == 10 * 2 + 100
     assert any("safety limit" in r for r in out.comparability.reasons)
@@ -381,8 +444,13 @@ def test_safety_limit_stops_a_fixture_loop():
 
 def test_branching_a_replay_grows_the_tree():
     base = chat_recording(2)
-    br = new_branch(base, "base.json", at=2, interventions=[
-        ToolResultIntervention(seq=2, result=ToolResult(content=5))], policy=Policy(drift="lenient"))
+    br = new_branch(
+        base,
+        "base.json",
+        at=2,
+        interventions=[ToolResultIntervention(seq=2, result=ToolResult(content=5))],
+        policy=Policy(drift="lenient"),
+    )
     events = ReplayEngine(base, br).run().events
     events = Recording.loads(events.dumps())
     child = new_branch(events, "events.json", at=events.records[-1].seq)
@@ -406,12 +474,18 @@ def _text_action_base() -> Recording:
 
 def test_generic_loop_reports_what_it_cannot_follow():
     base = _text_action_base()
-    out = run(base, at=4, interventions=[ToolResultIntervention(seq=4, result=ToolResult(content="x"))],
-              policy=Policy(drift="lenient"))
+    out = run(
+        base,
+        at=4,
+        interventions=[ToolResultIntervention(seq=4, result=ToolResult(content="x"))],
+        policy=Policy(drift="lenient"),
+    )
     assert out.status == "completed"
     assert out.comparability.level == "none"
-    assert any("cannot follow this base's agent" in r and "not listed in the model response" in r
-               for r in out.comparability.reasons)
+    assert any(
+        "cannot follow this base's agent" in r and "not listed in the model response" in r
+        for r in out.comparability.reasons
+    )
     # the changed tool result still reaches the next model request
     assert {r.seq: r for r in out.events.records}[5].request.messages[-1].content == "x"
     # an unchanged branch of the same base is still the base
@@ -428,8 +502,12 @@ def test_renamed_tool_call_ids_still_pair_with_their_calls():
         if r["kind"] == "tool":
             r["tool_call_id"] += "~2"  # as an importer does to keep ids unique
     base = Recording.from_dict(d)
-    out = run(base, at=2, interventions=[ToolResultIntervention(seq=2, result=ToolResult(content="y"))],
-              policy=Policy(drift="lenient"))
+    out = run(
+        base,
+        at=2,
+        interventions=[ToolResultIntervention(seq=2, result=ToolResult(content="y"))],
+        policy=Policy(drift="lenient"),
+    )
     assert out.status == "completed" and out.comparability.level == "partial"
     calls = [r for r in out.events.records if r.kind in ("tool", "model")]
     assert [r.kind for r in calls] == ["model", "tool", "model", "tool", "model"]
@@ -439,16 +517,21 @@ def test_renamed_tool_call_ids_still_pair_with_their_calls():
 @given(st.data())
 def test_property_any_tool_override_gives_a_valid_replay(data):
     n = data.draw(st.integers(1, 6))
-    base = random_recording(lambda a, b: data.draw(st.integers(a, b)), lambda: data.draw(st.booleans()),
-                            lambda xs: data.draw(st.sampled_from(xs)), n)
+    base = random_recording(
+        lambda a, b: data.draw(st.integers(a, b)),
+        lambda: data.draw(st.booleans()),
+        lambda xs: data.draw(st.sampled_from(xs)),
+        n,
+    )
     tools = [r for r in base.records if r.kind == "tool"]
     if not tools:
         return
     t = data.draw(st.sampled_from(tools))
     at = data.draw(st.sampled_from([r.seq for r in base.records if r.seq <= t.seq]))
     for pol in (Policy(), Policy(drift="lenient")):
-        out = run(base, at=at, interventions=[ToolResultIntervention(seq=t.seq, result=ToolResult(content="zz"))],
-                  policy=pol)
+        out = run(
+            base, at=at, interventions=[ToolResultIntervention(seq=t.seq, result=ToolResult(content="zz"))], policy=pol
+        )
         assert out.status in ("completed", "paused"), out.error
         assert out.first_divergence is not None and out.first_divergence.base_seq <= t.seq
         Recording.loads(out.events.dumps())

@@ -66,11 +66,20 @@ def test_bad_scopes(scope):
 
 def test_fixture_file(tmp_path):
     p = tmp_path / "fx.json"
-    p.write_bytes(orjson.dumps([
-        {"tool": "lookup", "arguments": {"q": 1}, "output": {"content": 1}},
-        {"tool": "lookup", "any": True, "output": {"error": {"type": "Timeout", "message": "slow"}}, "scope": "project"},
-        {"model": "m", "output": {"message": {"role": "assistant", "content": "hi"}}},
-    ]))
+    p.write_bytes(
+        orjson.dumps(
+            [
+                {"tool": "lookup", "arguments": {"q": 1}, "output": {"content": 1}},
+                {
+                    "tool": "lookup",
+                    "any": True,
+                    "output": {"error": {"type": "Timeout", "message": "slow"}},
+                    "scope": "project",
+                },
+                {"model": "m", "output": {"message": {"role": "assistant", "content": "hi"}}},
+            ]
+        )
+    )
     fs = load_fixture_file(p, default_scope="replay:r9")
     assert [f.scope for f in fs] == ["replay:r9", "project", "replay:r9"]
     assert fs[0].args_hash == H and fs[1].args_hash is None
@@ -106,13 +115,20 @@ def test_bad_fixture_entries(tmp_path, entry, expected):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('[{"tool": "t", "arguments": {"x": 9007199254740993}, "output": {"content": 1}}]',
-         "at /0/arguments/x: integer 9007199254740993 is outside the I-JSON safe range"),
+        (
+            '[{"tool": "t", "arguments": {"x": 9007199254740993}, "output": {"content": 1}}]',
+            "at /0/arguments/x: integer 9007199254740993 is outside the I-JSON safe range",
+        ),
         # beyond 64 bits: orjson would read 1e+26; the exact reader keeps the integer
-        ('[{"tool": "t", "any": true, "output": {"content": 100000000000000000000000000}}]',
-         "at /0/output/content: integer 100000000000000000000000000 is outside"),
+        (
+            '[{"tool": "t", "any": true, "output": {"content": 100000000000000000000000000}}]',
+            "at /0/output/content: integer 100000000000000000000000000 is outside",
+        ),
         ('[{"tool": "t", "any": true, "output": {"content": NaN}}]', "malformed JSON (NaN is not a JSON number)"),
-        ('[{"tool": "t", "any": true, "output": {"content": 1e400}}]', "at /0/output/content: inf is not a JSON number"),
+        (
+            '[{"tool": "t", "any": true, "output": {"content": 1e400}}]',
+            "at /0/output/content: inf is not a JSON number",
+        ),
     ],
 )
 def test_fixture_file_values_without_a_canonical_form(tmp_path, text, expected):

@@ -139,8 +139,9 @@ def test_resume_does_not_repeat_live_calls():
     first = ReplayEngine(base, br, replay_id="r", executor=ex1).run()
     assert first.status == "paused" and ex1.live_models == 1
     ex2 = CountingExecutor()
-    again = ReplayEngine(base, br, replay_id="r", executor=ex2,
-                         live_cache=[r for r in first.events.records if r.live_fallback]).run()
+    again = ReplayEngine(
+        base, br, replay_id="r", executor=ex2, live_cache=[r for r in first.events.records if r.live_fallback]
+    ).run()
     assert again.status == "paused" and ex2.live_models == 0
     assert again.events.dumps() == first.events.dumps()
 
@@ -148,8 +149,12 @@ def test_resume_does_not_repeat_live_calls():
 def test_denied_tool_raises_in_the_agent_as_live():
     base = sample("success")
     refund_seq = next(r.seq for r in base.records if isinstance(r, ToolRecord) and r.tool == "issue_refund")
-    br = new_branch(base, "b", at=refund_seq,
-                    interventions=[ToolPolicyIntervention(tool="issue_refund", action="deny", reason="refunds frozen")])
+    br = new_branch(
+        base,
+        "b",
+        at=refund_seq,
+        interventions=[ToolPolicyIntervention(tool="issue_refund", action="deny", reason="refunds frozen")],
+    )
     out = ReplayEngine(base, br, executor=SampleAgentExecutor()).run()
     assert out.status == "failed"
     assert out.error.type == "PolicyDenied" and "refunds frozen" in out.error.message

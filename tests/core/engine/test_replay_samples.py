@@ -29,8 +29,13 @@ def test_sample_replays_to_itself_and_under_an_override(path):
         return
     target = tools[len(tools) // 2]
     for drift in ("strict", "lenient"):
-        br = new_branch(base, str(path), at=target.seq, policy=Policy(drift=drift),
-                        interventions=[ToolResultIntervention(seq=target.seq, result=ToolResult(content="changed"))])
+        br = new_branch(
+            base,
+            str(path),
+            at=target.seq,
+            policy=Policy(drift=drift),
+            interventions=[ToolResultIntervention(seq=target.seq, result=ToolResult(content="changed"))],
+        )
         out = ReplayEngine(base, br).run()
         assert out.status in ("completed", "paused")
         assert out.first_divergence.base_seq == target.seq

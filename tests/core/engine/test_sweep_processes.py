@@ -50,8 +50,9 @@ def _dead(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 def test_workers_die_with_a_sigkilled_sweep():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-c", _SCRIPT], cwd=ROOT, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-c", _SCRIPT], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     workers: list[int] = []
     try:
         deadline = time.monotonic() + 60
@@ -79,8 +80,9 @@ def test_workers_die_with_a_sigkilled_sweep():
 def test_absurd_repeat_is_refused(tmp_path, capsys):
     with pytest.raises(SweepError, match=f"--repeat {MAX_REPEAT + 1} is more than the {MAX_REPEAT}"):
         run_sweep(BASE, executor="recorded", repeat=MAX_REPEAT + 1, workspace=None)
-    code = main(["sweep", str(BASE), "--executor", "recorded", "--repeat", "10000000000",
-                 "--workspace", str(tmp_path / "ws")])
+    code = main(
+        ["sweep", str(BASE), "--executor", "recorded", "--repeat", "10000000000", "--workspace", str(tmp_path / "ws")]
+    )
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "--repeat 10000000000 is more than" in err
     assert not (tmp_path / "ws").exists()

@@ -154,8 +154,9 @@ def test_unknown_ids(tmp_path):
             ws.put_fixture(Fixture(id="fx-1", name="t", output={"content": 1}))
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(
     steps=st.integers(1, 4),
     new_args=st.lists(st.sampled_from(["a", "b", "item-0", "item-1", "c"]), min_size=1, max_size=3, unique=True),
@@ -205,9 +206,14 @@ def test_property_resume_equals_fresh_replay(steps, new_args, contents, lenient)
 
 def _worker(folder: Path, n: int, steps: int, tag: str, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "tests.core.engine.ws_worker", str(folder), str(n),
-                             str(steps), tag, *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.core.engine.ws_worker", str(folder), str(n), str(steps), tag, *extra],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_kill_inside_the_output_transaction_leaves_no_half_written_replay(tmp_path):
@@ -307,14 +313,34 @@ def test_resume_equals_fresh_replay_with_live_executor_answers(tmp_path):
     base = Recording.load(src)
     bp = tmp_path / "base.json"
     base.save(bp)
-    fix = ToolResultIntervention(kind="tool_result", seq=8, result=ToolResult(content={
-        "order_id": "A1001", "sku": "BL-200", "eligible": True, "max_refund": 89.99,
-        "rule": "delivered items reported damaged are refunded in full"}))
-    br = new_branch(base, str(bp), at=8, interventions=[fix],
-                    policy=Policy(model="live", tool="recorded", drift="strict"))
-    answers = [{"content": {"refund_id": "RF-A1001-BL-200", "order_id": "A1001", "sku": "BL-200",
-                            "amount": 89.99, "status": "issued"}},
-               {"content": {"delivered": True, "message_id": "M-1", "customer_id": "C-1001"}}]
+    fix = ToolResultIntervention(
+        kind="tool_result",
+        seq=8,
+        result=ToolResult(
+            content={
+                "order_id": "A1001",
+                "sku": "BL-200",
+                "eligible": True,
+                "max_refund": 89.99,
+                "rule": "delivered items reported damaged are refunded in full",
+            }
+        ),
+    )
+    br = new_branch(
+        base, str(bp), at=8, interventions=[fix], policy=Policy(model="live", tool="recorded", drift="strict")
+    )
+    answers = [
+        {
+            "content": {
+                "refund_id": "RF-A1001-BL-200",
+                "order_id": "A1001",
+                "sku": "BL-200",
+                "amount": 89.99,
+                "status": "issued",
+            }
+        },
+        {"content": {"delivered": True, "message_id": "M-1", "customer_id": "C-1001"}},
+    ]
     with Workspace.open(tmp_path / "ws") as ws:
         rec, _ = start_replay(ws, bp, br, executor="recorded")
         for out in answers:

@@ -46,16 +46,24 @@ def main() -> None:
     base = chat_recording(steps)
     base_path = Path(folder) / f"base-{tag}.json"
     base.save(base_path)
-    resp = ModelResponse(message=ChatMessage(role="assistant", content="", tool_calls=[
-        ToolCall(id="call_new", name="lookup", arguments={"q": f"new-{tag}"})]))
+    resp = ModelResponse(
+        message=ChatMessage(
+            role="assistant",
+            content="",
+            tool_calls=[ToolCall(id="call_new", name="lookup", arguments={"q": f"new-{tag}"})],
+        )
+    )
     with Workspace.open(folder) as ws:
         for i in range(n):
             if stall is not None and i == stall:
                 ws._conn = _StallingConnection(ws._conn)  # type: ignore[assignment]
             ivs = [] if i % 2 == 0 else [ModelResponseIntervention(step=1, response=resp)]
             br = new_branch(base, str(base_path), at=1, interventions=ivs, label=f"{tag}-{i}")
-            ws.put_fixture(Fixture(kind="tool", name="lookup", args_hash=None, scope=f"replay:none-{tag}-{i}",
-                                   output={"content": i}))
+            ws.put_fixture(
+                Fixture(
+                    kind="tool", name="lookup", args_hash=None, scope=f"replay:none-{tag}-{i}", output={"content": i}
+                )
+            )
             record, _ = start_replay(ws, base_path, br, base=base)
             print(f"done {i} {record.id} {record.status}", flush=True)
 

@@ -90,9 +90,11 @@ def test_import_truncated_and_recover(tmp_path: Path, capsys) -> None:
 def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
     mystery = tmp_path / "mystery.json"
     mystery.write_text('{"hello": "world"}')
-    for args in (["import", str(mystery), "-o", str(tmp_path / "o.json")],
-                 ["info", str(mystery)],
-                 ["import", str(SWE), "--from", "nope", "-o", str(tmp_path / "o.json")]):
+    for args in (
+        ["import", str(mystery), "-o", str(tmp_path / "o.json")],
+        ["info", str(mystery)],
+        ["import", str(SWE), "--from", "nope", "-o", str(tmp_path / "o.json")],
+    ):
         proc = run_cli(*args)
         assert proc.returncode == 2, args
         assert "Traceback" not in proc.stderr
@@ -139,8 +141,9 @@ def test_notices_of_a_converted_file_have_one_prefix(capsys) -> None:
     for f in (OLD_INSPECT, SWE):
         assert main(["info", str(f)]) == 0
         lines = capsys.readouterr().err.splitlines()
-        assert lines and all(line.startswith(("chassis-inspector: notice: ", "chassis-inspector: warning: "))
-                             for line in lines)
+        assert lines and all(
+            line.startswith(("chassis-inspector: notice: ", "chassis-inspector: warning: ")) for line in lines
+        )
         assert not any("notice: warning:" in line or "warning: info:" in line for line in lines)
 
 
@@ -165,10 +168,22 @@ def test_group_warnings_rules() -> None:
     from core.importers.base import ImportWarning as W
     from core.importers.base import group_warnings
 
-    ws = [W("samples[0]", "old layout"), W("r[1]", "y"), W("r[5]", "y"), W("a[3].b[2]", "x 5"),
-          W("a[4].b[7]", "x 6"), W("r[9]", "y"), W("q", "same"), W("q", "same")]
-    assert group_warnings(ws) == ["samples[0]: old layout", "r[1,5,9] (3×): y", "a[3].b[2] … a[4].b[7] (2×): e.g. x 5",
-                                  "q (2×): same"]
+    ws = [
+        W("samples[0]", "old layout"),
+        W("r[1]", "y"),
+        W("r[5]", "y"),
+        W("a[3].b[2]", "x 5"),
+        W("a[4].b[7]", "x 6"),
+        W("r[9]", "y"),
+        W("q", "same"),
+        W("q", "same"),
+    ]
+    assert group_warnings(ws) == [
+        "samples[0]: old layout",
+        "r[1,5,9] (3×): y",
+        "a[3].b[2] … a[4].b[7] (2×): e.g. x 5",
+        "q (2×): same",
+    ]
     assert group_warnings([]) == []
 
 
@@ -182,7 +197,9 @@ def test_open_any_keeps_one_notice_per_warning_and_the_cli_folds_them() -> None:
     grouped = [n.removeprefix("notice: ") for n in opened_notices(OLD_INSPECT, opened)]
     assert grouped[0].startswith("converted from inspect_ai")
     assert grouped[1:] == [
-        ("warning: samples[0]: old layout: no events; calls reconstructed from the sample's messages "
-         "(no timestamps, durations or usage)"),
+        (
+            "warning: samples[0]: old layout: no events; calls reconstructed from the sample's messages "
+            "(no timestamps, durations or usage)"
+        ),
         f"warning: samples[0].messages[0..10] (11×): {ARGS_MISSING}; imported without a key: replay cannot match it",
     ]

@@ -36,8 +36,13 @@ def write(tmp_path: Path, name: str, doc) -> Path:
 
 
 def tau_run(traj: list[dict], task_id: int = 7, trial: int = 0, reward: float = 0.0) -> dict:
-    return {"task_id": task_id, "reward": reward, "info": {"task": {"user_id": "u1", "actions": [], "instruction": "x"}},
-            "traj": traj, "trial": trial}
+    return {
+        "task_id": task_id,
+        "reward": reward,
+        "info": {"task": {"user_id": "u1", "actions": [], "instruction": "x"}},
+        "traj": traj,
+        "trial": trial,
+    }
 
 
 def call(cid: str, name: str, args: str) -> dict:
@@ -79,7 +84,7 @@ def test_truncated_eval_recovered_with_recover_flag(tmp_path: Path) -> None:
 def test_json_cut_mid_string_recovers_complete_runs(tmp_path: Path) -> None:
     data = TAU.read_bytes()
     cut = 2_000_000
-    assert data[cut - 1:cut] not in (b'"',)
+    assert data[cut - 1 : cut] not in (b'"',)
     p = tmp_path / "gpt-4o-airline.json"
     p.write_bytes(data[:cut])
     with pytest.raises(TruncatedSourceError) as ei:
@@ -90,7 +95,9 @@ def test_json_cut_mid_string_recovers_complete_runs(tmp_path: Path) -> None:
     rec = err.recovered
     assert 0 < len(rec) < 200 and all(r.incomplete for r in rec)
     # the recovered runs are exactly the complete runs before the damage
-    complete_before = json.loads(data[: data.rfind(b'"task_id"', 0, cut)].rstrip().rstrip(b"{").rstrip().rstrip(b",") + b"]")
+    complete_before = json.loads(
+        data[: data.rfind(b'"task_id"', 0, cut)].rstrip().rstrip(b"{").rstrip().rstrip(b",") + b"]"
+    )
     assert len(rec) == len(complete_before)
     for a, b in zip(rec, full[: len(rec)], strict=True):
         assert a.run_id == b.run_id
@@ -116,9 +123,15 @@ def test_openhands_stream_cut_keeps_the_events_before_the_damage(tmp_path: Path)
 
 @settings(max_examples=150, deadline=None)
 @given(
-    items=st.lists(st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=8),
-                                                                   st.lists(st.integers(), max_size=3)),
-                                   max_size=4), min_size=1, max_size=6),
+    items=st.lists(
+        st.dictionaries(
+            st.text(max_size=5),
+            st.one_of(st.integers(), st.text(max_size=8), st.lists(st.integers(), max_size=3)),
+            max_size=4,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
     frac=st.floats(0.0, 1.0),
 )
 def test_salvage_keeps_exactly_the_complete_elements(items: list[dict], frac: float) -> None:
@@ -144,11 +157,15 @@ def test_non_object_arguments_are_kept_raw_and_marked(tmp_path: Path) -> None:
     traj = [
         {"role": "system", "content": "policy"},
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            call("c1", "think", '"just a string"'),
-            call("c2", "lookup", '{"id": 12'),
-            call("c3", "noop", ""),
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                call("c1", "think", '"just a string"'),
+                call("c2", "lookup", '{"id": 12'),
+                call("c3", "noop", ""),
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "name": "think", "content": "ok"},
         {"role": "tool", "tool_call_id": "c2", "name": "lookup", "content": "Error: bad arguments"},
         {"role": "tool", "tool_call_id": "c3", "name": "noop", "content": ""},
@@ -167,16 +184,22 @@ def test_non_object_arguments_are_kept_raw_and_marked(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     rec.save(out)
     back = load_recording(out, verify_keys=True)
-    assert [c.raw_arguments for c in next(r for r in back.records if isinstance(r, ModelRecord)).response.message.tool_calls] == [True] * 3
+    assert [
+        c.raw_arguments for c in next(r for r in back.records if isinstance(r, ModelRecord)).response.message.tool_calls
+    ] == [True] * 3
 
 
 def test_empty_and_rewritten_tool_call_ids_are_still_paired(tmp_path: Path) -> None:
     traj = [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            call("", "get_user_details", '{"user_id": "a"}'),
-            call("call_B", "search", '{"q": "b"}'),
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                call("", "get_user_details", '{"user_id": "a"}'),
+                call("call_B", "search", '{"q": "b"}'),
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_B_rewritten", "name": "search", "content": "result b"},
         {"role": "tool", "tool_call_id": "", "name": "get_user_details", "content": "result a"},
         {"role": "assistant", "content": "ok"},
@@ -184,7 +207,9 @@ def test_empty_and_rewritten_tool_call_ids_are_still_paired(tmp_path: Path) -> N
     (run,) = import_file(write(tmp_path, "ids-airline.json", [tau_run(traj)]), "tau_bench")
     ts = tools(run.recording)
     assert [(t.tool, t.arguments, t.result.content) for t in ts] == [
-        ("search", {"q": "b"}, "result b"), ("get_user_details", {"user_id": "a"}, "result a")]
+        ("search", {"q": "b"}, "result b"),
+        ("get_user_details", {"user_id": "a"}, "result a"),
+    ]
     assert ts[0].tool_call_id == "call_B" and ts[1].tool_call_id is None
     assert sum("paired with the oldest unanswered" in str(w) for w in run.warnings) == 2
 
@@ -217,12 +242,23 @@ def test_uncanonicalizable_identity_is_kept_without_a_key(tmp_path: Path) -> Non
 
 def test_big_integers_anywhere_are_tagged_exactly_and_the_run_saves(tmp_path: Path) -> None:
     # 2**70 is beyond 64 bits: orjson alone would read it as an inexact float
-    text = json.dumps([tau_run([
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [call("c1", "calc", '{"x": 1}')]},
-        {"role": "tool", "tool_call_id": "c1", "name": "calc", "content": "__BIG__"},
-        {"role": "assistant", "content": "done"},
-    ], reward=1.0)]).replace('"__BIG__"', str(2**70)).replace('"task_id": 7', f'"task_id": {-(2**60)}')
+    text = (
+        json.dumps(
+            [
+                tau_run(
+                    [
+                        {"role": "user", "content": "go"},
+                        {"role": "assistant", "content": None, "tool_calls": [call("c1", "calc", '{"x": 1}')]},
+                        {"role": "tool", "tool_call_id": "c1", "name": "calc", "content": "__BIG__"},
+                        {"role": "assistant", "content": "done"},
+                    ],
+                    reward=1.0,
+                )
+            ]
+        )
+        .replace('"__BIG__"', str(2**70))
+        .replace('"task_id": 7', f'"task_id": {-(2**60)}')
+    )
     (run,) = import_file(write(tmp_path, "bigval-airline.json", text), "tau_bench")
     (t,) = tools(run.recording)
     assert t.key is not None  # the identity holds no big integer: replay can match it
@@ -240,11 +276,21 @@ def test_big_integers_anywhere_are_tagged_exactly_and_the_run_saves(tmp_path: Pa
 
 
 def test_nan_and_infinity_literals_stay_distinct_from_null(tmp_path: Path) -> None:
-    text = json.dumps([tau_run([
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [call("c1", "calc", '{"x": 1}')]},
-        {"role": "tool", "tool_call_id": "c1", "name": "calc", "content": "__NAN__"},
-    ])]).replace('"__NAN__"', "NaN").replace('"reward": 0.0', '"reward": -Infinity')
+    text = (
+        json.dumps(
+            [
+                tau_run(
+                    [
+                        {"role": "user", "content": "go"},
+                        {"role": "assistant", "content": None, "tool_calls": [call("c1", "calc", '{"x": 1}')]},
+                        {"role": "tool", "tool_call_id": "c1", "name": "calc", "content": "__NAN__"},
+                    ]
+                )
+            ]
+        )
+        .replace('"__NAN__"', "NaN")
+        .replace('"reward": 0.0', '"reward": -Infinity')
+    )
     (run,) = import_file(write(tmp_path, "nan-airline.json", text), "tau_bench")
     (t,) = tools(run.recording)
     assert t.result.content == {"$nonfinite": "NaN"}
@@ -263,7 +309,11 @@ def test_secrets_are_redacted_and_marked(tmp_path: Path) -> None:
     secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0"
     traj = [
         {"role": "user", "content": f"my key is {secret}"},
-        {"role": "assistant", "content": None, "tool_calls": [call("c1", "login", json.dumps({"user": "u", "api_key": "hunter22"}))]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("c1", "login", json.dumps({"user": "u", "api_key": "hunter22"}))],
+        },
         {"role": "tool", "tool_call_id": "c1", "name": "login", "content": f"token={secret}"},
         {"role": "assistant", "content": "done"},
     ]
@@ -389,7 +439,11 @@ def test_inspect_several_samples_give_several_runs(tmp_path: Path) -> None:
 
 def test_inspect_unparsable_tool_arguments_are_kept_raw(tmp_path: Path) -> None:
     doc = json.loads((REAL / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.json").read_text())
-    ev = next(e for e in doc["samples"][0]["events"] if e["event"] == "model" and e["output"]["choices"][0]["message"].get("tool_calls"))
+    ev = next(
+        e
+        for e in doc["samples"][0]["events"]
+        if e["event"] == "model" and e["output"]["choices"][0]["message"].get("tool_calls")
+    )
     tc = ev["output"]["choices"][0]["message"]["tool_calls"][0]
     tc["arguments"] = '{"element_id": 15'
     tc["parse_error"] = "Expecting ',' delimiter"
@@ -401,11 +455,15 @@ def test_inspect_unparsable_tool_arguments_are_kept_raw(tmp_path: Path) -> None:
 
 
 def test_invalid_unicode_in_tool_output_loads_and_round_trips(tmp_path: Path) -> None:
-    doc = [tau_run([
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [call("c1", "cat", '{"path": "x"}')]},
-        {"role": "tool", "tool_call_id": "c1", "name": "cat", "content": "__LONE__"},
-    ])]
+    doc = [
+        tau_run(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": None, "tool_calls": [call("c1", "cat", '{"path": "x"}')]},
+                {"role": "tool", "tool_call_id": "c1", "name": "cat", "content": "__LONE__"},
+            ]
+        )
+    ]
     text = json.dumps(doc).replace("__LONE__", "abc\\ud800def")
     p = tmp_path / "u-airline.json"
     p.write_bytes(text.encode().replace(b'\\"x\\"', b'\\"\xff\\"'))  # a non-UTF-8 byte inside the arguments string
@@ -434,18 +492,39 @@ def test_tag_big_ints_rebuilds_records_holding_raw_big_integers() -> None:
     from core.importers._build import identity_key, record_identity, tag_big_ints
     from core.recording import ChatMessage, ModelRequest, ModelResponse, ToolResult, Usage
 
-    tool = ToolRecord.model_construct(seq=0, at=None, run_id="r", generation_id=None, replayed=False,
-                                      live_fallback=False, kind="tool", key=None, tool="f",
-                                      arguments={"id": 2**60}, tool_call_id=None,
-                                      result=ToolResult.model_construct(content=[2**70], artifact=None,
-                                                                        error=None, redacted=False),
-                                      duration_seconds=None)
+    tool = ToolRecord.model_construct(
+        seq=0,
+        at=None,
+        run_id="r",
+        generation_id=None,
+        replayed=False,
+        live_fallback=False,
+        kind="tool",
+        key=None,
+        tool="f",
+        arguments={"id": 2**60},
+        tool_call_id=None,
+        result=ToolResult.model_construct(content=[2**70], artifact=None, error=None, redacted=False),
+        duration_seconds=None,
+    )
     model = ModelRecord.model_construct(
-        seq=1, at=None, run_id="r", generation_id=None, replayed=False, live_fallback=False, kind="model",
-        key=None, model="m", request=ModelRequest(messages=[ChatMessage(role="user", content="hi")]),
-        response=ModelResponse(message=ChatMessage(role="assistant", content="ok"),
-                               usage=Usage.model_construct(input_tokens=3, output_tokens=2**60)),
-        duration_seconds=None, error=None)
+        seq=1,
+        at=None,
+        run_id="r",
+        generation_id=None,
+        replayed=False,
+        live_fallback=False,
+        kind="model",
+        key=None,
+        model="m",
+        request=ModelRequest(messages=[ChatMessage(role="user", content="hi")]),
+        response=ModelResponse(
+            message=ChatMessage(role="assistant", content="ok"),
+            usage=Usage.model_construct(input_tokens=3, output_tokens=2**60),
+        ),
+        duration_seconds=None,
+        error=None,
+    )
     plain = ToolRecord(seq=2, tool="g", arguments={"n": 2**53 - 1})
     records = [tool, model, plain]
     warned: list[tuple[str, str]] = []

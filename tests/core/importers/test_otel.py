@@ -67,7 +67,11 @@ def test_semconv_tool_call_example():
     assert m1.response.finish_reason == "tool_call"
     assert (m1.response.usage.input_tokens, m1.response.usage.output_tokens) == (47, 17)
     assert m1.at == "2025-05-13T00:10:00.010000Z" and m1.duration_seconds == pytest.approx(0.89)
-    assert (weather.tool, weather.arguments, weather.tool_call_id) == ("get_weather", {"location": "Paris"}, "call_VSPygqKTWdrhaFErNvMV18Yl")
+    assert (weather.tool, weather.arguments, weather.tool_call_id) == (
+        "get_weather",
+        {"location": "Paris"},
+        "call_VSPygqKTWdrhaFErNvMV18Yl",
+    )
     assert weather.result.content == "rainy, 57°F" and weather.key is not None
     assert forecast.result.error == ErrorInfo(type="TimeoutError", message="forecast service unavailable")
     assert forecast.key is None  # arguments not recorded → no key, never dropped
@@ -179,7 +183,9 @@ def test_export_is_semconv_shaped_and_deterministic():
     assert [m["role"] for m in inp] == ["system", "user"]
     assert all(p["type"] == "text" and isinstance(p["content"], str) for m in inp for p in m["parts"])
     out = json.loads(attr(chat1, "gen_ai.output.messages"))
-    assert out[0]["parts"] == [{"type": "tool_call", "id": "call_bbGKwTTphWFeN5VF9Is3Albc", "name": "error_tool", "arguments": {}}]
+    assert out[0]["parts"] == [
+        {"type": "tool_call", "id": "call_bbGKwTTphWFeN5VF9Is3Albc", "name": "error_tool", "arguments": {}}
+    ]
     assert out[0]["finish_reason"] == "tool_calls"
     assert attr(chat1, "gen_ai.usage.input_tokens") == "103"
     assert tool["name"] == "execute_tool error_tool"
@@ -188,8 +194,17 @@ def test_export_is_semconv_shaped_and_deterministic():
     assert json.loads(attr(tool, "gen_ai.tool.call.result")) == "Error executing tool: Simulated tool error"
     assert tool["status"]["code"] == 2 and attr(tool, "error.type") == "tool_error"
     inp2 = json.loads(attr(chat2, "gen_ai.input.messages"))
-    assert inp2[-1] == {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_bbGKwTTphWFeN5VF9Is3Albc",
-                                                   "response": "Error executing tool: Simulated tool error"}], "name": "error_tool"}
+    assert inp2[-1] == {
+        "role": "tool",
+        "parts": [
+            {
+                "type": "tool_call_response",
+                "id": "call_bbGKwTTphWFeN5VF9Is3Albc",
+                "response": "Error executing tool: Simulated tool error",
+            }
+        ],
+        "name": "error_tool",
+    }
     assert int(chat2["startTimeUnixNano"]) >= int(chat1["endTimeUnixNano"])
 
 
@@ -211,12 +226,18 @@ def test_standard_attributes_alone_preserve_every_call(path, tmp_path):
     assert [r.kind for r in back.records] == [r.kind for r in rec.records]
     for a, b in zip(rec.records, back.records):
         if isinstance(a, ToolRecord):
-            assert (b.tool, b.arguments, b.tool_call_id, b.result.content) == (a.tool, a.arguments, a.tool_call_id, a.result.content)
+            assert (b.tool, b.arguments, b.tool_call_id, b.result.content) == (
+                a.tool,
+                a.arguments,
+                a.tool_call_id,
+                a.result.content,
+            )
             assert (b.result.error is None) == (a.result.error is None)
         else:
             assert b.model == a.model
-            assert [(m.role, m.text, m.tool_calls, m.tool_call_id) for m in b.request.messages] == \
-                   [(m.role, m.text, m.tool_calls, m.tool_call_id) for m in a.request.messages]
+            assert [(m.role, m.text, m.tool_calls, m.tool_call_id) for m in b.request.messages] == [
+                (m.role, m.text, m.tool_calls, m.tool_call_id) for m in a.request.messages
+            ]
             assert b.response.message.text == a.response.message.text
             assert b.response.message.tool_calls == a.response.message.tool_calls
             assert b.response.finish_reason == a.response.finish_reason
@@ -228,15 +249,36 @@ def test_export_round_trip_of_odd_values(tmp_path):
     bad = {"$invalid_unicode": "x\ufffdy", "surrogates": [[1, 0xD800]]}
     raw = '{"a": 1'
     records = [
-        ModelRecord(seq=0, model="local-model", at="2025-01-01T00:00:00.123456+02:00", request=ModelRequest(
-            messages=[ChatMessage(role="user", content=[{"type": "text", "text": "hi"}]),
-                      ChatMessage(role="developer", content="be brief", name="ops")],
-            stop=["b", "a"], options={"temperature": nan, "seed": 3}),
-            response=ModelResponse(message=ChatMessage(role="assistant", tool_calls=[
-                ToolCall(id="", name="f", arguments=raw, raw_arguments=True)]), finish_reason="tool_calls",
-                usage=Usage(input_tokens=1, output_tokens=2)), duration_seconds=0.3333333),
-        ToolRecord(seq=1, tool="f", arguments=raw, tool_call_id=None,
-                   result=ToolResult(content=bad, artifact={"score": nan}, error=ErrorInfo(type="ValueError", message="bad"), redacted=True)),
+        ModelRecord(
+            seq=0,
+            model="local-model",
+            at="2025-01-01T00:00:00.123456+02:00",
+            request=ModelRequest(
+                messages=[
+                    ChatMessage(role="user", content=[{"type": "text", "text": "hi"}]),
+                    ChatMessage(role="developer", content="be brief", name="ops"),
+                ],
+                stop=["b", "a"],
+                options={"temperature": nan, "seed": 3},
+            ),
+            response=ModelResponse(
+                message=ChatMessage(
+                    role="assistant", tool_calls=[ToolCall(id="", name="f", arguments=raw, raw_arguments=True)]
+                ),
+                finish_reason="tool_calls",
+                usage=Usage(input_tokens=1, output_tokens=2),
+            ),
+            duration_seconds=0.3333333,
+        ),
+        ToolRecord(
+            seq=1,
+            tool="f",
+            arguments=raw,
+            tool_call_id=None,
+            result=ToolResult(
+                content=bad, artifact={"score": nan}, error=ErrorInfo(type="ValueError", message="bad"), redacted=True
+            ),
+        ),
         InterruptRecord(seq=2, value={"question": "continue?"}),
         ModelRecord(seq=3, model="local-model", error=ErrorInfo(type="timeout", message="no answer")),
     ]
@@ -296,8 +338,13 @@ def test_cli_import_of_otlp_holding_big_integers_end_to_end(tmp_path):
     src = _otlp_with_big_integers(tmp_path)
     out = tmp_path / "out.json"
     root = Path(__file__).resolve().parents[3]
-    proc = subprocess.run([sys.executable, "-m", "inspector", "import", str(src), "-o", str(out)],
-                          capture_output=True, text=True, cwd=root, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspector", "import", str(src), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "$bigint" in proc.stderr
     back = Recording.load(out, verify_keys=True)
@@ -305,8 +352,9 @@ def test_cli_import_of_otlp_holding_big_integers_end_to_end(tmp_path):
     assert weather.key is None and decode_value(weather.arguments) == {"location": "Paris", "id": 2**60}
     assert str(2**60) in out.read_text()  # the exact digits, not a rounded float
     assert back.metadata["source"]["format"] == "otel"
-    proc = subprocess.run([sys.executable, "-m", "inspector", "validate", str(out)],
-                          capture_output=True, text=True, cwd=root, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspector", "validate", str(out)], capture_output=True, text=True, cwd=root, check=False
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -336,10 +384,13 @@ def test_cli_export_native_recording_json_summary_and_stdout(tmp_path, capsys):
     assert "resourceSpans" in doc
 
 
-@pytest.mark.parametrize("args,expect", [
-    (["--to", "parquet"], "unknown export format 'parquet'"),
-    (["-o", "{dir}"], "is a directory"),
-])
+@pytest.mark.parametrize(
+    "args,expect",
+    [
+        (["--to", "parquet"], "unknown export format 'parquet'"),
+        (["-o", "{dir}"], "is a directory"),
+    ],
+)
 def test_cli_export_errors_are_one_line_exit_2(tmp_path, capsys, args, expect):
     args = [a.replace("{dir}", str(tmp_path)) for a in args]
     assert main(["export", str(CASSETTES[0]), *args]) == 2
@@ -354,25 +405,53 @@ def test_cli_export_missing_file(tmp_path, capsys):
 
 
 def _doc(spans):
-    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]}
+    return {
+        "resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]
+    }
 
 
 def _span(attrs, name="chat m", start=1_000_000_000, end=2_000_000_000, **extra):
     from core.importers.otel import _any
 
-    return {"traceId": "c" * 32, "spanId": "d" * 16, "name": name, "kind": 3, "startTimeUnixNano": str(start),
-            "endTimeUnixNano": str(end), "attributes": [{"key": k, "value": _any(v)} for k, v in attrs.items()], **extra}
+    return {
+        "traceId": "c" * 32,
+        "spanId": "d" * 16,
+        "name": name,
+        "kind": 3,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": [{"key": k, "value": _any(v)} for k, v in attrs.items()],
+        **extra,
+    }
 
 
 def test_structured_message_attributes(tmp_path):
     """gen_ai.input/output.messages as structured AnyValues (kvlist/array), not JSON text."""
     p = tmp_path / "structured.json"
-    p.write_text(json.dumps(_doc([_span({
-        "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
-        "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "hello"}]}],
-        "gen_ai.output.messages": [{"role": "assistant", "finish_reason": "stop", "parts": [
-            {"type": "tool_call", "id": "c1", "name": "f", "arguments": {"x": 1}}]}],
-    })])))
+    p.write_text(
+        json.dumps(
+            _doc(
+                [
+                    _span(
+                        {
+                            "gen_ai.operation.name": "chat",
+                            "gen_ai.request.model": "m",
+                            "gen_ai.input.messages": [
+                                {"role": "user", "parts": [{"type": "text", "content": "hello"}]}
+                            ],
+                            "gen_ai.output.messages": [
+                                {
+                                    "role": "assistant",
+                                    "finish_reason": "stop",
+                                    "parts": [{"type": "tool_call", "id": "c1", "name": "f", "arguments": {"x": 1}}],
+                                }
+                            ],
+                        }
+                    )
+                ]
+            )
+        )
+    )
     [run] = IMP.load(p)
     m = run.recording.records[0]
     assert m.request.messages[0].content == "hello"
@@ -382,15 +461,31 @@ def test_structured_message_attributes(tmp_path):
 
 def test_indexed_prompt_and_completion_attributes(tmp_path):
     p = tmp_path / "indexed.json"
-    p.write_text(json.dumps(_doc([_span({
-        "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
-        "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "be terse",
-        "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "sum 2 and 3",
-        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.finish_reason": "tool_calls",
-        "gen_ai.completion.0.tool_calls.0.id": "call_1", "gen_ai.completion.0.tool_calls.0.name": "add",
-        "gen_ai.completion.0.tool_calls.0.arguments": '{"a": 2, "b": 3}',
-        "gen_ai.usage.prompt_tokens": 12, "gen_ai.usage.completion_tokens": 7,
-    })])))
+    p.write_text(
+        json.dumps(
+            _doc(
+                [
+                    _span(
+                        {
+                            "gen_ai.system": "openai",
+                            "gen_ai.request.model": "gpt-4o",
+                            "gen_ai.prompt.0.role": "system",
+                            "gen_ai.prompt.0.content": "be terse",
+                            "gen_ai.prompt.1.role": "user",
+                            "gen_ai.prompt.1.content": "sum 2 and 3",
+                            "gen_ai.completion.0.role": "assistant",
+                            "gen_ai.completion.0.finish_reason": "tool_calls",
+                            "gen_ai.completion.0.tool_calls.0.id": "call_1",
+                            "gen_ai.completion.0.tool_calls.0.name": "add",
+                            "gen_ai.completion.0.tool_calls.0.arguments": '{"a": 2, "b": 3}',
+                            "gen_ai.usage.prompt_tokens": 12,
+                            "gen_ai.usage.completion_tokens": 7,
+                        }
+                    )
+                ]
+            )
+        )
+    )
     [run] = IMP.load(p)
     m = run.recording.records[0]
     assert [(x.role, x.content) for x in m.request.messages] == [("system", "be terse"), ("user", "sum 2 and 3")]
@@ -403,17 +498,37 @@ def test_invalid_unicode_in_otlp_attributes(tmp_path):
     unescaped in the OTLP document itself: both load, tagged, with a warning."""
     inner = '[{"role": "user", "parts": [{"type": "text", "content": "a\\ud800b"}]}]'  # escape inside the JSON text
     result = '"out \\udfff"'
-    doc = _doc([
-        _span({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.input.messages": inner,
-               "gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]'}),
-        _span({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "cat", "gen_ai.tool.call.arguments": "{}",
-               "gen_ai.tool.call.result": result}, name="execute_tool cat", start=3_000_000_000, end=3_000_000_000),
-    ])
+    doc = _doc(
+        [
+            _span(
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "m",
+                    "gen_ai.input.messages": inner,
+                    "gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]',
+                }
+            ),
+            _span(
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "cat",
+                    "gen_ai.tool.call.arguments": "{}",
+                    "gen_ai.tool.call.result": result,
+                },
+                name="execute_tool cat",
+                start=3_000_000_000,
+                end=3_000_000_000,
+            ),
+        ]
+    )
     # json.dumps escapes again, so the document holds "\\ud800" (two levels); the third
     # span's JSON text carries the surrogate itself, escaped once by the document only
     raw_inner = '[{"role": "user", "parts": [{"type": "text", "content": "x\ud83dy"}]}]'
-    third = _span({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.input.messages": raw_inner},
-                  start=4_000_000_000, end=4_000_000_001)
+    third = _span(
+        {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.input.messages": raw_inner},
+        start=4_000_000_000,
+        end=4_000_000_001,
+    )
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append(third)
     text = json.dumps(doc)
     p = tmp_path / "surrogates.json"
@@ -421,7 +536,9 @@ def test_invalid_unicode_in_otlp_attributes(tmp_path):
     [run] = IMP.load(p)
     m1, t, m3 = run.recording.records
     part = m1.request.messages[0].content
-    assert part == [{"type": "text", "text": "a\ufffdb", "encoded": {"$invalid_unicode": "a\ufffdb", "surrogates": [[1, 0xD800]]}}]
+    assert part == [
+        {"type": "text", "text": "a\ufffdb", "encoded": {"$invalid_unicode": "a\ufffdb", "surrogates": [[1, 0xD800]]}}
+    ]
     assert m1.request.messages[0].text == "a\ufffdb"
     assert t.result.content == {"$invalid_unicode": "out \ufffd", "surrogates": [[4, 0xDFFF]]}
     assert m3.request.messages[0].text == "x\ufffdy"

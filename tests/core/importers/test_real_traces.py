@@ -75,8 +75,9 @@ def test_round_trips_through_save_and_load(rel: str, tmp_path: Path) -> None:
     run.recording.save(out)
     back = load_recording(out, verify_keys=True)
     assert len(back.records) == len(run.recording.records)
-    assert [r.to_json_obj() for r in back.records] == [orjson.loads(orjson.dumps(r.to_json_obj()))
-                                                        for r in run.recording.records]
+    assert [r.to_json_obj() for r in back.records] == [
+        orjson.loads(orjson.dumps(r.to_json_obj())) for r in run.recording.records
+    ]
     assert back.metadata["source"]["sha256"] == run.recording.metadata["source"]["sha256"]
 
 
@@ -94,10 +95,12 @@ def test_inspect_browser_attachments_resolved_and_scored() -> None:
     rec = runs_of("inspect_ai/2025-05-12T20-27-36-04-00_browser.json")[0].recording
     assert b"attachment://" not in orjson.dumps([r.to_json_obj() for r in rec.records])
     calls = [(t.tool, t.arguments) for t in tools(rec)]
-    assert calls == [("web_browser_go", {"url": "https://www.aisi.gov.uk/"}),
-                     ("web_browser_click", {"element_id": 151}),
-                     ("web_browser_click", {"element_id": 884}),
-                     ("web_browser_click", {"element_id": 903})]
+    assert calls == [
+        ("web_browser_go", {"url": "https://www.aisi.gov.uk/"}),
+        ("web_browser_click", {"element_id": 151}),
+        ("web_browser_click", {"element_id": 884}),
+        ("web_browser_click", {"element_id": 903}),
+    ]
     assert rec.first_error() is None
     models = [r for r in rec.records if isinstance(r, ModelRecord)]
     assert models[0].request.messages[0].text.startswith("Use the web browser tool to navigate")
@@ -135,8 +138,19 @@ def test_inspect_old_layout_maps_every_tool_error_type() -> None:
     run = runs_of("inspect_ai/log_tool_call_error.json")[0]
     rec = run.recording
     types = [t.result.error.type for t in tools(rec)]
-    assert types == ["parsing", "timeout", "parsing", "unicode_decode", "permission", "file_not_found",
-                     "is_a_directory", "limit", "approval", "unknown", "output_limit"]
+    assert types == [
+        "parsing",
+        "timeout",
+        "parsing",
+        "unicode_decode",
+        "permission",
+        "file_not_found",
+        "is_a_directory",
+        "limit",
+        "approval",
+        "unknown",
+        "output_limit",
+    ]
     assert tools(rec)[-1].result.error.message == "The tool output limit of 10 MiB was exceeded."
     assert all(t.key is None for t in tools(rec))  # arguments not in the log: no key, never dropped
     assert [t.tool_call_id for t in tools(rec)] == [f"bash_{i}" for i in range(1, 12)]
@@ -210,7 +224,9 @@ def test_openhands_hung_command_and_agent_states() -> None:
     assert hung.result.error.type == "hung"
     assert "Serving HTTP on 0.0.0.0 port 8000" in hung.result.content
     assert hung.result.artifact == {"exit_code": -1}
-    states = [r.value["state"] for r in rec.records if isinstance(r, InterruptRecord) and r.value["type"] == "agent_state"]
+    states = [
+        r.value["state"] for r in rec.records if isinstance(r, InterruptRecord) and r.value["type"] == "agent_state"
+    ]
     assert states == ["loading", "init", "running", "awaiting_user_input"]
     models = [r for r in rec.records if isinstance(r, ModelRecord)]
     assert {m.model for m in models} == {"claude-3-5-sonnet-20241022"}
@@ -245,8 +261,12 @@ def test_tau_bench_runs_outcomes_and_expected_actions() -> None:
     assert names["update_reservation_flights"] == 104
     assert names["calculate"] == 96 and names["think"] == 92
     # the personal-detail replacement made upstream (SOURCES.md) stays in place
-    blob = b"".join(orjson.dumps([m.to_json_obj() for m in rec.request.messages])
-                    for r in runs for rec in r.recording.records[-1:] if isinstance(rec, ModelRecord))
+    blob = b"".join(
+        orjson.dumps([m.to_json_obj() for m in rec.request.messages])
+        for r in runs
+        for rec in r.recording.records[-1:]
+        if isinstance(rec, ModelRecord)
+    )
     assert b"sophia_silva_7557@example.com" in blob
     assert b"gmail.com" not in blob
 

@@ -18,18 +18,38 @@ SAMPLES = ROOT / "sample_recordings"
 # sample file → (source, run, first error (seq, type) or None, outcome)
 MADE = {
     "swe-agent-pydicom-1458.json": ("swe_agent/pydicom__pydicom-1458.traj", None, (11, "edit_rejected"), None),
-    "tau-bench-airline-task0-trial0.json": ("tau_bench/gpt-4o-airline.json", "task0-trial0", (14, "tool_error"), "failure"),
+    "tau-bench-airline-task0-trial0.json": (
+        "tau_bench/gpt-4o-airline.json",
+        "task0-trial0",
+        (14, "tool_error"),
+        "failure",
+    ),
     "tau-bench-airline-task5-trial0.json": ("tau_bench/gpt-4o-airline.json", "task5-trial0", None, "failure"),
     "tau-bench-airline-task5-trial1.json": ("tau_bench/gpt-4o-airline.json", "task5-trial1", None, "success"),
     "inspect-ai-browser.json": ("inspect_ai/2025-05-12T20-27-36-04-00_browser.json", None, None, "success"),
-    "inspect-ai-human-input.json": ("inspect_ai/2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json", None, None, "success"),
+    "inspect-ai-human-input.json": (
+        "inspect_ai/2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json",
+        None,
+        None,
+        "success",
+    ),
     "inspect-ai-tool-error-types.json": ("inspect_ai/log_tool_call_error.json", None, (0, "parsing"), None),
     "inspect-ai-repeated-calls.json": ("inspect_ai/log_message_deduplication.eval", None, None, None),
-    "mini-swe-agent-sqlfluff-2419.json": ("mini_swe_agent/sqlfluff__sqlfluff-2419.traj.json", None, (39, "nonzero_exit"), None),
+    "mini-swe-agent-sqlfluff-2419.json": (
+        "mini_swe_agent/sqlfluff__sqlfluff-2419.traj.json",
+        None,
+        (39, "nonzero_exit"),
+        None,
+    ),
     "openhands-hung-command.json": ("openhands/basic_gui_mode.json", None, (11, "hung"), None),
     "openhands-wrong-initial-state.json": ("openhands/wrong_initial_state.json", None, None, None),
     "who-and-when-hand-crafted-1.json": ("who_and_when/hand-crafted_1.json", None, None, "failure"),
-    "who-and-when-algorithm-generated-77.json": ("who_and_when/algorithm-generated_77.json", None, (7, "nonzero_exit"), "failure"),
+    "who-and-when-algorithm-generated-77.json": (
+        "who_and_when/algorithm-generated_77.json",
+        None,
+        (7, "nonzero_exit"),
+        "failure",
+    ),
 }
 
 

@@ -101,7 +101,11 @@ def test_anthropic_native_tool_call():
     assert m1.request.stop == ["\nObservation:"]
     assert m1.response.message.content == "I'll help you calculate 15 * 8 using the calculator tool."
     assert m1.response.finish_reason == "tool_use"
-    assert (t.tool, t.arguments, t.tool_call_id) == ("calculator", {"expression": "15 * 8"}, "toolu_012QnA8xTpf27BLo6rkdvpoe")
+    assert (t.tool, t.arguments, t.tool_call_id) == (
+        "calculator",
+        {"expression": "15 * 8"},
+        "toolu_012QnA8xTpf27BLo6rkdvpoe",
+    )
     assert t.result.content == "The result of 15 * 8 is 120" and t.result.error is None
     assert m2.response.message.content == "120" and m2.response.finish_reason == "end_turn"
     assert rec.metadata["http"][0]["request_headers"]["x-api-key"] == "[REDACTED]"
@@ -118,7 +122,9 @@ def test_four_parallel_tool_calls_paired_in_order():
     assert [t.tool_call_id for t in ts] == [c.id for c in calls]
     assert [t.arguments for t in ts] == [c.arguments for c in calls]
     assert [t.result.content for t in ts] == [
-        "alice is bob's wife", "bob is alice's husband", "charlie is alice's son",
+        "alice is bob's wife",
+        "bob is alice's husband",
+        "charlie is alice's son",
         "daisy is bob's daughter and charlie's younger sister",
     ]
     assert all(t.result.error is None for t in ts)  # is_error: false
@@ -174,9 +180,17 @@ def test_streamed_thinking_reassembled_separate_from_text():
 
 def _inter(uri, req_body, resp_body, *, status=200, req_headers=None, resp_headers=None):
     return {
-        "request": {"method": "POST", "uri": uri, "body": req_body, "headers": req_headers or {"content-type": ["application/json"]}},
-        "response": {"status": {"code": status, "message": "OK"}, "headers": resp_headers or {"Content-Type": ["application/json"]},
-                     "body": {"string": resp_body}},
+        "request": {
+            "method": "POST",
+            "uri": uri,
+            "body": req_body,
+            "headers": req_headers or {"content-type": ["application/json"]},
+        },
+        "response": {
+            "status": {"code": status, "message": "OK"},
+            "headers": resp_headers or {"Content-Type": ["application/json"]},
+            "body": {"string": resp_body},
+        },
     }
 
 
@@ -184,8 +198,14 @@ OPENAI = "https://api.openai.com/v1/chat/completions"
 
 
 def _oai_resp(message, finish="stop"):
-    return json.dumps({"id": "chatcmpl-x", "model": "gpt-4o-mini", "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                       "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
+    return json.dumps(
+        {
+            "id": "chatcmpl-x",
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+        }
+    )
 
 
 def _write(tmp_path, interactions, name="c.yaml"):
@@ -203,18 +223,27 @@ def _two_step(tmp_path, call, tool_msg, history_call=None, name="c.yaml", tool_c
     """Call 1 answers with ``call``; call 2's request carries ``tool_msg``."""
     user = {"role": "user", "content": "go"}
     r1 = json.dumps({"model": "gpt-4o-mini", "messages": [user]})
-    r2_obj = {"model": "gpt-4o-mini", "messages": [user, {"role": "assistant", "content": None, "tool_calls": [history_call or call]}, tool_msg]}
+    r2_obj = {
+        "model": "gpt-4o-mini",
+        "messages": [user, {"role": "assistant", "content": None, "tool_calls": [history_call or call]}, tool_msg],
+    }
     r2 = json.dumps(r2_obj)
     if tool_content_raw is not None:
         r2 = r2.replace('"@CONTENT@"', tool_content_raw)
-    return _write(tmp_path, [
-        _inter(OPENAI, r1, _oai_resp({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")),
-        _inter(OPENAI, r2, _oai_resp({"role": "assistant", "content": "done"})),
-    ], name)
+    return _write(
+        tmp_path,
+        [
+            _inter(OPENAI, r1, _oai_resp({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")),
+            _inter(OPENAI, r2, _oai_resp({"role": "assistant", "content": "done"})),
+        ],
+        name,
+    )
 
 
 def test_json_cassette_format(tmp_path):
-    p = _two_step(tmp_path, _call("c1", "f", '{"a": 1}'), {"role": "tool", "tool_call_id": "c1", "content": "ok"}, name="c.json")
+    p = _two_step(
+        tmp_path, _call("c1", "f", '{"a": 1}'), {"role": "tool", "tool_call_id": "c1", "content": "ok"}, name="c.json"
+    )
     rec, _ = load(p)
     [t] = tools(rec)
     assert (t.tool, t.arguments, t.tool_call_id, t.result.content) == ("f", {"a": 1}, "c1", "ok")
@@ -222,8 +251,10 @@ def test_json_cassette_format(tmp_path):
 
 def test_nan_and_infinity_literals_in_bodies(tmp_path):
     p = _two_step(
-        tmp_path, _call("c1", "f", '{"threshold": NaN, "cap": Infinity}'),
-        {"role": "tool", "tool_call_id": "c1", "content": "@CONTENT@"}, tool_content_raw="-Infinity",
+        tmp_path,
+        _call("c1", "f", '{"threshold": NaN, "cap": Infinity}'),
+        {"role": "tool", "tool_call_id": "c1", "content": "@CONTENT@"},
+        tool_content_raw="-Infinity",
     )
     rec, warnings = load(p)
     [t] = tools(rec)
@@ -260,7 +291,10 @@ def test_gzip_body_is_decompressed(tmp_path):
     assert rec.records[0].response.message.content == "zipped"
 
 
-@pytest.mark.parametrize("raw,what", [('"just a string"', "string literal"), ('{"a": 1', "not valid JSON"), ("", "empty string"), ("[1, 2]", "list")])
+@pytest.mark.parametrize(
+    "raw,what",
+    [('"just a string"', "string literal"), ('{"a": 1', "not valid JSON"), ("", "empty string"), ("[1, 2]", "list")],
+)
 def test_non_object_tool_arguments_kept_raw(tmp_path, raw, what):
     p = _two_step(tmp_path, _call("c1", "f", raw), {"role": "tool", "tool_call_id": "c1", "content": "ok"})
     rec, warnings = load(p)
@@ -283,7 +317,9 @@ def test_empty_tool_call_ids_still_paired(tmp_path):
 
 def test_rewritten_tool_call_ids_still_paired(tmp_path):
     p = _two_step(
-        tmp_path, _call("call_A", "lookup", '{"q": "x"}'), {"role": "tool", "tool_call_id": "call_B", "content": "found"},
+        tmp_path,
+        _call("call_A", "lookup", '{"q": "x"}'),
+        {"role": "tool", "tool_call_id": "call_B", "content": "found"},
         history_call=_call("call_B", "lookup", '{"q": "x"}'),
     )
     rec, warnings = load(p)
@@ -293,8 +329,12 @@ def test_rewritten_tool_call_ids_still_paired(tmp_path):
 
 
 def test_lone_surrogate_in_tool_output(tmp_path):
-    p = _two_step(tmp_path, _call("c1", "cat", "{}"), {"role": "tool", "tool_call_id": "c1", "content": "@CONTENT@"},
-                  tool_content_raw='"bad \\ud83d here"')
+    p = _two_step(
+        tmp_path,
+        _call("c1", "cat", "{}"),
+        {"role": "tool", "tool_call_id": "c1", "content": "@CONTENT@"},
+        tool_content_raw='"bad \\ud83d here"',
+    )
     rec, warnings = load(p)
     [t] = tools(rec)
     assert is_tagged(t.result.content)
@@ -323,7 +363,11 @@ def test_non_utf8_bytes_in_tool_output(tmp_path):
 
 
 def test_uncanonicalizable_identity_kept_without_key(tmp_path):
-    p = _two_step(tmp_path, _call("c1", "f", '{"id": 1152921504606846976}'), {"role": "tool", "tool_call_id": "c1", "content": "ok"})
+    p = _two_step(
+        tmp_path,
+        _call("c1", "f", '{"id": 1152921504606846976}'),
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    )
     rec, warnings = load(p)
     [t] = tools(rec)
     # 2**60 has no RFC 8785 form: kept exactly as a tag, and the call has no key
@@ -348,8 +392,12 @@ def test_uncanonicalizable_identity_kept_without_key(tmp_path):
 
 def test_big_integer_beyond_64_bits_in_a_tool_result_is_exact(tmp_path):
     big = 2**70  # orjson alone would read it as a float
-    p = _two_step(tmp_path, _call("c1", "f", '{"a": 1}'), {"role": "tool", "tool_call_id": "c1", "content": "@CONTENT@"},
-                  tool_content_raw=str(big))
+    p = _two_step(
+        tmp_path,
+        _call("c1", "f", '{"a": 1}'),
+        {"role": "tool", "tool_call_id": "c1", "content": "@CONTENT@"},
+        tool_content_raw=str(big),
+    )
     rec, warnings = load(p)
     [t] = tools(rec)
     m1, m2 = models(rec)
@@ -368,7 +416,9 @@ def test_cli_import_of_a_cassette_holding_a_big_integer(tmp_path):
     from inspector.cli import main
 
     big = 2**60
-    p = _two_step(tmp_path, _call("c1", "f", f'{{"id": {big}}}'), {"role": "tool", "tool_call_id": "c1", "content": "ok"})
+    p = _two_step(
+        tmp_path, _call("c1", "f", f'{{"id": {big}}}'), {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    )
     out = tmp_path / "out.json"
     assert main(["import", str(p), "-o", str(out), "--from", "vcr"]) == 0
     back = Recording.load(out, verify_keys=True)
@@ -381,15 +431,47 @@ def test_openai_stream_with_tool_call_fragments(tmp_path):
     chunks = [
         {"id": "c", "model": "gpt-4o", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Let me "}}]},
         {"id": "c", "model": "gpt-4o", "choices": [{"index": 0, "delta": {"content": "check."}}]},
-        {"id": "c", "model": "gpt-4o", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]}}]},
-        {"id": "c", "model": "gpt-4o", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"loc'}}]}}]},
-        {"id": "c", "model": "gpt-4o", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": 'ation": "Paris"}'}}]}}]},
+        {
+            "id": "c",
+            "model": "gpt-4o",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "get_weather", "arguments": ""},
+                            }
+                        ]
+                    },
+                }
+            ],
+        },
+        {
+            "id": "c",
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"loc'}}]}}],
+        },
+        {
+            "id": "c",
+            "model": "gpt-4o",
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": 'ation": "Paris"}'}}]}}
+            ],
+        },
         {"id": "c", "model": "gpt-4o", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
         {"id": "c", "model": "gpt-4o", "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}},
     ]
     body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-    inter = _inter(OPENAI, json.dumps({"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "weather?"}]}), body,
-                   resp_headers={"content-type": ["text/event-stream"]})
+    inter = _inter(
+        OPENAI,
+        json.dumps({"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "weather?"}]}),
+        body,
+        resp_headers={"content-type": ["text/event-stream"]},
+    )
     rec, _ = load(_write(tmp_path, [inter]))
     [m] = rec.records
     msg = m.response.message
@@ -400,19 +482,63 @@ def test_openai_stream_with_tool_call_fragments(tmp_path):
 
 def test_anthropic_stream_tool_use_fragments(tmp_path):
     events = [
-        ("message_start", {"type": "message_start", "message": {"id": "msg", "model": "claude", "role": "assistant", "content": [], "usage": {"input_tokens": 7, "output_tokens": 1}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "calc", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"expr'}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": 'ession": "2+2"}'}}),
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg",
+                    "model": "claude",
+                    "role": "assistant",
+                    "content": [],
+                    "usage": {"input_tokens": 7, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "calc", "input": {}},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"expr'},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": 'ession": "2+2"}'},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}},
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     body = "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events)
-    inter = _inter("https://api.anthropic.com/v1/messages", json.dumps({"model": "claude", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "2+2"}]}), body)
+    inter = _inter(
+        "https://api.anthropic.com/v1/messages",
+        json.dumps(
+            {"model": "claude", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "2+2"}]}
+        ),
+        body,
+    )
     rec, _ = load(_write(tmp_path, [inter]))
     m = rec.records[0]
-    assert [(c.id, c.name, c.arguments) for c in m.response.message.tool_calls] == [("toolu_1", "calc", {"expression": "2+2"})]
+    assert [(c.id, c.name, c.arguments) for c in m.response.message.tool_calls] == [
+        ("toolu_1", "calc", {"expression": "2+2"})
+    ]
     assert m.response.finish_reason == "tool_use" and m.response.usage.output_tokens == 20
 
 
@@ -421,22 +547,34 @@ def test_gemini_stream_with_thought_parts(tmp_path):
         {"candidates": [{"content": {"role": "model", "parts": [{"text": "Thinking about", "thought": True}]}}]},
         {"candidates": [{"content": {"role": "model", "parts": [{"text": " it.", "thought": True}]}}]},
         {"candidates": [{"content": {"role": "model", "parts": [{"text": "Answer: "}]}}]},
-        {"candidates": [{"content": {"role": "model", "parts": [{"text": "42"}]}, "finishReason": "STOP"}],
-         "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2, "thoughtsTokenCount": 5}, "modelVersion": "gemini-2.5-pro"},
+        {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "42"}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2, "thoughtsTokenCount": 5},
+            "modelVersion": "gemini-2.5-pro",
+        },
     ]
     body = "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in chunks)
     uri = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse&key=AIzaSyDUMMYDUMMYDUMMY"
-    rec, _ = load(_write(tmp_path, [_inter(uri, json.dumps({"contents": [{"role": "user", "parts": [{"text": "q"}]}]}), body)]))
+    rec, _ = load(
+        _write(tmp_path, [_inter(uri, json.dumps({"contents": [{"role": "user", "parts": [{"text": "q"}]}]}), body)])
+    )
     m = rec.records[0]
     assert m.model == "gemini-2.5-pro"
-    assert m.response.message.content == [{"type": "thinking", "thinking": "Thinking about it."}, {"type": "text", "text": "Answer: 42"}]
+    assert m.response.message.content == [
+        {"type": "thinking", "thinking": "Thinking about it."},
+        {"type": "text", "text": "Answer: 42"},
+    ]
     assert m.response.usage.output_tokens == 7
     assert "AIzaSy" not in rec.metadata["http"][0]["uri"]  # API key in the query string redacted
 
 
 def test_secret_values_redacted_in_bodies_and_tool_results(tmp_path):
     secret = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
-    p = _two_step(tmp_path, _call("c1", "env", "{}"), {"role": "tool", "tool_call_id": "c1", "content": f"OPENAI_API_KEY={secret}"})
+    p = _two_step(
+        tmp_path,
+        _call("c1", "env", "{}"),
+        {"role": "tool", "tool_call_id": "c1", "content": f"OPENAI_API_KEY={secret}"},
+    )
     doc = yaml.safe_load(p.read_text())
     doc["interactions"][0]["request"]["headers"]["Authorization"] = [f"Bearer {secret}"]
     p.write_text(yaml.safe_dump(doc))
@@ -452,15 +590,22 @@ def test_secret_values_redacted_in_bodies_and_tool_results(tmp_path):
 
 def test_http_error_status_is_a_model_error(tmp_path):
     body = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
-    inter = _inter("https://api.anthropic.com/v1/messages", json.dumps({"model": "claude", "max_tokens": 5, "messages": []}), body, status=529)
+    inter = _inter(
+        "https://api.anthropic.com/v1/messages",
+        json.dumps({"model": "claude", "max_tokens": 5, "messages": []}),
+        body,
+        status=529,
+    )
     rec, _ = load(_write(tmp_path, [inter]))
     m = rec.records[0]
     assert m.response is None and m.error.type == "http_529:overloaded_error" and m.error.message == "Overloaded"
 
 
 def test_unrelated_interactions_skipped_with_warning(tmp_path):
-    inter = {"request": {"method": "GET", "uri": "https://example.com/health", "body": None, "headers": {}},
-             "response": {"status": {"code": 200}, "headers": {}, "body": {"string": "ok"}}}
+    inter = {
+        "request": {"method": "GET", "uri": "https://example.com/health", "body": None, "headers": {}},
+        "response": {"status": {"code": 200}, "headers": {}, "body": {"string": "ok"}},
+    }
     p = _two_step(tmp_path, _call("c1", "f", "{}"), {"role": "tool", "tool_call_id": "c1", "content": "ok"})
     doc = yaml.safe_load(p.read_text())
     doc["interactions"].insert(0, inter)
@@ -471,7 +616,11 @@ def test_unrelated_interactions_skipped_with_warning(tmp_path):
 
 
 def test_unanswered_tool_call_is_warned(tmp_path):
-    inter = _inter(OPENAI, json.dumps({"model": "m", "messages": []}), _oai_resp({"role": "assistant", "tool_calls": [_call("c9", "f", "{}")]}, "tool_calls"))
+    inter = _inter(
+        OPENAI,
+        json.dumps({"model": "m", "messages": []}),
+        _oai_resp({"role": "assistant", "tool_calls": [_call("c9", "f", "{}")]}, "tool_calls"),
+    )
     rec, warnings = load(_write(tmp_path, [inter]))
     assert len(rec.records) == 1
     assert any("no result in any later request" in w.message for w in warnings)
@@ -512,12 +661,15 @@ def test_cassette_bodies_are_not_mutated_by_orjson_dump(tmp_path):
 SAMPLES = Path(__file__).resolve().parents[3] / "sample_recordings"
 
 
-@pytest.mark.parametrize("sample,cassette", [
-    ("vcr-crewai-tool-error.json", ERROR_TOOL),
-    ("vcr-anthropic-parallel-tools.json", PARALLEL),
-    ("vcr-anthropic-thinking-stream.json", THINKING),
-    ("vcr-gemini-openai-mixed.json", MIXED),
-])
+@pytest.mark.parametrize(
+    "sample,cassette",
+    [
+        ("vcr-crewai-tool-error.json", ERROR_TOOL),
+        ("vcr-anthropic-parallel-tools.json", PARALLEL),
+        ("vcr-anthropic-thinking-stream.json", THINKING),
+        ("vcr-gemini-openai-mixed.json", MIXED),
+    ],
+)
 def test_sample_recordings_match_a_fresh_import(sample, cassette):
     saved = Recording.load(SAMPLES / sample)
     rec, _ = load(cassette)
@@ -529,10 +681,10 @@ def test_old_vcrpy_python_tags_are_read_safely(tmp_path):
     p.write_text(
         "interactions:\n"
         "- request:\n"
-        "    body: !!python/unicode '{\"model\": \"gpt-4o-mini\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}'\n"
+        '    body: !!python/unicode \'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}\'\n'
         "    headers: {}\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n"
         "  response:\n"
-        "    body: {string: !!python/unicode '{\"choices\": [{\"index\": 0, \"message\": {\"role\": \"assistant\", \"content\": \"hello\"}, \"finish_reason\": \"stop\"}]}'}\n"
+        '    body: {string: !!python/unicode \'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}]}\'}\n'
         "    headers: {}\n    status: {code: 200, message: OK}\n"
         "version: 1\n"
     )
