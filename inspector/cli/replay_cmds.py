@@ -358,7 +358,7 @@ def register(app: typer.Typer) -> None:
         workspace: WorkspaceOpt = None,
         force: Annotated[bool, typer.Option("--force", help="Overwrite OUTPUT if it exists.")] = False,
     ) -> None:
-        """Write a replay's events (a format-v1 recording) to a file."""
+        """Write a replay's events (a recording) to a file."""
         check_output(output, force=force)
         with Workspace.open(workspace, create=False) as ws:
             data = ws.replay_events_bytes(replay_id)
