@@ -54,7 +54,7 @@ def child(path: str, spawn_wall: float) -> None:
     launch_s = time.time() - spawn_wall
 
     # time spent building the raw index (fast open), to split the load figure
-    from core.timeline import TimelineIndex
+    from core.analysis.timeline import TimelineIndex
 
     index_times: list[float] = []
     original_from_raw = TimelineIndex.from_raw.__func__

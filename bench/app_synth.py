@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.canonical import canonical_json, model_key, tool_key  # noqa: E402 (after the sys.path set-up)
+from core.record.canonical import canonical_json, model_key, tool_key  # noqa: E402 (after the sys.path set-up)
 
 _WORDS = [
     "alpha",

@@ -3,11 +3,11 @@
     python bench/attribution.py [--strategy resample|knockout] [--noise P] [--repeat N] [--jobs N]
                                 [--json] [--write-samples DIR]
 
-Generates every failing run of the sample agent (``core.sample_agent``) with one planted
+Generates every failing run of the sample agent (``core.examples.sample_agent``) with one planted
 fault — each fault kind (``corrupted-result``, ``tool-error``, ``wrong-tool``) at every
 step it can occur, on every task where it makes the run fail (36 runs) — each carrying its
 ground truth in ``metadata.fault`` (``seq``, ``kind``, ``step``, ``tool``,
-``description``). Runs :func:`core.sweep.run_sweep` on each (``--executor recorded``,
+``description``). Runs :func:`core.effects.sweep.run_sweep` on each (``--executor recorded``,
 every call a candidate) and reports top-1 and top-3 accuracy of the ranking against
 ``metadata.fault.seq`` — overall and per fault kind — with two log-only baselines on the
 same runs: *first error* (the first call whose answer is an error) and *uniform* (the
@@ -37,15 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson
 
-from core.recording import (
-    ErrorInfo,
-    ModelRecord,
-    Recording,
-    ToolCall,
-    ToolRecord,
-    ToolResult,
-)
-from core.sample_agent import (
+from core.effects.sweep import run_sweep
+from core.examples.sample_agent import (
     FAULT_KINDS,
     TASKS,
     Fault,
@@ -53,7 +46,14 @@ from core.sample_agent import (
     SampleAgentExecutor,
     record_run,
 )
-from core.sweep import run_sweep
+from core.record.recording import (
+    ErrorInfo,
+    ModelRecord,
+    Recording,
+    ToolCall,
+    ToolRecord,
+    ToolResult,
+)
 
 #: the runs written by --write-samples: (task, kind, step)
 SAMPLES = [

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson
 
-from core.diff import trace_diff
-from core.payload_diff import payload_diff, plain_deepdiff
-from core.recording import (
+from core.analysis.diff import trace_diff
+from core.analysis.payload_diff import payload_diff, plain_deepdiff
+from core.record.recording import (
     ChatMessage,
     ModelRecord,
     ModelRequest,

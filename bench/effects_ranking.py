@@ -2,10 +2,10 @@
 
     python bench/effects_ranking.py [--replays 10000] [--candidates 200] [--repeat 5]
 
-Builds ``--replays`` synthetic :class:`core.effects.Observation` objects of one base —
+Builds ``--replays`` synthetic :class:`core.effects.ranking.Observation` objects of one base —
 spread over ``--candidates`` target calls (one intervention set per call, 1 in 10 replays
 with a two-call intervention set), random outcomes, comparability levels, drift and
-fixture counts and metric deltas — and times :func:`core.effects.rank_effects` (median
+fixture counts and metric deltas — and times :func:`core.effects.ranking.rank_effects` (median
 of ``--repeat``), the JSON form of the ranking, and the observations' JSON round trip
 (what ``effects`` reads back from the workspace's stored causal diffs). Also prints the
 time per replay at 1k, 10k and 100k replays (linearity). Figures for docs/performance.md,
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson
 
-from core.effects import Observation, Target, rank_effects
+from core.effects.ranking import Observation, Target, rank_effects
 
 
 def synthetic(n: int, candidates: int, seed: int = 7) -> list[Observation]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.sample_agent import SampleAgentExecutor
-from core.sweep import run_sweep
+from core.effects.sweep import run_sweep
+from core.examples.sample_agent import SampleAgentExecutor
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_recordings" / "sample-agent-success.json"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from core.importers import detect, import_file, open_any
-from core.io import save_recording
+from core.record.io import save_recording
 
 DEFAULT = (
     Path(__file__).resolve().parent.parent / "tests" / "data" / "real_traces" / "tau_bench" / "gpt-4o-airline.json"

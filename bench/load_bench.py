@@ -27,12 +27,12 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.synthetic import make_growing  # noqa: E402
-from core.io import loads_recording  # noqa: E402
+from core.record.io import loads_recording  # noqa: E402
 
 MEM_SNIPPET = """
 import sys
 sys.path.insert(0, {root!r})
-from core.io import loads_recording
+from core.record.io import loads_recording
 import orjson
 def hwm():  # VmHWM: this process image's peak RSS (ru_maxrss would inherit the parent's)
     for line in open('/proc/self/status'):

@@ -26,10 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.branch import new_branch
-from core.canonical import model_key, tool_key
-from core.engine import ReplayEngine
-from core.recording import (
+from core.record.canonical import model_key, tool_key
+from core.record.recording import (
     ChatMessage,
     ModelRecord,
     ModelRequest,
@@ -40,7 +38,9 @@ from core.recording import (
     ToolResult,
     Usage,
 )
-from core.replay_record import ReplayRecord
+from core.replay.branch import new_branch
+from core.replay.engine import ReplayEngine
+from core.replay.replay_record import ReplayRecord
 from core.workspace import Workspace
 
 MODEL = "bench-model"

@@ -8,9 +8,9 @@ history is capped (``window`` messages), like an agent with a context window.
 
 from __future__ import annotations
 
-from core.canonical import model_key, tool_key
-from core.io import dumps_recording
-from core.recording import (
+from core.record.canonical import model_key, tool_key
+from core.record.io import dumps_recording
+from core.record.recording import (
     ChatMessage,
     ModelRecord,
     ModelRequest,

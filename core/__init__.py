@@ -13,9 +13,6 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.9.0"
 
 if TYPE_CHECKING:
-    from .branch import Branch, Policy
-    from .canonical import args_hash, canonical_json, model_key, normalize_stop, tool_key
-    from .engine import ReplayEngine
     from .errors import (
         BranchError,
         CanonicalizationError,
@@ -26,8 +23,8 @@ if TYPE_CHECKING:
         ReplayMismatch,
         WorkspaceError,
     )
-    from .fixtures import Fixture, FixtureGateway, Requirement
-    from .recording import (
+    from .record.canonical import args_hash, canonical_json, model_key, normalize_stop, tool_key
+    from .record.recording import (
         FORMAT_VERSION,
         ChatMessage,
         ErrorInfo,
@@ -44,56 +41,59 @@ if TYPE_CHECKING:
         ToolResult,
         Usage,
     )
-    from .redaction import REDACTED, SecretRedactor
-    from .replay_record import ReplayRecord
-    from .session import Harness, ReplayChatModel, ReplayFallback, ReplayMode, ReplaySession
+    from .record.redaction import REDACTED, SecretRedactor
+    from .replay.branch import Branch, Policy
+    from .replay.engine import ReplayEngine
+    from .replay.fixtures import Fixture, FixtureGateway, Requirement
+    from .replay.replay_record import ReplayRecord
+    from .replay.session import Harness, ReplayChatModel, ReplayFallback, ReplayMode, ReplaySession
     from .workspace import Workspace
 
 #: public name -> the module of ``core`` that defines it
 _API: dict[str, str] = {
-    "FORMAT_VERSION": "recording",
-    "REDACTED": "redaction",
-    "Branch": "branch",
+    "FORMAT_VERSION": "record.recording",
+    "REDACTED": "record.redaction",
+    "Branch": "replay.branch",
     "BranchError": "errors",
     "CanonicalizationError": "errors",
-    "ChatMessage": "recording",
-    "ErrorInfo": "recording",
-    "Fixture": "fixtures",
+    "ChatMessage": "record.recording",
+    "ErrorInfo": "record.recording",
+    "Fixture": "replay.fixtures",
     "FixtureError": "errors",
-    "FixtureGateway": "fixtures",
+    "FixtureGateway": "replay.fixtures",
     "FormatError": "errors",
-    "Harness": "session",
+    "Harness": "replay.session",
     "InspectorError": "errors",
-    "InterruptRecord": "recording",
-    "LifecycleRecord": "recording",
-    "ModelRecord": "recording",
-    "ModelRequest": "recording",
-    "ModelResponse": "recording",
-    "Policy": "branch",
+    "InterruptRecord": "record.recording",
+    "LifecycleRecord": "record.recording",
+    "ModelRecord": "record.recording",
+    "ModelRequest": "record.recording",
+    "ModelResponse": "record.recording",
+    "Policy": "replay.branch",
     "PolicyDenied": "errors",
-    "Recording": "recording",
-    "ReplayChatModel": "session",
-    "ReplayEngine": "engine",
-    "ReplayFallback": "session",
+    "Recording": "record.recording",
+    "ReplayChatModel": "replay.session",
+    "ReplayEngine": "replay.engine",
+    "ReplayFallback": "replay.session",
     "ReplayMismatch": "errors",
-    "ReplayMode": "session",
-    "ReplayRecord": "replay_record",
-    "ReplaySession": "session",
-    "Requirement": "fixtures",
-    "SecretRedactor": "redaction",
-    "SessionInfo": "recording",
-    "SnapshotRecord": "recording",
-    "ToolCall": "recording",
-    "ToolRecord": "recording",
-    "ToolResult": "recording",
-    "Usage": "recording",
+    "ReplayMode": "replay.session",
+    "ReplayRecord": "replay.replay_record",
+    "ReplaySession": "replay.session",
+    "Requirement": "replay.fixtures",
+    "SecretRedactor": "record.redaction",
+    "SessionInfo": "record.recording",
+    "SnapshotRecord": "record.recording",
+    "ToolCall": "record.recording",
+    "ToolRecord": "record.recording",
+    "ToolResult": "record.recording",
+    "Usage": "record.recording",
     "Workspace": "workspace",
     "WorkspaceError": "errors",
-    "args_hash": "canonical",
-    "canonical_json": "canonical",
-    "model_key": "canonical",
-    "normalize_stop": "canonical",
-    "tool_key": "canonical",
+    "args_hash": "record.canonical",
+    "canonical_json": "record.canonical",
+    "model_key": "record.canonical",
+    "normalize_stop": "record.canonical",
+    "tool_key": "record.canonical",
 }
 
 __all__ = [

@@ -40,13 +40,13 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from .branch import Branch, branch_from_dict
-from .engine import ReplayOutcome
 from .errors import BranchError, FixtureError, FormatError, WorkspaceError
-from .fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_scope
-from .io import dumps_recording, recording_to_dict
-from .recording import Recording
-from .replay_record import ReplayRecord
+from .record.io import dumps_recording, recording_to_dict
+from .record.recording import Recording
+from .replay.branch import Branch, branch_from_dict
+from .replay.engine import ReplayOutcome
+from .replay.fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_scope
+from .replay.replay_record import ReplayRecord
 
 _M = TypeVar("_M", bound=BaseModel)
 

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.worker import Worker, WorkerState
 
 from core.errors import InspectorError
-from core.recording import Recording
+from core.record.recording import Recording
 
 from .commands import TimelineCommands
 from .loader import LoadedRecording

@@ -11,7 +11,7 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from core.timeline import VIEW_KINDS as RECORD_KINDS
+from core.analysis.timeline import VIEW_KINDS as RECORD_KINDS
 
 TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
     ("search: find text", "Search names, arguments, contents and results (/)", "search"),

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.analysis.timeline import TimelineIndex
 from core.errors import FormatError
 from core.importers import Opened, open_any
-from core.recording import FORMAT_NAME, FORMAT_VERSION, Recording
-from core.timeline import TimelineIndex
+from core.record.recording import FORMAT_NAME, FORMAT_VERSION, Recording
 
 from .runinfo import opened_notes
 
@@ -95,7 +95,7 @@ def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> Lo
 def _fast_open(path: Path) -> LoadedRecording | None:
     """The fast-open path of :func:`load_for_view`; ``None`` if the file is not a native
     format-v1/v2 recording (the caller then loads it the ordinary way)."""
-    from core.io import parse_json, recording_from_dict
+    from core.record.io import parse_json, recording_from_dict
 
     source = str(path)
     try:

@@ -1,7 +1,7 @@
 """Run information for the app: outcome, ground-truth annotations, planted faults,
 import warnings — the structured metadata of a recording, read without any UI.
 
-* the outcome comes from :func:`core.metrics.outcome_of`, so the app and
+* the outcome comes from :func:`core.analysis.metrics.outcome_of`, so the app and
   ``chassis-inspector metrics`` always agree (``exit_status`` and other fields are
   shown as what they are, never as the outcome);
 * :func:`marked_seqs` gives the records a recording's metadata points at: the
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.analysis.metrics import outcome_of
 from core.importers.opened import Opened
-from core.metrics import outcome_of
-from core.recording import Recording
+from core.record.recording import Recording
 
 #: metadata keys shown in their own section of the run-info view (not again in "other")
 SECTION_KEYS = ("outcome", "outcome_reason", "annotation", "fault", "reward", "task", "expected_actions", "source")
@@ -40,7 +40,7 @@ class Mark:
 
 
 def run_outcome(recording: Recording) -> tuple[str, str]:
-    """``(outcome, source)`` as :func:`core.metrics.outcome_of` computes it (outcome is
+    """``(outcome, source)`` as :func:`core.analysis.metrics.outcome_of` computes it (outcome is
     ``success``/``failure``/``unknown``...; source ``metadata`` or ``unknown``)."""
     return outcome_of(recording)
 

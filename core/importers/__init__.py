@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 
 from ..errors import FormatError, InspectorError, SourceImportError
-from ..io import load_recording, records_digest
+from ..record.io import load_recording, records_digest
 from ._source import TruncatedSourceError, read_head
 from .base import ImportedRun, Importer, ImportWarning, fold_warnings
 from .inspect_ai import InspectAIImporter
@@ -241,7 +241,7 @@ def open_any(
     """Open ``path`` whatever its format, as an :class:`~.opened.Opened`.
 
     A Chassis recording is loaded (and verified, ``verify_keys`` as
-    :func:`core.io.load_recording` takes it) as is: ``source_format`` ``"chassis"``, no
+    :func:`core.record.io.load_recording` takes it) as is: ``source_format`` ``"chassis"``, no
     runs, no warnings. Any importable file is converted in memory (``fmt`` names the
     importer, else :func:`detect` finds it); ``run`` picks one of its runs by id or
     index (default the first, :func:`select_run`); ``runs`` lists them all; the
@@ -255,7 +255,7 @@ def open_any(
 
     Raises:
         FormatError: the file is missing, empty, damaged or not a valid recording
-            (:func:`core.io.load_recording`, :func:`import_file`).
+            (:func:`core.record.io.load_recording`, :func:`import_file`).
         TruncatedSourceError: the file ends early (unless ``recover`` and a run
             before the damage could be rebuilt).
         SourceImportError: no importer takes the file (names every format tried), an

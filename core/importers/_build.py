@@ -4,11 +4,11 @@ Every importer converts its source into calls on a :class:`RunBuilder`, which
 
 * numbers records (``seq`` from 0) and stamps ``run_id``;
 * redacts by default (SPEC "Recording format", Privacy): field names that look
-  sensitive (:func:`core.redaction.is_sensitive_name`) and secret-looking values
-  (:class:`core.redaction.SecretRedactor` with ``patterns=True``: ``sk-…``,
+  sensitive (:func:`core.record.redaction.is_sensitive_name`) and secret-looking values
+  (:class:`core.record.redaction.SecretRedactor` with ``patterns=True``: ``sk-…``,
   ``sk-ant-…``, ``AKIA…``, ``ghp_…``, ``hf_…``, bearer tokens), marking tool results
   it scrubbed (``result.redacted``) and warning for anything else it scrubbed;
-* computes canonical keys (:func:`core.canonical.tool_key` / :func:`model_key`);
+* computes canonical keys (:func:`core.record.canonical.tool_key` / :func:`model_key`);
   a call whose identity cannot be canonicalized (NaN, huge integers, lone surrogates)
   is kept with ``key = None`` and a warning that replay cannot match it — never
   dropped. An identity that held an integer outside ±(2**53-1) counts as such even
@@ -39,9 +39,9 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from ..canonical import canonical_json, normalize_stop
 from ..errors import CanonicalizationError, FormatError
-from ..jsonvalues import (
+from ..record.canonical import canonical_json, normalize_stop
+from ..record.jsonvalues import (
     BIGINT_TAG,
     SAFE_INT_MAX,
     display_text,
@@ -51,7 +51,7 @@ from ..jsonvalues import (
     json_loads_exact,
     might_hold_big_int,
 )
-from ..recording import (
+from ..record.recording import (
     FORMAT_VERSION,
     ChatMessage,
     ErrorInfo,
@@ -67,13 +67,13 @@ from ..recording import (
     ToolResult,
     Usage,
 )
-from ..redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
+from ..record.redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
 from ._source import SourceFile
 from .base import ImportedRun, ImportWarning
 
 MAX_STORED_WARNINGS = 200
 # every text SECRET_VALUE_PATTERNS can match contains one of these (a fast pre-check);
-# if core.redaction's patterns change, the pre-check turns itself off (matches everything)
+# if core.record.redaction's patterns change, the pre-check turns itself off (matches everything)
 _KNOWN_PATTERNS = {
     r"sk-ant-[A-Za-z0-9_\-]{8,}",
     r"sk-(?:proj-)?[A-Za-z0-9_\-]{16,}",
@@ -128,12 +128,12 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
     A JSON object (or a string holding one) → ``(dict, False)``. Anything else — a JSON
     string literal, truncated JSON, an empty string, an array — is kept exactly as
     found, with ``True`` (the ``raw_arguments`` marker); so is an arguments string that
-    held invalid Unicode (a :mod:`core.jsonvalues` tag). ``None`` → ``({}, False)``.
+    held invalid Unicode (a :mod:`core.record.jsonvalues` tag). ``None`` → ``({}, False)``.
     """
     if raw is None:
         return {}, False
     if isinstance(raw, dict):
-        if is_tagged(raw):  # an arguments string that held invalid Unicode (core.jsonvalues tag)
+        if is_tagged(raw):  # an arguments string that held invalid Unicode (core.record.jsonvalues tag)
             return raw, True
         return raw, False
     if isinstance(raw, str):
@@ -152,13 +152,13 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
 
 
 def tool_identity(tool: str, arguments: Any) -> dict[str, Any]:
-    """What :func:`core.canonical.tool_key` hashes: ``{kind: "tool", tool, arguments}``."""
+    """What :func:`core.record.canonical.tool_key` hashes: ``{kind: "tool", tool, arguments}``."""
     return {"kind": "tool", "tool": tool, "arguments": arguments}
 
 
 def record_identity(rec: ToolRecord | ModelRecord) -> dict[str, Any]:
-    """What ``rec.compute_key()`` hashes (:func:`core.canonical.tool_key` /
-    :func:`core.canonical.model_key`): ``{kind: "tool", tool, arguments}`` or
+    """What ``rec.compute_key()`` hashes (:func:`core.record.canonical.tool_key` /
+    :func:`core.record.canonical.model_key`): ``{kind: "tool", tool, arguments}`` or
     ``{kind: "model", model, messages, tools, stop, options}``."""
     if isinstance(rec, ToolRecord):
         return tool_identity(rec.tool, rec.arguments)
@@ -175,7 +175,7 @@ def identity_key(identity: dict[str, Any]) -> tuple[str | None, str | None]:
     * the identity cannot be canonicalized (a raw NaN, an integer outside ±(2**53-1),
       a lone surrogate: reason names the value and its JSON Pointer), or
     * it holds an integer outside ±(2**53-1) already tagged ``{"$bigint": DIGITS}``
-      (:mod:`core.jsonvalues`). The tag could be hashed, but the importer rule (SPEC "Recording format", Privacy) is that a call whose
+      (:mod:`core.record.jsonvalues`). The tag could be hashed, but the importer rule (SPEC "Recording format", Privacy) is that a call whose
       identity holds a value that cannot be canonicalized is imported *without a key*
       (replay cannot match it: a live call carries the raw integer, which has no
       canonical form), so the tagged form is not keyed either.
@@ -209,7 +209,7 @@ def tag_big_ints(records: list[Any], warn: Callable[[str, str], None]) -> int:
     """Tag, in place, every integer outside ±(2**53-1) left raw in ``records``.
 
     Such an integer has no RFC 8785 canonical form, so a recording holding one cannot be
-    saved (its digest) — see :mod:`core.jsonvalues`, ``{"$bigint": DIGITS}``. A record
+    saved (its digest) — see :mod:`core.record.jsonvalues`, ``{"$bigint": DIGITS}``. A record
     holding one is rebuilt from its JSON with the integers tagged (each warned through
     ``warn(place, message)``, place ``record <seq>/<JSON Pointer>``); token counts
     (``response.usage``) that large are dropped with a warning (they are typed
@@ -217,7 +217,7 @@ def tag_big_ints(records: list[Any], warn: Callable[[str, str], None]) -> int:
     already got ``key = None`` (it could not be canonicalized).
 
     Cheap when there is nothing to do: each record is serialized once (pydantic's JSON
-    writer) and searched for a number of 16+ digits (:func:`core.jsonvalues.might_hold_big_int`). Returns the number of records
+    writer) and searched for a number of 16+ digits (:func:`core.record.jsonvalues.might_hold_big_int`). Returns the number of records
     rebuilt.
     """
     changed = 0
@@ -272,7 +272,7 @@ def tag_big_ints_in(value: Any, place: str, warn: Callable[[str, str], None]) ->
 
 
 def id_text(value: Any) -> str:
-    """Text of a source value used in an id (run ids): a :mod:`core.jsonvalues` tag as
+    """Text of a source value used in an id (run ids): a :mod:`core.record.jsonvalues` tag as
     what it stands for (``{"$bigint": "1152921504606846976"}`` → its digits), anything
     else as ``str(value)``."""
     return display_text(value) if is_tagged(value) else str(value)

@@ -11,7 +11,7 @@ Conventions (documented in ``docs/importers.md``):
 * tool-call arguments that are not a JSON object are kept raw with
   ``ToolCall.raw_arguments = True`` (:func:`parse_args`);
 * a Gemini ``functionCall`` without id gets ``id = ""`` (no id is invented);
-* every value has passed through :mod:`core.jsonvalues` (NaN, invalid Unicode).
+* every value has passed through :mod:`core.record.jsonvalues` (NaN, invalid Unicode).
 
 Sources: the public API references of OpenAI (Chat Completions, streaming chunks),
 Anthropic (Messages, streaming events ``message_start`` … ``message_stop``) and Google
@@ -27,8 +27,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import FormatError
-from ..jsonvalues import BIGINT_TAG, decode_value, display_text, is_tagged, load_json_lenient
-from ..recording import ChatMessage, ErrorInfo, ToolCall, Usage
+from ..record.jsonvalues import BIGINT_TAG, decode_value, display_text, is_tagged, load_json_lenient
+from ..record.recording import ChatMessage, ErrorInfo, ToolCall, Usage
 from .base import ImportWarning
 
 __all__ = [

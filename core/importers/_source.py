@@ -50,10 +50,10 @@ class SourceFile:
     def may_hold_big_ints(self) -> bool:
         """Whether an integer outside ±(2**53-1) may be in the data (computed once): a
         compressed file (zip, gzip) may; a text file only if it has a number of 16 or
-        more digits (:func:`core.jsonvalues.might_hold_big_int`; also inside JSON held
+        more digits (:func:`core.record.jsonvalues.might_hold_big_int`; also inside JSON held
         in a string, e.g. tool-call arguments, since the digits follow ``:`` there too)."""
         if self._big is None:
-            from ..jsonvalues import might_hold_big_int
+            from ..record.jsonvalues import might_hold_big_int
 
             self._big = self.data[:2] in (b"PK", b"\x1f\x8b") or might_hold_big_int(self.data)
         return self._big
@@ -187,7 +187,7 @@ def salvage_json(text: str) -> Truncation | None:
         return None
     cut = stack[-1][1]
     candidate = text[:cut] + "".join(e[0] for e in reversed(stack))
-    from ..jsonvalues import json_loads_exact
+    from ..record.jsonvalues import json_loads_exact
 
     try:
         value = json_loads_exact(candidate)
@@ -210,21 +210,21 @@ def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
     """Parse ``src`` as JSON; return ``(value, value_warnings)``.
 
     orjson first. What orjson refuses, and a document with a number of 16 or more digits
-    (:func:`core.jsonvalues.might_hold_big_int`: orjson reads integers beyond 64 bits as
+    (:func:`core.record.jsonvalues.might_hold_big_int`: orjson reads integers beyond 64 bits as
     inexact floats), is parsed again with the standard library
-    (:func:`core.jsonvalues.json_loads_exact`), which accepts ``NaN``/``Infinity``/
+    (:func:`core.record.jsonvalues.json_loads_exact`), which accepts ``NaN``/``Infinity``/
     ``-Infinity`` and lone surrogate escapes and reads integers exactly (bytes that are
     not UTF-8 are read with ``surrogateescape``); every such value is then tagged with
-    :func:`core.jsonvalues.encode_value` (``{"$nonfinite": "NaN"}``,
+    :func:`core.record.jsonvalues.encode_value` (``{"$nonfinite": "NaN"}``,
     ``{"$bigint": "1152921504606846976"}``, ``{"$invalid_unicode": ...}``) so it stays
     distinct from null, exact, and survives save/load, and each is reported in
-    ``value_warnings`` (:class:`core.jsonvalues.ValueWarning`).
+    ``value_warnings`` (:class:`core.record.jsonvalues.ValueWarning`).
 
     Raises:
         FormatError: empty or malformed (line and column).
         TruncatedSourceError: the document ends early (the salvaged part in ``partial``).
     """
-    from ..jsonvalues import encode_value, json_loads_exact, might_hold_big_int
+    from ..record.jsonvalues import encode_value, json_loads_exact, might_hold_big_int
 
     data = src.data
     try:

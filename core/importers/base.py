@@ -1,7 +1,7 @@
 """The importer contract: every source format is one module with one :class:`Importer`.
 
 An importer turns a source file (Inspect AI log, SWE-agent trajectory, vcrpy cassette,
-...) into one or more format-v1 :class:`~core.recording.Recording` objects, each with
+...) into one or more format-v1 :class:`~core.record.recording.Recording` objects, each with
 its list of :class:`ImportWarning` (what could not be mapped, what was redacted or
 approximated). Importers are plain classes with no UI; the registry and detection live
 in :mod:`core.importers`.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from ..recording import Recording
+from ..record.recording import Recording
 
 #: Stable codes of import warnings, from the message an importer wrote: the first
 #: ``(code, words)`` whose words occur in the message wins; anything else is

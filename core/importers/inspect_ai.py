@@ -39,8 +39,8 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
-from ..jsonvalues import load_json_lenient
-from ..recording import ChatMessage, ErrorInfo
+from ..record.jsonvalues import load_json_lenient
+from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, attach_value_warnings, id_text, truncated_error, usage_pair
 from ._source import SourceFile, TruncatedSourceError, Truncation, read_source, salvage_zip
 from .base import ImportedRun, Importer

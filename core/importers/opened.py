@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..recording import Recording
+from ..record.recording import Recording
 from .base import ImportWarning
 
 

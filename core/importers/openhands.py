@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
-from ..recording import ChatMessage, ErrorInfo
+from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, json_text, openai_message, parse_arguments, usage_pair
 from ._source import SourceFile, Truncation
 from .base import ImportedRun, Importer

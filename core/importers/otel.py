@@ -52,10 +52,10 @@ import orjson
 from pydantic import TypeAdapter
 
 from .. import __version__
-from ..canonical import canonical_json
 from ..errors import FormatError
-from ..jsonvalues import BIGINT_TAG, decode_value, display_text, encode_value, is_tagged, load_json_lenient
-from ..recording import (
+from ..record.canonical import canonical_json
+from ..record.jsonvalues import BIGINT_TAG, decode_value, display_text, encode_value, is_tagged, load_json_lenient
+from ..record.recording import (
     ChatMessage,
     ErrorInfo,
     ModelRecord,

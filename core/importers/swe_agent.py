@@ -17,7 +17,7 @@ Observations SWE-agent writes when it refuses or aborts an action are tool error
 introduced new syntax error(s)"), ``syntax_error`` (bash syntax check), ``timeout``,
 ``blocked``. ``info`` (exit status, submission, model stats) → metadata, and the model
 stats' run totals (tokens sent/received, total cost) also → ``metadata.usage_totals``
-(SWE-agent records no per-call usage; :mod:`core.metrics` reports these totals); the file
+(SWE-agent records no per-call usage; :mod:`core.analysis.metrics` reports these totals); the file
 name's stem is the instance id (SWE-agent names files ``<instance_id>.traj``).
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
-from ..recording import ChatMessage, ErrorInfo
+from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, openai_message
 from ._source import SourceFile, Truncation
 from .base import ImportedRun, Importer
@@ -60,7 +60,7 @@ def refusal(observation: Any) -> ErrorInfo | None:
 def usage_totals_from_model_stats(stats: Any) -> dict[str, Any] | None:
     """SWE-agent's ``info.model_stats`` (``tokens_sent``, ``tokens_received``,
     ``total_cost`` in USD) as the run totals ``metadata.usage_totals`` that
-    :func:`core.metrics.run_metrics_row` uses when no model call recorded its usage:
+    :func:`core.analysis.metrics.run_metrics_row` uses when no model call recorded its usage:
     ``{"input_tokens", "output_tokens", "cost", "source": "swe_agent model_stats"}``
     (a key is left out when the trajectory lacks it or it is not a number; ``None`` when
     none is there). SWE-agent records the totals per run, not per call."""

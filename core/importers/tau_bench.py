@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
-from ..recording import ChatMessage, ErrorInfo
+from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_message
 from ._source import SourceFile, Truncation
 from .base import ImportedRun, Importer

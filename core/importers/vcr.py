@@ -26,7 +26,7 @@ response: text deltas joined, tool-call argument fragments joined and parsed, an
 thinking kept apart from the answer as a content part ``{"type": "thinking",
 "thinking": ..., "signature": ...}``.
 
-Every value goes through :mod:`core.jsonvalues` (NaN/Infinity, invalid Unicode); a body
+Every value goes through :mod:`core.record.jsonvalues` (NaN/Infinity, invalid Unicode); a body
 that cannot be decoded is kept as an ``$invalid_unicode`` value with an explicit warning
 and an ``undecodable_body`` error on the call, never as an empty string. Secrets are
 redacted by default (header names containing key/token/secret/authorization/cookie,
@@ -51,9 +51,9 @@ import orjson
 import yaml
 
 from ..errors import FormatError
-from ..io import redact_recording
-from ..jsonvalues import display_text, encode_bytes, encode_value, load_json_lenient
-from ..recording import (
+from ..record.io import redact_recording
+from ..record.jsonvalues import display_text, encode_bytes, encode_value, load_json_lenient
+from ..record.recording import (
     ErrorInfo,
     ModelRecord,
     ModelRequest,
@@ -63,7 +63,7 @@ from ..recording import (
     ToolRecord,
     ToolResult,
 )
-from ..redaction import REDACTED, SecretRedactor, is_sensitive_header, is_sensitive_name
+from ..record.redaction import REDACTED, SecretRedactor, is_sensitive_header, is_sensitive_name
 from ._build import identity_key, record_identity, tag_big_ints, tag_big_ints_in
 from ._llm_api import (
     CarriedResult,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
-from ..recording import STANDARD_ROLES, ChatMessage, ErrorInfo
+from ..record.recording import STANDARD_ROLES, ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, id_text
 from ._source import SourceFile, Truncation, read_tail
 from .base import ImportedRun, Importer

@@ -1,6 +1,6 @@
 """Commands that compare and explain runs: ``diff``, ``metrics``, ``audit``.
 
-Thin wrappers over :mod:`core.diff`, :mod:`core.metrics` and :mod:`core.audit`; every
+Thin wrappers over :mod:`core.analysis.diff`, :mod:`core.analysis.metrics` and :mod:`core.analysis.audit`; every
 error is a :class:`core.errors.InspectorError` printed by ``main`` on one line (exit 2).
 """
 
@@ -13,8 +13,8 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from core.audit import audit as audit_run
-from core.diff import (
+from core.analysis.audit import audit as audit_run
+from core.analysis.diff import (
     ALL_KINDS,
     CALL_KINDS,
     output_diff,
@@ -22,14 +22,14 @@ from core.diff import (
     tool_diffs,
     trace_diff,
 )
-from core.errors import AnalysisError
-from core.metrics import (
+from core.analysis.metrics import (
     comparison_metrics,
     final_output,
     load_predicate,
     load_price_table,
     run_metrics,
 )
+from core.errors import AnalysisError
 
 from .common import load_any, print_json
 
@@ -178,14 +178,14 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--executor",
-                help="Executor module:function or 'recorded': knock each call out by replaying (core.knockout).",
+                help="Executor module:function or 'recorded': knock each call out by replaying (core.effects.knockout).",
             ),
         ] = None,
     ) -> None:
         """Lineage of the final output: contributing and unused calls, redactions."""
         rec = load_any(file)
         if executor is not None:
-            from core.knockout import knockout_runner
+            from core.effects.knockout import knockout_runner
 
             rep = audit_run(rec, knockout=knockout_runner(executor, rec))
         else:

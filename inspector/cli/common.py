@@ -9,8 +9,8 @@ import orjson
 import typer
 
 from core.importers.opened import Opened
-from core.io import load_recording
-from core.recording import Recording
+from core.record.io import load_recording
+from core.record.recording import Recording
 
 
 def load_any(

@@ -3,10 +3,10 @@
 * ``sweep BASE [--executor M:F|recorded] [--candidates errors|tools|all]
   [--strategy resample|knockout|fixture] [--jobs N] [--repeat N] [--fixtures F]
   [--outcome M:F] [--no-store] [--json]`` — one branch per candidate call, replayed,
-  ranked (:func:`core.sweep.run_sweep`); ``--json`` prints the ranked effects best
+  ranked (:func:`core.effects.sweep.run_sweep`); ``--json`` prints the ranked effects best
   first, each naming its target call's ``seq``.
 * ``effects [--base FILE] [--outcome M:F] [--refresh] [--json]`` — rank every replay of
-  a base stored in the workspace (:func:`core.causal.workspace_effects`), store and print;
+  a base stored in the workspace (:func:`core.effects.causal.workspace_effects`), store and print;
   ``effects --replay ID`` prints the stored evidence of one replay (causal record, diffs).
 
 Both take ``--workspace DIR`` (default ``./.chassis-inspector``). Rules: docs/effects.md.
@@ -20,13 +20,13 @@ from typing import Annotated, Any
 
 import typer
 
-from core.canonical import canonical_json
-from core.causal import workspace_effects
-from core.effects import Effect
+from core.analysis.metrics import load_predicate
+from core.effects.causal import workspace_effects
+from core.effects.ranking import Effect
+from core.effects.sweep import CANDIDATE_SETS, STRATEGIES, run_sweep
 from core.errors import AnalysisError
-from core.metrics import load_predicate
-from core.recording import Recording
-from core.sweep import CANDIDATE_SETS, STRATEGIES, run_sweep
+from core.record.canonical import canonical_json
+from core.record.recording import Recording
 from core.workspace import DEFAULT_DIR, Workspace
 
 from .common import echo_err, load_any, print_json

@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 
 from core.errors import FormatError, SourceImportError
-from core.io import atomic_write_bytes
-from core.recording import Recording
+from core.record.io import atomic_write_bytes
+from core.record.recording import Recording
 
 from .common import check_output, opened_notices_each, print_json
 

@@ -5,7 +5,7 @@ recording; ``--all -o DIR`` writes every run of a multi-run source (one file per
 named after the run id); ``--list`` only lists the runs. The format is detected
 unless ``--from`` names it. Import warnings are printed on stderr (and stored in the
 recording's ``metadata.source.warnings``). Existing outputs are never overwritten
-without ``--force``; files are written atomically (:func:`core.io.save_recording`).
+without ``--force``; files are written atomically (:func:`core.record.io.save_recording`).
 A truncated source fails with a "truncated" error; ``--recover`` writes the runs
 recovered from before the damage instead (marked incomplete).
 """
@@ -20,7 +20,7 @@ import typer
 
 from core.importers import IMPORTERS, ImportedRun, import_file, select_run
 from core.importers.base import group_warnings
-from core.io import save_recording
+from core.record.io import save_recording
 
 from .common import check_output, echo_err, print_json
 

@@ -9,9 +9,9 @@ import orjson
 import typer
 
 from core.errors import FormatError
-from core.io import atomic_write_bytes, parse_json, recording_from_dict, recording_to_dict
-from core.migrate import detect_version
-from core.recording import ModelRecord, Recording, ToolRecord
+from core.record.io import atomic_write_bytes, parse_json, recording_from_dict, recording_to_dict
+from core.record.migrate import detect_version
+from core.record.recording import ModelRecord, Recording, ToolRecord
 
 from .common import check_output, echo_err, load_any, print_json
 

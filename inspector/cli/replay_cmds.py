@@ -25,7 +25,12 @@ import orjson
 import typer
 from typer.core import TyperGroup
 
-from core.branch import (
+from core.errors import BranchError, FixtureError, WorkspaceError
+from core.record.canonical import args_hash
+from core.record.io import atomic_write_bytes
+from core.record.recording import Recording
+from core.record.userjson import loads_user_json
+from core.replay.branch import (
     Branch,
     load_branch,
     load_interventions,
@@ -34,14 +39,9 @@ from core.branch import (
     save_branch,
     validate_branch,
 )
-from core.canonical import args_hash
-from core.errors import BranchError, FixtureError, WorkspaceError
-from core.fixtures import Fixture, load_output_file, parse_scope
-from core.io import atomic_write_bytes
-from core.recording import Recording
-from core.replay_record import ReplayRecord
-from core.replays import dry_run, resolve_executor, resume_replay, start_replay
-from core.userjson import loads_user_json
+from core.replay.fixtures import Fixture, load_output_file, parse_scope
+from core.replay.replay_record import ReplayRecord
+from core.replay.replays import dry_run, resolve_executor, resume_replay, start_replay
 from core.workspace import NoWorkspace, Workspace
 
 from .common import check_output, load_any, print_json

@@ -18,8 +18,9 @@ from typing import Annotated
 
 import typer
 
-from core.recording import RECORD_KINDS
-from core.timeline import TimelineIndex, format_duration, format_offset, rows_to_csv
+from core.analysis.timeline import TimelineIndex
+from core.analysis.timeline_text import format_duration, format_offset, rows_to_csv
+from core.record.recording import RECORD_KINDS
 
 from .common import echo_err, opened_notices_each, print_json
 

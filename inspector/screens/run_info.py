@@ -16,10 +16,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from core.analysis.timeline_text import one_line
 from core.importers.opened import Opened
-from core.jsonvalues import display_text
-from core.recording import Recording
-from core.timeline import one_line
+from core.record.jsonvalues import display_text
+from core.record.recording import Recording
 
 from ..runinfo import (
     group_warnings,

@@ -22,10 +22,10 @@ from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import Worker
 
+from core.analysis.timeline import VIEW_KINDS as RECORD_KINDS
+from core.analysis.timeline import TimelineIndex
 from core.errors import FormatError
-from core.recording import ModelRecord, ToolRecord
-from core.timeline import VIEW_KINDS as RECORD_KINDS
-from core.timeline import TimelineIndex
+from core.record.recording import ModelRecord, ToolRecord
 
 from ..loader import LoadedRecording
 from ..runinfo import marked_seqs

@@ -18,9 +18,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static, TabbedContent, TabPane
 
+from core.analysis.timeline import TimelineIndex, transcript_for
+from core.analysis.timeline_text import format_duration, one_line
 from core.errors import FormatError
-from core.recording import ModelRecord, ToolRecord
-from core.timeline import TimelineIndex, format_duration, one_line, transcript_for
+from core.record.recording import ModelRecord, ToolRecord
 
 from .json_tree import JsonTree
 from .transcript import TranscriptView

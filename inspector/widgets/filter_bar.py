@@ -14,7 +14,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from core.timeline import VIEW_KINDS as RECORD_KINDS
+from core.analysis.timeline import VIEW_KINDS as RECORD_KINDS
 
 KIND_KEYS = {kind: str(i + 1) for i, kind in enumerate(RECORD_KINDS)}
 #: chip labels when the bar is narrower than :data:`COMPACT_BELOW` cells (or than the

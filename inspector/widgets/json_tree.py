@@ -18,7 +18,7 @@ from textual.widgets import Tree
 from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.tree import TreeNode
 
-from core.jsonvalues import display_text, is_tagged
+from core.record.jsonvalues import display_text, is_tagged
 
 FOLD_AT = 100
 WRAP_AT = 110

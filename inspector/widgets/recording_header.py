@@ -7,9 +7,10 @@ from pathlib import Path
 from rich.text import Text
 from textual.widgets import Static
 
-from core.recording import Recording
-from core.timeline import VIEW_KINDS as RECORD_KINDS
-from core.timeline import TimelineSummary, format_duration, one_line
+from core.analysis.timeline import VIEW_KINDS as RECORD_KINDS
+from core.analysis.timeline import TimelineSummary
+from core.analysis.timeline_text import format_duration, one_line
+from core.record.recording import Recording
 
 from ..runinfo import marked_seqs, run_outcome
 
@@ -40,7 +41,7 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     ``verifying`` adds a note that the full verification is still running."""
     t = Text()
     t.append(Path(path).name, style="bold")
-    # the outcome as `chassis-inspector metrics` computes it (core.metrics.outcome_of);
+    # the outcome as `chassis-inspector metrics` computes it (core.analysis.metrics.outcome_of);
     # fields such as exit_status are shown as what they are
     outcome, _ = run_outcome(recording)
     t.append("  outcome ", style="dim")

@@ -3,7 +3,7 @@
 A Line API widget (``ScrollView`` + ``render_line``): only the visible lines are ever
 rendered, and rendered lines are memoised in an LRU cache keyed by everything that
 changes their look, so a recording of 1,000,000 records scrolls as fast as one of 100.
-Data comes from a :class:`core.timeline.TimelineIndex` (columnar); the rows shown are
+Data comes from a :class:`core.analysis.timeline.TimelineIndex` (columnar); the rows shown are
 ``view``, a list of record positions (the filtered selection), set by the screen.
 
 Messages up: :class:`TimelineTable.RecordHighlighted` when the cursor moves,
@@ -27,7 +27,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from core.timeline import TimelineIndex, format_duration, format_offset
+from core.analysis.timeline import TimelineIndex
+from core.analysis.timeline_text import format_duration, format_offset
 
 KIND_LABELS = {
     "model": "model",

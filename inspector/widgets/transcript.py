@@ -16,9 +16,10 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from core.jsonvalues import display_text, is_tagged
-from core.recording import STANDARD_ROLES, ChatMessage
-from core.timeline import TranscriptEntry, one_line
+from core.analysis.timeline import TranscriptEntry
+from core.analysis.timeline_text import one_line
+from core.record.jsonvalues import display_text, is_tagged
+from core.record.recording import STANDARD_ROLES, ChatMessage
 
 FOLD_LINES = 8
 #: a thinking part is shown folded to this many characters (and 3 lines) until z
@@ -59,7 +60,7 @@ def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
 
     Text parts are shown as text; ``thinking`` parts as a dimmed block (folded to its
     first lines until expanded); other parts as ``[type]`` and their JSON; tagged
-    values through :func:`core.jsonvalues.display_text`; tool calls with their
+    values through :func:`core.record.jsonvalues.display_text`; tool calls with their
     arguments pretty-printed (:func:`arguments_text`)."""
     body = Text()
     content = msg.content

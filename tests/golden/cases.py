@@ -16,7 +16,8 @@ import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.builders import ROOT
+
 SAMPLES = ROOT / "sample_recordings"
 GOLDEN = ROOT / "tests" / "data" / "golden"
 

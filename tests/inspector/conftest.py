@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from inspector.loader import LoadedRecording, load_for_view
+from tests.builders import ROOT, write_recording
 
-from .builders import write_recording
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = ROOT
 #: a real recording produced by the bundled sample agent (planted tool failure)
 REAL_SAMPLE = REPO / "sample_recordings" / "sample-agent-fault-tool-error.json"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from core.recording import ModelRecord, ToolRecord
+from core.record.recording import ModelRecord, ToolRecord
 from inspector.app import InspectorApp
 from inspector.commands import TIMELINE_COMMANDS
 from inspector.screens.help import HelpScreen
@@ -17,8 +17,7 @@ from inspector.widgets.detail_pane import DetailPane
 from inspector.widgets.json_tree import JsonTree
 from inspector.widgets.timeline_table import TimelineTable
 from inspector.widgets.transcript import MessageBlock, TranscriptView
-
-from .builders import UNIQUE_RESULT
+from tests.builders import UNIQUE_RESULT
 
 pytestmark = pytest.mark.asyncio
 
@@ -272,7 +271,7 @@ async def test_copy_key_args_hash_and_json(built, monkeypatch):
         await settle(pilot, app)
         await pilot.press("e", "y", "a", "c")
         rec = screen_of(app).index.record(screen_of(app).table.cursor_position)
-        from core.canonical import args_hash
+        from core.record.canonical import args_hash
 
         assert copied[0] == rec.key
         assert copied[1] == args_hash(rec.arguments)
@@ -438,8 +437,8 @@ async def test_bad_keymaps_are_rejected(tmp_path, content, reason):
 
 async def test_only_visible_rows_are_rendered_in_a_big_recording(monkeypatch):
     """200,000 records: opening, End and PgUp render and summarize only what is visible."""
-    from core.recording import Recording
-    from core.timeline import TimelineIndex
+    from core.analysis.timeline import TimelineIndex
+    from core.record.recording import Recording
     from inspector.loader import LoadedRecording
 
     n = 200_000

@@ -3,14 +3,14 @@ warnings, adaptive columns, transcript rendering, link fallback, empty filters."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from rich.text import Text
 
-from core.io import load_recording as load
-from core.metrics import outcome_of
-from core.recording import (
+from core.analysis.metrics import outcome_of
+from core.analysis.timeline import transcript_for
+from core.analysis.timeline_text import format_duration
+from core.record.io import load_recording as load
+from core.record.recording import (
     ChatMessage,
     InterruptRecord,
     ModelRecord,
@@ -21,7 +21,6 @@ from core.recording import (
     ToolRecord,
     ToolResult,
 )
-from core.timeline import format_duration, transcript_for
 from inspector.app import InspectorApp
 from inspector.loader import LoadedRecording, load_for_view
 from inspector.runinfo import group_warnings, marked_seqs, open_notice
@@ -36,10 +35,11 @@ from inspector.widgets.transcript import (
     arguments_text,
     message_text,
 )
+from tests.builders import ROOT
 
 from .test_app_pilot import screen_of, seq_at_cursor, settle
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = ROOT
 WHO_AND_WHEN = REPO / "sample_recordings" / "who-and-when-hand-crafted-1.json"
 FAULT = REPO / "sample_recordings" / "sample-agent-fault-tool-error.json"
 SWE = REPO / "sample_recordings" / "swe-agent-pydicom-1458.json"
@@ -291,7 +291,7 @@ async def test_errors_only_on_a_run_without_errors_says_so():
 
 
 async def test_error_jump_centres_the_row(built_path, tmp_path):
-    from .builders import write_recording
+    from tests.builders import write_recording
 
     loaded = load_for_view(write_recording(tmp_path / "padded.json", n_padding=200))
     app = InspectorApp(loaded)

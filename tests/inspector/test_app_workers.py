@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.timeline import TimelineIndex
+from core.analysis.timeline import TimelineIndex
 from inspector.app import InspectorApp
 from inspector.screens.error import ErrorScreen
 from inspector.screens.timeline import TimelineScreen

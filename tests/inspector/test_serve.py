@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from .builders import write_recording
+from tests.builders import ROOT, write_recording
 
-ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 
 

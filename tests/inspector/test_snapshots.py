@@ -10,8 +10,7 @@ from pathlib import Path
 
 from inspector.app import InspectorApp
 from inspector.loader import load_for_view
-
-from .builders import write_recording
+from tests.builders import write_recording
 
 
 def _app(tmp_path: Path) -> InspectorApp:

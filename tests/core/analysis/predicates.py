@@ -1,6 +1,6 @@
 """Outcome predicates used by the metrics tests (referenced as ``module:function``)."""
 
-from core.recording import Recording
+from core.record.recording import Recording
 
 
 def refund_issued(rec: Recording):

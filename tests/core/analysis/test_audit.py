@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from core.audit import KnockoutResult, KnockoutRunner, audit
+from core.analysis.audit import KnockoutResult, KnockoutRunner, audit
 from core.importers import import_file
-from core.recording import Recording
-from core.redaction import REDACTED
+from core.record.recording import Recording
+from core.record.redaction import REDACTED
+from tests.builders import ROOT, TESTS, model, msg, recording, tool
 
-from .builders import model, msg, recording, tool
-
-DATA = Path(__file__).parents[2] / "data" / "analysis"
-REAL = Path(__file__).parents[2] / "data" / "real_traces"
+DATA = TESTS / "data" / "analysis"
+REAL = TESTS / "data" / "real_traces"
 
 SYS = msg("system", "answer questions")
 USER = msg("user", "weather in Paris and a joke?")
@@ -222,7 +219,7 @@ def test_empty_result_cannot_be_told():
 
 
 def test_swe_agent_sample_repeated_edit_and_empty_output():
-    path = Path(__file__).parents[3] / "sample_recordings" / "swe-agent-pydicom-1458.json"
+    path = ROOT / "sample_recordings" / "swe-agent-pydicom-1458.json"
     rec = Recording.load(path)
     calls = by_seq(audit(rec))
     assert calls[13].status == calls[15].status == "contributed"

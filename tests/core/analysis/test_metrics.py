@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 import pytest
 
-from core.errors import AnalysisError
-from core.metrics import (
+from core.analysis.metrics import (
     COMPARISON_SCHEMA,
     RUN_SCHEMA,
     comparison_metrics,
@@ -20,11 +17,11 @@ from core.metrics import (
     step_of,
     validate_price_table,
 )
-from core.recording import Recording
+from core.errors import AnalysisError
+from core.record.recording import Recording
+from tests.builders import ROOT, TESTS, model, msg, recording, tool
 
-from .builders import model, msg, recording, tool
-
-DATA = Path(__file__).parents[2] / "data" / "analysis"
+DATA = TESTS / "data" / "analysis"
 
 
 def known_run(**metadata) -> Recording:
@@ -113,7 +110,7 @@ def test_run_totals_from_metadata_when_no_call_recorded_usage():
 def test_swe_agent_model_stats_become_usage_totals():
     from core.importers.swe_agent import usage_totals_from_model_stats
 
-    rec = Recording.load(Path(__file__).parents[3] / "sample_recordings" / "swe-agent-pydicom-1458.json")
+    rec = Recording.load(ROOT / "sample_recordings" / "swe-agent-pydicom-1458.json")
     assert rec.metadata["usage_totals"] == {
         "input_tokens": 122612,
         "output_tokens": 1369,

@@ -9,8 +9,8 @@ from deepdiff import DeepDiff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import core.payload_diff as pdmod
-from core.payload_diff import (
+import core.analysis.payload_diff as pdmod
+from core.analysis.payload_diff import (
     PINNED_OPTIONS,
     Change,
     payload_diff,

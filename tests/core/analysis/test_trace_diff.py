@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.align import align, opcodes
-from core.diff import (
+from core.analysis.align import align, opcodes
+from core.analysis.diff import (
     ALL_KINDS,
     FirstDivergence,
     output_diff,
@@ -17,8 +17,7 @@ from core.diff import (
     tool_diffs,
     trace_diff,
 )
-
-from .builders import lifecycle, model, msg, recording, snapshot, stream, tool
+from tests.builders import lifecycle, model, msg, recording, snapshot, stream, tool
 
 
 def ops(d):
@@ -123,7 +122,7 @@ def test_calls_of_different_tools_are_never_paired(capsys):
 
 def test_a_mixed_pair_keeps_both_tool_names_and_the_cli_does_not_pair_them(capsys, tmp_path):
     """A trace whose pair mixes two tools (as a caller may build) is labelled with both."""
-    from core.diff import TraceDiff, TraceOp
+    from core.analysis.diff import TraceDiff, TraceOp
     from inspector.cli import main
 
     base = recording(tool(0, "think", {"thought": "t"}, ""))
@@ -302,7 +301,7 @@ def test_output_diff_text_and_json():
 
 def test_calls_whose_identity_cannot_be_canonicalized_still_align():
     """Imported calls may carry key None (e.g. an integer beyond ±(2**53-1))."""
-    from core.recording import ToolRecord, ToolResult
+    from core.record.recording import ToolRecord, ToolResult
 
     def keyless(seq, n, content):
         return ToolRecord(seq=seq, tool="big", arguments={"n": n}, result=ToolResult(content=content))

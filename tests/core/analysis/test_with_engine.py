@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from core.branch import ToolResultIntervention, new_branch
-from core.diff import trace_diff
-from core.engine import ReplayEngine
-from core.fixtures import Fixture, FixtureGateway
-from core.metrics import comparison_metrics
-from core.recording import ChatMessage, ModelResponse, ToolResult
-
-from ..engine.helpers import MODEL, chat_recording
+from core.analysis.diff import trace_diff
+from core.analysis.metrics import comparison_metrics
+from core.record.recording import ChatMessage, ModelResponse, ToolResult
+from core.replay.branch import ToolResultIntervention, new_branch
+from core.replay.engine import ReplayEngine
+from core.replay.fixtures import Fixture, FixtureGateway
+from tests.builders import MODEL, chat_recording
 
 
 def replay(base, at, interventions=(), **kw):

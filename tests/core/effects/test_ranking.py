@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.effects import (
+from core.effects.ranking import (
     DRIFT_FACTOR,
     FIXTURE_FACTOR,
     LEVEL_CONFIDENCE,

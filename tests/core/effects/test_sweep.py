@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
 import pytest
 
-from core.branch import (
+from core.effects.causal import (
+    compare_replay,
+    intervention_set_id,
+    intervention_targets,
+    workspace_effects,
+)
+from core.effects.sweep import SweepError, run_sweep, sweep_candidates
+from core.errors import FixtureError
+from core.examples.sample_agent import Fault, make_executor, record_run
+from core.record.io import dumps_recording
+from core.record.recording import ChatMessage, ErrorInfo, Recording, ToolResult
+from core.replay.branch import (
     MessagesIntervention,
     ModelResponseIntervention,
     OptionsIntervention,
@@ -16,21 +25,10 @@ from core.branch import (
     ToolResultIntervention,
     new_branch,
 )
-from core.causal import (
-    compare_replay,
-    intervention_set_id,
-    intervention_targets,
-    workspace_effects,
-)
-from core.engine import ReplayEngine
-from core.errors import FixtureError
-from core.io import dumps_recording
-from core.recording import ChatMessage, ErrorInfo, Recording, ToolResult
-from core.sample_agent import Fault, make_executor, record_run
-from core.sweep import SweepError, run_sweep, sweep_candidates
+from core.replay.engine import ReplayEngine
 from core.workspace import Workspace
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "sample_recordings"
 FAULTY = sorted((SAMPLES / "attribution").glob("*.json")) + sorted(SAMPLES.glob("sample-agent-fault-*.json"))
 SUCCESS = SAMPLES / "sample-agent-success.json"

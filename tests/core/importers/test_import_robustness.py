@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from core.errors import FormatError, SourceImportError
 from core.importers import NATIVE, TruncatedSourceError, detect, import_file, open_any, select_run
 from core.importers._source import salvage_json
-from core.io import load_recording
-from core.jsonvalues import decode_value
-from core.recording import ModelRecord, Recording, ToolRecord
-from core.redaction import REDACTED
+from core.record.io import load_recording
+from core.record.jsonvalues import decode_value
+from core.record.recording import ModelRecord, Recording, ToolRecord
+from core.record.redaction import REDACTED
+from tests.builders import TESTS
 
-REAL = Path(__file__).resolve().parents[2] / "data" / "real_traces"
+REAL = TESTS / "data" / "real_traces"
 EVAL = REAL / "inspect_ai" / "log_message_deduplication.eval"
 TAU = REAL / "tau_bench" / "gpt-4o-airline.json"
 
@@ -490,7 +491,7 @@ def test_a_damaged_native_recording_is_reported_by_the_loader(tmp_path: Path) ->
 
 def test_tag_big_ints_rebuilds_records_holding_raw_big_integers() -> None:
     from core.importers._build import identity_key, record_identity, tag_big_ints
-    from core.recording import ChatMessage, ModelRequest, ModelResponse, ToolResult, Usage
+    from core.record.recording import ChatMessage, ModelRequest, ModelResponse, ToolResult, Usage
 
     tool = ToolRecord.model_construct(
         seq=0,

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from core.importers import NATIVE, ImportWarning, Opened, RunRef, TruncatedSourceError, open_any
+from tests.builders import TESTS
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = TESTS / "data"
 REAL = DATA / "real_traces"
 NATIVE_FILE = DATA / "analysis" / "sample-agent-success.json"
 INSPECT = REAL / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.json"

@@ -15,8 +15,8 @@ import pytest
 from core.errors import FormatError
 from core.importers.otel import OtelImporter, export_otlp, recording_to_otlp
 from core.importers.vcr import VcrImporter
-from core.jsonvalues import decode_value, load_json_lenient
-from core.recording import (
+from core.record.jsonvalues import decode_value, load_json_lenient
+from core.record.recording import (
     ChatMessage,
     ErrorInfo,
     InterruptRecord,
@@ -30,8 +30,9 @@ from core.recording import (
     Usage,
 )
 from inspector.cli import main
+from tests.builders import ROOT, TESTS
 
-HERE = Path(__file__).resolve().parents[2] / "data"
+HERE = TESTS / "data"
 OTEL = HERE / "otel"
 CASSETTES = sorted((HERE / "real_traces" / "vcr_cassettes").glob("*.yaml"))
 IMP = OtelImporter()
@@ -337,7 +338,7 @@ def test_big_integers_import_tagged_keyless_and_the_recording_saves(tmp_path):
 def test_cli_import_of_otlp_holding_big_integers_end_to_end(tmp_path):
     src = _otlp_with_big_integers(tmp_path)
     out = tmp_path / "out.json"
-    root = Path(__file__).resolve().parents[3]
+    root = ROOT
     proc = subprocess.run(
         [sys.executable, "-m", "inspector", "import", str(src), "-o", str(out)],
         capture_output=True,
@@ -547,7 +548,7 @@ def test_invalid_unicode_in_otlp_attributes(tmp_path):
     assert back.records[1].result.content == t.result.content
 
 
-SAMPLES = sorted((Path(__file__).resolve().parents[3] / "sample_recordings").glob("*.json"))
+SAMPLES = sorted((ROOT / "sample_recordings").glob("*.json"))
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)

@@ -11,11 +11,12 @@ import orjson
 import pytest
 
 from core.importers import detect, import_file
-from core.io import load_recording
-from core.recording import InterruptRecord, ModelRecord, ToolRecord
+from core.record.io import load_recording
+from core.record.recording import InterruptRecord, ModelRecord, ToolRecord
+from tests.builders import TESTS
 
-REAL = Path(__file__).resolve().parents[2] / "data" / "real_traces"
-DATA = Path(__file__).resolve().parents[2] / "data" / "importers"
+REAL = TESTS / "data" / "real_traces"
+DATA = TESTS / "data" / "importers"
 
 # file → (format, runs, model calls, tool calls) from SOURCES.md
 EXPECTED = {

@@ -4,14 +4,12 @@ valid recording with the failure the README describes."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from core.importers import import_file, select_run
-from core.io import load_recording
+from core.record.io import load_recording
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 REAL = ROOT / "tests" / "data" / "real_traces"
 SAMPLES = ROOT / "sample_recordings"
 

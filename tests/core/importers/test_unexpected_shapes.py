@@ -10,8 +10,9 @@ import pytest
 from core.errors import FormatError
 from core.importers import import_file
 from inspector.cli import main
+from tests.builders import TESTS
 
-DATA = Path(__file__).parents[2] / "data" / "real_traces"
+DATA = TESTS / "data" / "real_traces"
 
 
 def _damage_openhands(doc):

@@ -13,10 +13,11 @@ import yaml
 
 from core.errors import FormatError
 from core.importers.vcr import VcrImporter, parse_sse
-from core.jsonvalues import decode_value, display_text, invalid_unicode_bytes, is_tagged
-from core.recording import ModelRecord, Recording, ToolRecord
+from core.record.jsonvalues import decode_value, display_text, invalid_unicode_bytes, is_tagged
+from core.record.recording import ModelRecord, Recording, ToolRecord
+from tests.builders import ROOT, TESTS
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "real_traces" / "vcr_cassettes"
+DATA = TESTS / "data" / "real_traces" / "vcr_cassettes"
 ERROR_TOOL = DATA / "crewai__test_tools_emits_error_events.yaml"
 ANTHROPIC_TOOL = DATA / "crewai__TestAnthropicNativeToolCalling.test_anthropic_agent_with_native_tool_calling.yaml"
 PARALLEL = DATA / "pydantic-ai__test_anthropic__test_multiple_parallel_tool_calls.yaml"
@@ -658,7 +659,7 @@ def test_cassette_bodies_are_not_mutated_by_orjson_dump(tmp_path):
         orjson.loads(rec.dumps())
 
 
-SAMPLES = Path(__file__).resolve().parents[3] / "sample_recordings"
+SAMPLES = ROOT / "sample_recordings"
 
 
 @pytest.mark.parametrize(

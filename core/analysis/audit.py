@@ -1,0 +1,504 @@
+"""Audit of an outcome: the lineage of a run's final output (SPEC "Audit").
+
+:func:`audit` answers "which calls produced this answer?" from the recording alone:
+
+1. The **final call** is the model call whose response is the final answer
+   (:func:`core.analysis.metrics.final_model_record`: the last model call, when it succeeded and
+   requested no tool). When only tool records without ``tool_call_id`` follow it (text
+   actions: SWE-agent's ``submit``, the next agent's turn in a Who&When log), they are
+   linked to it (``issued``) and the last one is the final call: its result is the final
+   output. Benchmark metadata (Who&When ``ground_truth``: the expected answer) is never
+   taken as the run's output.
+2. **Links.** For every model call, each message of its request is traced to the call
+   that produced it: a ``tool`` message by its ``tool_call_id``; any other message,
+   whatever its role, to an earlier model response with the same text (``transcript``)
+   or to an earlier tool result it equals or contains (``content``) — text-mode agents
+   wrap observations in ``user`` messages, multi-agent logs replay agents' outputs as
+   ``assistant``/``user`` messages under the agent's name. Content matches are attributed
+   by position: the messages of one request are taken from the last back, each to the
+   latest earlier tool result no later message of that request claimed, so identical
+   results repeated in the transcript count once each; transcript inclusion means same
+   text and same tool-call ids. A tool record is also linked to the model call whose response
+   *issued* it (its ``tool_call_id`` among that response's ``tool_calls``).
+3. **Lineage.** Walking those links back from the final call gives the calls that
+   *contributed*; every other call did not, with the reason (its result never reached a
+   later request; it reached only calls outside the lineage; its response is not in the
+   final transcript; it failed; it came after the final output). A tool without
+   ``tool_call_id`` whose result is empty is ``unknown`` ("cannot tell (empty result)"):
+   an empty output leaves nothing to match.
+4. **Quoted values.** For each contributing tool, the values of its result that appear
+   verbatim in the final output (strings of 4+ characters, numbers of 3+ digits) — a
+   hint of *how* it was used, not a proof.
+5. **Redaction.** Every place where redaction hid content (the ``[REDACTED]`` marker in
+   a call's arguments, result or response, or in the final request's messages, and tool
+   results flagged ``redacted``), with whether it lies on the lineage — then the audit
+   cannot tell what the hidden content contributed.
+
+**Knockout** (what happens to the outcome when one call is removed or answered
+differently) needs a replay with a wired executor. :func:`audit` accepts a
+:class:`KnockoutRunner` (:class:`core.effects.knockout.ReplayKnockout` replays through the engine
+and an executor; ``audit --executor``); without one ``knockout`` is reported as not
+run, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+
+from ..record.recording import ChatMessage, ModelRecord, Recording, ToolRecord
+from ..record.redaction import REDACTED
+from .metrics import final_model_record, final_output
+from .payload_diff import pointer
+
+__all__ = [
+    "AuditReport",
+    "CallLineage",
+    "KnockoutResult",
+    "KnockoutRunner",
+    "LineageEdge",
+    "Redaction",
+    "audit",
+]
+
+
+@dataclass(frozen=True)
+class KnockoutResult:
+    """What one knockout replay found: the call ``seq``, the replay's ``outcome``,
+    whether the final output changed, a free ``detail`` (e.g. a replay id) and
+    ``outcome_changed`` (whether the outcome differs from the recorded run's; ``None``
+    when the runner does not say or the replay did not finish)."""
+
+    seq: int
+    outcome: str
+    final_output_changed: bool
+    detail: str = ""
+    outcome_changed: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "outcome": self.outcome,
+            "final_output_changed": self.final_output_changed,
+            "detail": self.detail,
+            "outcome_changed": self.outcome_changed,
+        }
+
+
+@runtime_checkable
+class KnockoutRunner(Protocol):
+    """The extension point for knockout analysis: replays ``recording`` with the call at
+    ``seq`` knocked out (through the replay engine and a wired executor) and reports."""
+
+    def knockout(self, recording: Recording, seq: int) -> KnockoutResult: ...
+
+
+@dataclass(frozen=True)
+class LineageEdge:
+    """``source`` seq flowed into ``target`` seq ``via`` ``tool_call_id`` (a tool result
+    read by a model call), ``content`` (same, matched by equal content), ``transcript``
+    (a response included in a later request) or ``issued`` (a response that requested
+    the tool call)."""
+
+    source: int
+    target: int
+    via: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "target": self.target, "via": self.via}
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """Content hidden by redaction: record ``seq``, JSON Pointer ``path`` inside the
+    record, and whether the record is on the lineage of the final output."""
+
+    seq: int
+    path: str
+    in_lineage: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "path": self.path, "in_lineage": self.in_lineage}
+
+
+@dataclass
+class CallLineage:
+    """One call's part in the final output.
+
+    ``status``: ``final`` (the call that produced it), ``contributed``, ``unused`` or
+    ``unknown`` (cannot tell: an empty result of a tool without ``tool_call_id``);
+    ``via``: how it flowed (edge kinds out of it toward the lineage); ``reason``: why an
+    unused call did not contribute (or why an unknown one cannot be told); ``included_at``: seq of the first model request that
+    included its result/response; ``quoted``: values of a tool result found verbatim in
+    the final output; ``redacted``: pointers of hidden content; ``knockout``: a
+    :class:`KnockoutResult` when a runner was given."""
+
+    seq: int
+    kind: str
+    name: str
+    status: str
+    via: list[str] = field(default_factory=list)
+    reason: str = ""
+    included_at: int | None = None
+    quoted: list[str] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)
+    knockout: KnockoutResult | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "name": self.name,
+            "status": self.status,
+            "via": self.via,
+            "reason": self.reason,
+            "included_at": self.included_at,
+            "quoted": self.quoted,
+            "redacted": self.redacted,
+            "knockout": self.knockout.to_json() if self.knockout else None,
+        }
+
+
+@dataclass
+class AuditReport:
+    """Result of :func:`audit`: ``final_seq`` (``None`` when the run has no final
+    output), ``final_output``, one :class:`CallLineage` per tool/model call in order,
+    the ``edges``, the ``redactions`` and the ``knockout`` status text (``not run: …``
+    without a runner; with one, ``run: …`` and how many knockouts changed the outcome,
+    the final output, or could not be replayed)."""
+
+    final_seq: int | None
+    final_output: Any
+    calls: list[CallLineage]
+    edges: list[LineageEdge]
+    redactions: list[Redaction]
+    knockout: str
+
+    def contributed(self) -> list[CallLineage]:
+        """Calls with status ``final`` or ``contributed``."""
+        return [c for c in self.calls if c.status in ("final", "contributed")]
+
+    def unused(self) -> list[CallLineage]:
+        """Calls with status ``unused``."""
+        return [c for c in self.calls if c.status == "unused"]
+
+    def unknown(self) -> list[CallLineage]:
+        """Calls with status ``unknown``: the recording cannot tell whether they
+        contributed (a tool without a ``tool_call_id`` whose result is empty has nothing
+        to match in the transcript)."""
+        return [c for c in self.calls if c.status == "unknown"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "final_seq": self.final_seq,
+            "final_output": self.final_output,
+            "contributed": [c.seq for c in self.contributed()],
+            "unused": [c.seq for c in self.unused()],
+            "unknown": [c.seq for c in self.unknown()],
+            "calls": [c.to_json() for c in self.calls],
+            "edges": [e.to_json() for e in self.edges],
+            "redactions": [r.to_json() for r in self.redactions],
+            "knockout": self.knockout,
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return str(value)
+
+
+def _message_fp(m: ChatMessage) -> tuple[str, tuple[str, ...]]:
+    ids = tuple(tc.id or tc.name for tc in (m.tool_calls or ()))
+    return (m.text if not isinstance(m.content, list) else _text(m.content), ids)
+
+
+def _tool_content_text(r: ToolRecord) -> str:
+    c = r.result.content
+    if r.result.error is not None and c is None:
+        return r.result.error.message
+    return _text(c)
+
+
+_MIN_CONTAINED = 8
+
+
+def _content_candidates(
+    text: str, by_text: dict[str, list[int]], texts: list[tuple[int, str]], *, allow_exact: bool
+) -> list[int]:
+    """Every earlier tool record whose result could be ``text``, best first: those whose
+    result *is* ``text`` (latest first), then those whose result (8+ characters) is
+    contained in ``text`` (latest first) — text-mode agents wrap observations in a
+    ``user`` message with decorations around the tool's output."""
+    out: list[int] = list(reversed(by_text.get(text, ()))) if allow_exact and text else []
+    seen = set(out)
+    for seq, t in reversed(texts):
+        if seq not in seen and t in text:
+            out.append(seq)
+    return out
+
+
+def _walk_redacted(value: Any, path: list[Any], out: list[str]) -> None:
+    if isinstance(value, str):
+        if REDACTED in value:
+            out.append(pointer(path))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _walk_redacted(v, path + [k], out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _walk_redacted(v, path + [i], out)
+
+
+def _leaves(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        s = value.strip()
+        if s[:1] in ("{", "["):
+            try:
+                yield from _leaves(orjson.loads(s))
+                return
+            except orjson.JSONDecodeError:
+                pass
+        if len(s) >= 4:
+            yield s
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, (int, float)):
+        s = repr(value)
+        if len(s.replace(".", "").replace("-", "")) >= 3:
+            yield s
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditReport:
+    """The lineage of ``rec``'s final output (see module docstring).
+
+    ``knockout``: a runner to call once per tool/model call before the final call; its
+    results land in :attr:`CallLineage.knockout`. Cost: linear in the size of the model
+    requests (every request message is traced once).
+    """
+    calls = [r for r in rec.records if isinstance(r, (ToolRecord, ModelRecord))]
+    final = final_model_record(rec)
+    by_call_id: dict[tuple[str | None, str], ToolRecord] = {}
+    by_call_id_any: dict[str, ToolRecord] = {}
+    issuer: dict[str, int] = {}  # tool_call_id -> model seq that requested it
+    response_fp: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    tool_by_text: dict[str, list[int]] = {}
+    tool_texts: list[tuple[int, str]] = []  # tool results seen so far (long enough to search for)
+    n_tools = 0  # tool records seen so far (part of the content-match cache key)
+    content_cache: dict[tuple[str, int], list[int]] = {}
+    edges: set[tuple[int, int, str]] = set()
+    deps: dict[int, set[int]] = {}
+    included_at: dict[int, int] = {}
+
+    for r in calls:
+        if isinstance(r, ToolRecord):
+            if r.tool_call_id:
+                by_call_id[(r.run_id, r.tool_call_id)] = r
+                by_call_id_any.setdefault(r.tool_call_id, r)
+                src = issuer.get(r.tool_call_id)
+                if src is not None and src < r.seq:
+                    edges.add((src, r.seq, "issued"))
+                    deps.setdefault(r.seq, set()).add(src)
+            text = _tool_content_text(r)
+            n_tools += 1
+            tool_by_text.setdefault(text, []).append(r.seq)
+            if len(text) >= _MIN_CONTAINED:
+                tool_texts.append((r.seq, text))
+            continue
+        # a model call: trace its request messages to earlier calls
+        mine = deps.setdefault(r.seq, set())
+        # Content matches are attributed message by message from the end of the request
+        # back: each message goes to the latest earlier tool result that no later message
+        # of this request has claimed, so two identical results repeated in the
+        # transcript are attributed one each, by position.
+        claimed: set[int] = set()
+        for m in reversed(r.request.messages):
+            src_seq: int | None = None
+            via = ""
+            if m.role == "tool" and m.tool_call_id:
+                t = by_call_id.get((r.run_id, m.tool_call_id)) or by_call_id_any.get(m.tool_call_id)
+                if t is not None and t.seq < r.seq:
+                    src_seq, via = t.seq, "tool_call_id"
+            else:
+                # any other message, whatever its role (multi-agent logs replay another
+                # agent's output as an assistant or user message under that agent's
+                # name): an earlier model response with the same text, or an earlier
+                # tool result it equals or contains. An assistant message prefers the
+                # model response, any other role an exactly equal tool result.
+                resp = [s for s in response_fp.get(_message_fp(m), ()) if s < r.seq]
+                ck = (m.text, n_tools)
+                if ck not in content_cache:
+                    content_cache[ck] = _content_candidates(m.text, tool_by_text, tool_texts, allow_exact=True)
+                cands_c = content_cache[ck]
+                exact_tool = bool(m.text) and m.text in tool_by_text
+                if resp and (m.role == "assistant" or not exact_tool):
+                    src_seq, via = resp[-1], "transcript"
+                else:
+                    src_seq = next((c for c in cands_c if c not in claimed), cands_c[0] if cands_c else None)
+                    if src_seq is not None:
+                        claimed.add(src_seq)
+                        via = "content"
+            if src_seq is not None:
+                mine.add(src_seq)
+                edges.add((src_seq, r.seq, via))
+                included_at[src_seq] = min(included_at.get(src_seq, r.seq), r.seq)
+        if r.response is not None and r.error is None:
+            response_fp.setdefault(_message_fp(r.response.message), []).append(r.seq)
+            for tc in r.response.message.tool_calls or ():
+                if tc.id:
+                    issuer.setdefault(tc.id, r.seq)
+
+    # text actions: tool records after the final model call, none with a tool_call_id
+    # (SWE-agent's `submit`, the next agent's turn in a multi-agent log), were led to by
+    # that call's plain-text response; the run's final output is the last one's result.
+    trailing = _trailing_actions(calls, final)
+    for t in trailing:
+        edges.add((final.seq, t.seq, "issued"))  # type: ignore[union-attr]
+        deps.setdefault(t.seq, set()).add(final.seq)  # type: ignore[union-attr]
+    final_seq = trailing[-1].seq if trailing else (final.seq if final is not None else None)
+
+    # lineage: walk back from the final call
+    lineage: set[int] = set()
+    if final_seq is not None:
+        stack = [final_seq]
+        while stack:
+            s = stack.pop()
+            if s in lineage:
+                continue
+            lineage.add(s)
+            stack.extend(deps.get(s, ()))
+
+    if trailing:
+        last = trailing[-1]
+        out_value = last.result.content if last.result.content is not None else _tool_content_text(last)
+        final_text = _tool_content_text(last)
+    else:
+        out_value = final_output(rec, source="transcript") if final is not None else None
+        final_text = _text(final_output(rec))
+    reached: dict[int, set[int]] = {}
+    for src, dst, edge_via in edges:
+        if edge_via != "issued":
+            reached.setdefault(src, set()).add(dst)
+
+    lineage_calls: list[CallLineage] = []
+    redactions: list[Redaction] = []
+    for r in calls:
+        name = r.tool if isinstance(r, ToolRecord) else r.model
+        hidden: list[str] = []
+        if isinstance(r, ToolRecord):
+            _walk_redacted(r.arguments, ["arguments"], hidden)
+            _walk_redacted(r.result.to_json_obj(), ["result"], hidden)
+            if r.result.redacted and not any(p.startswith("/result") for p in hidden):
+                hidden.append("/result")
+        else:
+            if r.response is not None:
+                _walk_redacted(r.response.message.to_json_obj(), ["response", "message"], hidden)
+            if final is not None and r.seq == final.seq:
+                for i, m in enumerate(r.request.messages):
+                    _walk_redacted(m.to_json_obj(), ["request", "messages", i], hidden)
+        on = r.seq in lineage
+        redactions.extend(Redaction(r.seq, p, on) for p in hidden)
+        via_kinds = sorted({v for s, t, v in edges if s == r.seq and (t in lineage)})
+        if r.seq == final_seq:
+            status, reason = "final", ""
+        elif on:
+            status, reason = "contributed", ""
+        elif any(t.seq == r.seq for t in trailing):
+            status = "unknown"
+            reason = (
+                f"cannot tell (an action of the last model response, seq {final.seq}; "  # type: ignore[union-attr]
+                f"no model call read its result)"
+            )
+        else:
+            reason = _why_unused(r, final, final_seq, reached.get(r.seq, set()), lineage)
+            status = "unknown" if reason.startswith("cannot tell") else "unused"
+        quoted: list[str] = []
+        if on and isinstance(r, ToolRecord) and final_text and r.seq != final_seq:
+            seen: set[str] = set()
+            for leaf in _leaves(r.result.content):
+                if leaf not in seen and leaf in final_text:
+                    seen.add(leaf)
+                    quoted.append(leaf)
+                    if len(quoted) >= 5:
+                        break
+        entry = CallLineage(r.seq, r.kind, name, status, via_kinds, reason, included_at.get(r.seq), quoted, hidden)
+        if knockout is not None and final_seq is not None and r.seq < final_seq:
+            entry.knockout = knockout.knockout(rec, r.seq)
+        lineage_calls.append(entry)
+
+    if knockout is not None:
+        kos = [c.knockout for c in lineage_calls if c.knockout is not None]
+        if not kos:
+            ko = "run: no call before the final output to knock out"
+        else:
+            unk = sum(1 for k in kos if k.outcome == "unknown")
+            done = [k for k in kos if k.outcome != "unknown"]
+            told = [k for k in done if k.outcome_changed is not None]
+            ko = (
+                f"run: each of the {len(kos)} call(s) before the final output was replayed with that call knocked out; "
+            )
+            if told:
+                ko += f"the outcome changed for {sum(1 for k in told if k.outcome_changed)}, "
+            ko += f"the final output changed for {sum(1 for k in done if k.final_output_changed)}"
+            if unk:
+                ko += f"; {unk} could not be replayed (outcome unknown)"
+    else:
+        ko = "not run: knockout needs a replay with an executor (no runner given)"
+    return AuditReport(
+        final_seq=final_seq,
+        final_output=out_value,
+        calls=lineage_calls,
+        edges=[LineageEdge(s, t, v) for s, t, v in sorted(edges)],
+        redactions=redactions,
+        knockout=ko,
+    )
+
+
+def _trailing_actions(calls: list[Any], final: ModelRecord | None) -> list[ToolRecord]:
+    """The tool records after the final model call when all of them are text actions (no
+    ``tool_call_id``): what the final call's plain-text response led to (SWE-agent's
+    ``submit``; the next agent's turn in a Who&When log). Empty otherwise."""
+    if final is None:
+        return []
+    after = [r for r in calls if r.seq > final.seq]
+    if after and all(isinstance(r, ToolRecord) and not r.tool_call_id for r in after):
+        return after
+    return []
+
+
+def _why_unused(r: Any, final: ModelRecord | None, final_seq: int | None, reached: set[int], lineage: set[int]) -> str:
+    if final is None or final_seq is None:
+        return "the run has no final output (it ended on an error or a tool request)"
+    if r.seq > final_seq:
+        return "after the final output"
+    if isinstance(r, ToolRecord):
+        if not reached:
+            if _tool_content_text(r) == "" and not r.tool_call_id:
+                return "cannot tell (empty result)"
+            return "its result never reached a later model request"
+        return "its result reached only calls outside the lineage (seq " + ", ".join(map(str, sorted(reached))) + ")"
+    if r.error is not None or r.response is None:
+        return "the call failed"
+    if not reached:
+        return "its response is not in any later request (not in the final transcript)"
+    return "its response reached only calls outside the lineage (seq " + ", ".join(map(str, sorted(reached))) + ")"

@@ -1,0 +1,715 @@
+"""The timeline of a recording: one row per record, as columns, with search and links.
+
+Shared by the app's timeline table (``inspector``) and the ``chassis-inspector
+timeline`` command, so both show the same rows. No UI here (SPEC "Application":
+timeline, filter by kind, search, jump between errors).
+
+A row (:class:`TimelineRow`) has:
+
+* ``seq`` — the record's seq;
+* ``offset_seconds`` — seconds since the run start (the earliest ``at`` in the
+  recording), ``None`` when the record has no ``at``;
+* ``kind`` — ``model``, ``tool``, ``interrupt``, ``snapshot`` or ``lifecycle``;
+* ``name`` — model identity, tool name, lifecycle event, snapshot generation, or
+  ``interrupt``;
+* ``summary`` — one line: the first words of the response (model), of the arguments and
+  the result (tool; ``⇒ result ⇐ instruction`` when the arguments are just an
+  instruction), the interrupt value, or the composition (snapshot/lifecycle);
+* ``status`` — one of :data:`STATUSES`, by precedence ``error`` > ``interrupted`` /
+  ``input`` > ``redacted`` > ``live-fallback`` > ``replayed`` > ``ok``; an interrupt is
+  ``input`` when its value is a human/user message (see :func:`interrupt_status`), else
+  ``interrupted``;
+* ``duration_seconds`` and ``tokens`` (input + output tokens of a model call).
+
+:class:`TimelineIndex` keeps these as parallel Python lists (columnar: one list per
+field, O(1) access by position) and computes the expensive parts lazily: summaries on
+first display (cached), the search haystack on the first search (a polars string column,
+searched with ``str.contains``). A *position* is an index into ``recording.records``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import FormatError
+from ..record.canonical import args_hash
+from ..record.recording import (
+    RECORD_KINDS,
+    ChatMessage,
+    InterruptRecord,
+    LifecycleRecord,
+    ModelRecord,
+    Record,
+    Recording,
+    SnapshotRecord,
+    ToolRecord,
+)
+from .timeline_text import (
+    _error_text,
+    composition_text,
+    interrupt_text,
+    one_line,
+    record_name,
+    record_summary,
+)
+
+#: the kinds in the order the app and the CLI list them
+VIEW_KINDS = ("model", "tool", "interrupt", "snapshot", "lifecycle")
+_RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
+
+STATUSES = ("ok", "error", "interrupted", "input", "redacted", "replayed", "live-fallback")
+SEPARATOR_KINDS = ("snapshot", "lifecycle")
+OUTCOME_KEYS = ("outcome", "resolved", "exit_status", "status", "result", "success", "score")
+
+
+def record_status(rec: Any) -> str:
+    """The status of a record, by the precedence in the module docstring."""
+    if type(rec) is ToolRecord:
+        if rec.result.error is not None:
+            return "error"
+    elif type(rec) is ModelRecord:
+        if rec.error is not None:
+            return "error"
+    elif type(rec) is InterruptRecord:
+        return interrupt_status(rec.value)
+    if type(rec) is ToolRecord and rec.result.redacted:
+        return "redacted"
+    if rec.live_fallback:
+        return "live-fallback"
+    if rec.replayed:
+        return "replayed"
+    return "ok"
+
+
+_USER_ROLES = frozenset({"human", "user"})
+_USER_TYPES = frozenset({"human", "user", "user_message", "user_input", "human_input", "input"})
+
+
+def interrupt_status(value: Any) -> str:
+    """``input`` when an interrupt's value is a human/user message — an object whose
+    ``role`` or ``source`` is ``human``/``user`` or whose ``type`` is one of
+    ``human``, ``user``, ``user_message``, ``user_input``, ``human_input``, ``input``
+    (e.g. Who&When's opening question, OpenHands' user_message, Inspect's input event) —
+    else ``interrupted`` (an approval, a pause, an agent-state change)."""
+    if isinstance(value, dict) and (
+        value.get("role") in _USER_ROLES or value.get("source") in _USER_ROLES or value.get("type") in _USER_TYPES
+    ):
+        return "input"
+    return "interrupted"
+
+
+def _message_id(m: Any) -> int:
+    """Identity of a request message for :func:`_haystack` (role, name, call id and text)."""
+    return hash((m.role, getattr(m, "name", None), getattr(m, "tool_call_id", None), m.text))
+
+
+def _haystack(rec: Any, previous_request: dict[str | None, Counter[int]]) -> str:
+    """Searchable text of a record: names, arguments, contents, results, errors.
+
+    A model record contributes its response, its error, and the *new* messages of its
+    request: those (other than assistant messages, which are earlier responses, found at
+    their own model call) not already in the previous model call's request of the same
+    run. So the opening prompt is found at the first model call, a tool result at its tool
+    record and at the model call that reads it, and re-carried history never matches.
+    ``previous_request`` maps run_id → the message identities of that run's last model
+    request; this function updates it.
+    """
+    parts: list[str] = [record_name(rec)]
+    if type(rec) is ToolRecord:
+        parts.append(one_line(rec.arguments, 1 << 30))
+        parts.append(one_line(rec.result.content, 1 << 30))
+        if rec.result.error is not None:
+            parts.append(_error_text(rec.result.error))
+        if rec.tool_call_id:
+            parts.append(rec.tool_call_id)
+    elif type(rec) is ModelRecord:
+        before = previous_request.get(rec.run_id, Counter())
+        remaining = Counter(before)
+        now: Counter[int] = Counter()
+        for m in rec.request.messages:
+            mid = _message_id(m)
+            now[mid] += 1
+            if remaining[mid] > 0:
+                remaining[mid] -= 1  # carried over from the previous request
+            elif m.role != "assistant":
+                parts.append(m.text)
+        previous_request[rec.run_id] = now
+        if rec.response is not None:
+            parts.append(rec.response.message.text)
+            for c in rec.response.message.tool_calls or []:
+                parts.append(f"{c.name} {one_line(c.arguments, 1 << 30)} {c.id}")
+        if rec.error is not None:
+            parts.append(_error_text(rec.error))
+    elif type(rec) is InterruptRecord:
+        parts.append(one_line(rec.value, 1 << 30))
+    elif type(rec) is SnapshotRecord:
+        parts.append(composition_text(rec.composition))
+    elif type(rec) is LifecycleRecord:
+        parts.append(one_line(rec.details, 1 << 30))
+    return "\n".join(parts).lower()
+
+
+def _parse_at(at: str | None) -> float | None:
+    if at is None:
+        return None
+    try:
+        return datetime.fromisoformat(at).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One timeline row (fields as in the module docstring); ``position`` is the index
+    of the record in ``recording.records``."""
+
+    position: int
+    seq: int
+    offset_seconds: float | None
+    kind: str
+    name: str
+    summary: str
+    status: str
+    duration_seconds: float | None
+    tokens: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON object (``position`` left out: it is an app detail)."""
+        d = asdict(self)
+        del d["position"]
+        return d
+
+
+@dataclass(frozen=True)
+class TimelineSummary:
+    """Header facts of a recording.
+
+    ``counts`` maps every kind to its count; ``tokens_in``/``tokens_out`` are summed over
+    model calls; ``errors`` counts tool/model records with an error; ``span_seconds`` is
+    last ``at`` − first ``at`` (``None`` without timestamps); ``busy_seconds`` sums
+    ``duration_seconds``; ``outcome`` is the first of :data:`OUTCOME_KEYS` found in the
+    metadata, as text, or ``None``.
+    """
+
+    records: int
+    counts: dict[str, int]
+    tokens_in: int
+    tokens_out: int
+    errors: int
+    span_seconds: float | None
+    busy_seconds: float
+    outcome: str | None
+
+
+class TimelineIndex:
+    """Columnar index of a :class:`~core.record.recording.Recording` for the timeline.
+
+    Building it is one pass over the records (O(n)); row access, error navigation and
+    seq lookup are O(1) or O(log n); the first :meth:`search` builds a lowercase
+    haystack column (O(total text)), later searches are one vectorized scan.
+    """
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self._raw: list[Any] | None = None
+        self._source = "<recording>"
+        self._setup(len(recording.records))
+        counts = dict.fromkeys(RECORD_KINDS, 0)
+        tokens_in = tokens_out = 0
+        times: list[float] = []
+        for i, r in enumerate(recording.records):
+            kind = r.kind
+            counts[kind] += 1
+            self.seqs[i] = r.seq
+            self.kinds[i] = kind
+            if type(r) is ToolRecord:
+                self.names[i] = r.tool
+                self.durations[i] = r.duration_seconds
+                if r.tool_call_id:
+                    self.answered_by.setdefault((r.run_id, r.tool_call_id), i)
+            elif type(r) is ModelRecord:
+                self.names[i] = r.model
+                self.durations[i] = r.duration_seconds
+                resp = r.response
+                if resp is not None:
+                    if resp.usage is not None:
+                        tokens_in += resp.usage.input_tokens
+                        tokens_out += resp.usage.output_tokens
+                        self.tokens[i] = resp.usage.input_tokens + resp.usage.output_tokens
+                    for c in resp.message.tool_calls or ():
+                        self.requested_by.setdefault((r.run_id, c.id), i)
+            else:
+                self.names[i] = record_name(r)
+            status = record_status(r)
+            self.statuses[i] = status
+            if status == "error":
+                self.error_positions.append(i)
+            ts = _parse_at(r.at)
+            if ts is not None:
+                self.offsets[i] = ts  # made relative in _finish
+                times.append(ts)
+        self._finish(recording.metadata, counts, tokens_in, tokens_out, times)
+
+    @classmethod
+    def from_raw(cls, header: Recording, raw_records: list[Any], *, source: str = "<raw>") -> TimelineIndex:
+        """Index records straight from parsed JSON (``orjson.loads``), without building
+        the pydantic models first — the fast first paint for big files.
+
+        ``header`` is a :class:`Recording` holding the validated header (metadata,
+        session) and no records. Checked here, in the same pass: each record is an
+        object with a known ``kind`` and an integer ``seq`` that strictly increases.
+        Everything else (field types, digest, keys) is *not* checked: a caller must
+        still verify the file (``core.record.io.recording_from_dict``) and then call
+        :meth:`adopt`. Until then :meth:`record` validates one record on demand.
+
+        Raises:
+            FormatError: a record that is not an object, has an unknown kind, or a seq
+                that is not an integer or does not increase (names file, record, path).
+        """
+        self = cls.__new__(cls)
+        self.recording = header
+        self._raw = raw_records
+        self._source = source
+        self._setup(len(raw_records))
+        counts = dict.fromkeys(RECORD_KINDS, 0)
+        tokens_in = tokens_out = 0
+        times: list[float] = []
+        prev = -1
+        names, kinds_col, statuses = self.names, self.kinds, self.statuses
+        for i, r in enumerate(raw_records):
+            if type(r) is not dict:
+                raise FormatError("record is not a JSON object", file=source, record=i, path=f"/records/{i}")
+            kind = r.get("kind")
+            if kind not in counts:
+                raise FormatError(
+                    f"unknown record kind {kind!r} (expected one of {', '.join(RECORD_KINDS)})",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/kind",
+                )
+            seq = r.get("seq")
+            if type(seq) is not int or seq <= prev:
+                reason = (
+                    "seq must be an integer"
+                    if type(seq) is not int
+                    else f"seq {seq} does not increase (previous record has seq {prev})"
+                )
+                raise FormatError(reason, file=source, record=i, path=f"/records/{i}/seq")
+            prev = seq
+            counts[kind] += 1
+            self.seqs[i] = seq
+            kinds_col[i] = kind
+            status = "ok"
+            run_id = r.get("run_id")
+            if kind == "tool":
+                names[i] = str(r.get("tool", ""))
+                self.durations[i] = r.get("duration_seconds")
+                result = r.get("result") or {}
+                if result.get("error") is not None:
+                    status = "error"
+                elif result.get("redacted"):
+                    status = "redacted"
+                cid = r.get("tool_call_id")
+                if cid:
+                    self.answered_by.setdefault((run_id, cid), i)
+            elif kind == "model":
+                names[i] = str(r.get("model", ""))
+                self.durations[i] = r.get("duration_seconds")
+                if r.get("error") is not None:
+                    status = "error"
+                resp = r.get("response")
+                if resp:
+                    usage = resp.get("usage")
+                    if usage:
+                        ti, to = usage.get("input_tokens", 0) or 0, usage.get("output_tokens", 0) or 0
+                        tokens_in += ti
+                        tokens_out += to
+                        self.tokens[i] = ti + to
+                    for c in (resp.get("message") or {}).get("tool_calls") or ():
+                        if isinstance(c, dict) and c.get("id"):
+                            self.requested_by.setdefault((run_id, c["id"]), i)
+            elif kind == "interrupt":
+                names[i] = "interrupt"
+                status = interrupt_status(r.get("value"))
+            elif kind == "lifecycle":
+                names[i] = str(r.get("event", ""))
+            else:
+                names[i] = r.get("generation_id") or "snapshot"
+            if status == "ok":
+                if r.get("live_fallback"):
+                    status = "live-fallback"
+                elif r.get("replayed"):
+                    status = "replayed"
+            statuses[i] = status
+            if status == "error":
+                self.error_positions.append(i)
+            ts = _parse_at(r.get("at")) if isinstance(r.get("at"), str) else None
+            if ts is not None:
+                self.offsets[i] = ts
+                times.append(ts)
+        self._finish(header.metadata, counts, tokens_in, tokens_out, times)
+        return self
+
+    @property
+    def verified(self) -> bool:
+        """``True`` once every record is a validated model (built from a Recording, or
+        after :meth:`adopt`)."""
+        return self._raw is None
+
+    def adopt(self, recording: Recording) -> None:
+        """Switch to the fully verified ``recording`` of the same records (after a
+        :meth:`from_raw` index); drops the raw JSON.
+
+        Raises:
+            ValueError: ``recording`` does not have the same seqs as the index.
+        """
+        if [r.seq for r in recording.records] != self.seqs:
+            raise ValueError("the verified recording does not hold the records this index was built from")
+        self.recording = recording
+        self._raw = None
+        self._validated.clear()
+
+    def _setup(self, n: int) -> None:
+        self.seqs: list[int] = [0] * n
+        self.kinds: list[str] = [""] * n
+        self.names: list[str] = [""] * n
+        self.statuses: list[str] = [""] * n
+        self.offsets: list[float | None] = [None] * n
+        self.durations: list[float | None] = [None] * n
+        self.tokens: list[int | None] = [None] * n
+        self.error_positions: list[int] = []
+        #: (run_id, tool_call_id) → position of the model call that requested it
+        self.requested_by: dict[tuple[str | None, str], int] = {}
+        #: (run_id, tool_call_id) → position of the tool record that answered it
+        self.answered_by: dict[tuple[str | None, str], int] = {}
+        self._summaries: dict[int, str] = {}
+        self._haystack: pl.Series | None = None
+        self._validated: dict[int, Any] = {}
+
+    def _finish(
+        self, metadata: dict[str, Any], counts: dict[str, int], tokens_in: int, tokens_out: int, times: list[float]
+    ) -> None:
+        start = min(times) if times else None
+        if start is not None:
+            self.offsets = [None if o is None else o - start for o in self.offsets]
+        busy = sum(d for d in self.durations if isinstance(d, (int, float)))
+        outcome = None
+        for k in OUTCOME_KEYS:
+            if k in metadata and metadata[k] is not None:
+                outcome = one_line(metadata[k], 60)
+                break
+        self.summary = TimelineSummary(
+            records=len(self.seqs),
+            counts=counts,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            errors=len(self.error_positions),
+            span_seconds=(max(times) - start) if start is not None else None,
+            busy_seconds=busy,
+            outcome=outcome,
+        )
+
+    # ------------------------------------------------------------------ rows
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def record(self, position: int) -> Any:
+        """The record at ``position`` (a pydantic record model).
+
+        Raises:
+            FormatError: (raw index only) the record does not validate.
+        """
+        if self._raw is None:
+            return self.recording.records[position]
+        rec = self._validated.get(position)
+        if rec is None:
+            try:
+                rec = _RECORD_ADAPTER.validate_python(self._raw[position])
+            except ValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                loc = "/".join(str(x) for x in err.get("loc", ())[1:])
+                raise FormatError(
+                    err.get("msg", "invalid record"),
+                    file=self._source,
+                    record=position,
+                    path=f"/records/{position}" + (f"/{loc}" if loc else ""),
+                ) from None
+            self._validated[position] = rec
+        return rec
+
+    def summary_of(self, position: int) -> str:
+        """The one-line summary of the record at ``position`` (computed once, cached)."""
+        s = self._summaries.get(position)
+        if s is None:
+            try:
+                s = record_summary(self.record(position))
+            except FormatError as exc:
+                s = f"✗ invalid record: {exc.reason}"
+            self._summaries[position] = s
+        return s
+
+    def row(self, position: int) -> TimelineRow:
+        """The :class:`TimelineRow` of the record at ``position``."""
+        return TimelineRow(
+            position=position,
+            seq=self.seqs[position],
+            offset_seconds=self.offsets[position],
+            kind=self.kinds[position],
+            name=self.names[position],
+            summary=self.summary_of(position),
+            status=self.statuses[position],
+            duration_seconds=self.durations[position],
+            tokens=self.tokens[position],
+        )
+
+    def rows(self, positions: Iterable[int] | None = None) -> Iterable[TimelineRow]:
+        """Rows at ``positions`` (all rows when ``None``), in the order given."""
+        for p in range(len(self)) if positions is None else positions:
+            yield self.row(p)
+
+    # ------------------------------------------------------------------ selection
+
+    def select(
+        self,
+        kinds: Iterable[str] | None = None,
+        *,
+        errors_only: bool = False,
+        grep: str | None = None,
+    ) -> list[int]:
+        """Positions of the rows to show, in record order.
+
+        ``kinds`` keeps only those kinds (``None`` = all); ``errors_only`` keeps rows
+        whose status is ``error``; ``grep`` keeps rows whose text contains it
+        (case-insensitive, see :meth:`search`).
+
+        Raises:
+            ValueError: an unknown kind (the message lists the known ones).
+        """
+        wanted = None
+        if kinds is not None:
+            wanted = set(kinds)
+            unknown = wanted - set(RECORD_KINDS)
+            if unknown:
+                raise ValueError(f"unknown kind(s) {sorted(unknown)}; known kinds: {', '.join(RECORD_KINDS)}")
+        if errors_only:
+            base: Sequence[int] = self.error_positions
+        else:
+            base = range(len(self))
+        if wanted is not None and len(wanted) < len(RECORD_KINDS):
+            k = self.kinds
+            out = [p for p in base if k[p] in wanted]
+        else:
+            out = list(base)
+        if grep:
+            hits = set(self.search(grep))
+            out = [p for p in out if p in hits]
+        return out
+
+    def _build_haystack(self) -> pl.Series:
+        previous_request: dict[str | None, Counter[int]] = {}
+        texts = []
+        for p in range(len(self)):
+            try:
+                texts.append(_haystack(self.record(p), previous_request))
+            except FormatError:
+                texts.append("")
+        return pl.Series("text", texts, dtype=pl.String)
+
+    def search(self, text: str) -> list[int]:
+        """Positions (ascending) of records whose names, arguments, contents, results
+        or errors contain ``text``, case-insensitive. Empty ``text`` matches nothing."""
+        if not text:
+            return []
+        if self._haystack is None:
+            self._haystack = self._build_haystack()
+        mask = self._haystack.str.contains(text.lower(), literal=True)
+        return pl.arg_where(mask, eager=True).to_list() if len(mask) else []
+
+    def position_of_seq(self, seq: int) -> int | None:
+        """Position of the record with this seq, or ``None`` (binary search: seqs increase)."""
+        i = bisect.bisect_left(self.seqs, seq)
+        if i < len(self.seqs) and self.seqs[i] == seq:
+            return i
+        return None
+
+    def nearest_position_of_seq(self, seq: int) -> int | None:
+        """Position of the record with this seq, else of the first record after it, else
+        the last record; ``None`` for an empty recording."""
+        if not self.seqs:
+            return None
+        i = bisect.bisect_left(self.seqs, seq)
+        return min(i, len(self.seqs) - 1)
+
+    # ------------------------------------------------------------------ errors & links
+
+    def next_error(self, after: int) -> int | None:
+        """First error position strictly after ``after`` (``-1`` for the first error)."""
+        i = bisect.bisect_right(self.error_positions, after)
+        return self.error_positions[i] if i < len(self.error_positions) else None
+
+    def previous_error(self, before: int) -> int | None:
+        """Last error position strictly before ``before``."""
+        i = bisect.bisect_left(self.error_positions, before)
+        return self.error_positions[i - 1] if i > 0 else None
+
+    def linked(self, position: int) -> list[int]:
+        """Positions linked to ``position`` by ``tool_call_id`` (same run).
+
+        For a tool record: the model call that requested it. For a model record: the
+        tool records that answered the tool calls of its response, in the order of the
+        calls. Otherwise, or when nothing matches: ``[]``.
+        """
+        rec = self.record(position)
+        if type(rec) is ToolRecord and rec.tool_call_id:
+            p = self.requested_by.get((rec.run_id, rec.tool_call_id))
+            return [] if p is None else [p]
+        if type(rec) is ModelRecord and rec.response is not None:
+            out = []
+            for c in rec.response.message.tool_calls or ():
+                p = self.answered_by.get((rec.run_id, c.id))
+                if p is not None:
+                    out.append(p)
+            return out
+        return []
+
+    def preceding_model_call(self, position: int, limit: int = 10_000) -> int | None:
+        """Position of the nearest model record before ``position`` in the same run
+        (looking back at most ``limit`` records), or ``None``."""
+        run = self.record(position).run_id
+        kinds = self.kinds
+        for p in range(position - 1, max(-1, position - 1 - limit), -1):
+            if kinds[p] == "model" and self.record(p).run_id == run:
+                return p
+        return None
+
+    # ------------------------------------------------------------------ details
+
+    def identity(self, position: int) -> dict[str, Any]:
+        """Key, args hash and attribution fields of a record (for the detail pane).
+
+        Keys: ``seq``, ``kind``, ``key`` (tool/model), ``args_hash`` (tool),
+        ``tool_call_id``, ``at``, ``run_id``, ``generation_id``, ``replayed``,
+        ``live_fallback`` — absent values left out.
+        """
+        rec = self.record(position)
+        out: dict[str, Any] = {"seq": rec.seq, "kind": rec.kind}
+        if type(rec) in (ToolRecord, ModelRecord) and rec.key:
+            out["key"] = rec.key
+        if type(rec) is ToolRecord:
+            try:
+                out["args_hash"] = args_hash(rec.arguments)
+            except ValueError:
+                out["args_hash"] = None
+            if rec.tool_call_id:
+                out["tool_call_id"] = rec.tool_call_id
+        for f in ("at", "run_id", "generation_id"):
+            v = getattr(rec, f)
+            if v is not None:
+                out[f] = v
+        out["replayed"] = rec.replayed
+        out["live_fallback"] = rec.live_fallback
+        return out
+
+
+# ---------------------------------------------------------------------- transcripts
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    """One block of a chat transcript: a ``message``, a ``caption`` (e.g. "response"),
+    and whether it is the record being inspected (``current``)."""
+
+    message: ChatMessage
+    caption: str = ""
+    current: bool = False
+
+
+def transcript_for(index: TimelineIndex, position: int) -> tuple[list[TranscriptEntry], str]:
+    """The chat transcript to show for the record at ``position``, and a note.
+
+    * model record: its request's messages, then its response (``current``);
+    * tool record: the transcript of the model call that requested it (linked by
+      ``tool_call_id``), then this tool's result as a ``tool`` message (``current``) —
+      "the transcript before the tool call";
+    * other records, or a tool call no model call requested: no entries, and a note
+      saying why.
+    """
+    rec = index.record(position)
+    if type(rec) is ModelRecord:
+        entries = [TranscriptEntry(m) for m in rec.request.messages]
+        if rec.response is not None:
+            entries.append(TranscriptEntry(rec.response.message, caption=f"response of seq {rec.seq}", current=True))
+        elif rec.error is not None:
+            entries.append(
+                TranscriptEntry(
+                    ChatMessage(role="assistant", content=f"✗ model call failed: {_error_text(rec.error)}"),
+                    caption=f"error of seq {rec.seq}",
+                    current=True,
+                )
+            )
+        n = len(rec.request.messages)
+        note = f"model call seq {rec.seq} · {rec.model} · {n} request message{'' if n == 1 else 's'}"
+        return entries, note
+    if type(rec) is ToolRecord:
+        links = index.linked(position)
+        if rec.result.error is not None:
+            # the error once: its type, and its message unless the content repeats it
+            err = rec.result.error
+            body = rec.result.content
+            body_text = "" if body in (None, "") else (body if isinstance(body, str) else one_line(body, 1 << 20))
+            message = str(getattr(err, "message", "") or "")
+            if message and _repeats(message, body_text):
+                content: Any = f"✗ {getattr(err, 'type', 'error')}\n{body_text}"
+            else:
+                content = f"✗ {_error_text(err)}" + (f"\n{body_text}" if body_text else "")
+        else:
+            content = (
+                rec.result.content if isinstance(rec.result.content, str) else one_line(rec.result.content, 1 << 20)
+            )
+        result_msg = ChatMessage(role="tool", content=content, tool_call_id=rec.tool_call_id, name=rec.tool)
+        model_pos: int | None
+        if links:
+            model_pos = links[0]
+            how = "that requested it"
+        else:
+            # no tool_call_id link (e.g. text-parsed actions): the model call just before
+            model_pos = index.preceding_model_call(position)
+            how = "just before it (no tool_call_id links them)"
+        if model_pos is None:
+            return [TranscriptEntry(result_msg, caption=f"result of seq {rec.seq}", current=True)], (
+                f"tool call seq {rec.seq} · {rec.tool}: no model call in this recording precedes it"
+            )
+        entries, _ = transcript_for(index, model_pos)
+        entries = [TranscriptEntry(e.message, e.caption, False) for e in entries]
+        entries.append(TranscriptEntry(result_msg, caption=f"result of seq {rec.seq}", current=True))
+        note = (
+            f"tool call seq {rec.seq} · {rec.tool}: transcript of model call seq "
+            f"{index.seqs[model_pos]} {how}, then this result"
+        )
+        return entries, note
+    if type(rec) is InterruptRecord:
+        return [
+            TranscriptEntry(
+                ChatMessage(role="interrupt", content=interrupt_text(rec.value)), caption=f"seq {rec.seq}", current=True
+            )
+        ], (f"interrupt seq {rec.seq}: the run paused with this value (no chat transcript)")
+    article = "an" if rec.kind[:1] in "aeiou" else "a"
+    return [], f"{article} {rec.kind} record has no chat transcript"
+
+
+def _repeats(message: str, body: str) -> bool:
+    """Whether a tool result's content already says its error message: the message,
+    whitespace-normalized, is in the content, or the content opens with its first
+    60 characters (importers often shorten the content into the message)."""
+    m = " ".join(message.split())
+    b = " ".join(body.split())
+    return m in b or (len(m) >= 20 and b.startswith(m[:60]))

@@ -1,0 +1,207 @@
+"""Text forms of timeline records: one-line summaries, names, durations and offsets,
+interrupt values, and CSV rows — what the app's table and the ``timeline`` command print.
+
+Pure functions of records and values (no index, no UI); :mod:`core.analysis.timeline`
+builds its rows with them. SPEC "Application": timeline.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..record.recording import InterruptRecord, LifecycleRecord, ModelRecord, SnapshotRecord, ToolRecord
+
+if TYPE_CHECKING:
+    from .timeline import TimelineRow
+
+SUMMARY_CHARS = 160
+
+
+def one_line(value: Any, limit: int = SUMMARY_CHARS) -> str:
+    """``value`` as a single line of at most ``limit`` characters.
+
+    Strings are used as they are; anything else is compact JSON. Runs of whitespace
+    (newlines included) become one space; a cut line ends with ``…``.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            text = repr(value)
+    # cut before splitting so a 1 MB result costs no more than a short one
+    text = " ".join(text[: limit * 4].split())
+    if len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
+
+
+def _error_text(err: Any) -> str:
+    if err is None:
+        return ""
+    return f"{err.type}: {err.message}" if err.message else err.type
+
+
+def record_name(rec: Any) -> str:
+    """The name column of a record (model identity, tool name, event, ...)."""
+    if type(rec) is ToolRecord:
+        return rec.tool
+    if type(rec) is ModelRecord:
+        return rec.model
+    if type(rec) is LifecycleRecord:
+        return rec.event
+    if type(rec) is SnapshotRecord:
+        return rec.generation_id or "snapshot"
+    return "interrupt"
+
+
+def composition_text(composition: dict[str, Any]) -> str:
+    """``plugins: a, b · tools: x · capabilities: y`` for a snapshot's composition."""
+    parts = []
+    for field in ("plugins", "tools", "capabilities"):
+        items = composition.get(field)
+        if isinstance(items, list):
+            names = [
+                i if isinstance(i, str) else (i.get("name") if isinstance(i, dict) and "name" in i else one_line(i, 40))
+                for i in items
+            ]
+            parts.append(f"{field}: {', '.join(str(n) for n in names) or '-'}")
+    for field, value in composition.items():
+        if field not in ("plugins", "tools", "capabilities"):
+            parts.append(f"{field}: {one_line(value, 60)}")
+    return " · ".join(parts)
+
+
+_INSTRUCTION_KEYS = frozenset({"instruction", "task", "request"})
+
+
+def _is_instruction(arguments: Any) -> bool:
+    """Whether tool arguments are just an instruction in prose (one ``instruction`` /
+    ``task`` / ``request`` string, as multi-agent importers such as Who&When write them):
+    the summary then leads with the result, ``⇒ result ⇐ instruction``."""
+    return (
+        isinstance(arguments, dict)
+        and len(arguments) == 1
+        and next(iter(arguments)) in _INSTRUCTION_KEYS
+        and isinstance(next(iter(arguments.values())), str)
+    )
+
+
+def args_text(arguments: Any) -> Any:
+    """What a summary shows of tool arguments: the string itself when the arguments are
+    one string field (e.g. ``{"command": "ls -la"}`` → ``ls -la``), else the value."""
+    if isinstance(arguments, dict) and len(arguments) == 1:
+        (value,) = arguments.values()
+        if isinstance(value, str):
+            return value
+    return arguments
+
+
+def record_summary(rec: Any, limit: int = SUMMARY_CHARS) -> str:
+    """The one-line summary of a record (see the module docstring), at most ``limit`` chars."""
+    if type(rec) is ModelRecord:
+        if rec.error is not None:
+            return one_line("✗ " + _error_text(rec.error), limit)
+        resp = rec.response
+        if resp is None:
+            return "(no response)"
+        text = resp.message.text
+        calls = resp.message.tool_calls or []
+        call_text = " ".join(f"→ {c.name}({one_line(c.arguments, 60)})" for c in calls)
+        return one_line(" ".join(p for p in (text, call_text) if p) or "(empty response)", limit)
+    if type(rec) is ToolRecord:
+        if rec.result.error is not None:
+            out = "✗ " + _error_text(rec.result.error)
+        else:
+            out = one_line(rec.result.content, limit)
+        if _is_instruction(rec.arguments) and out:
+            # an orchestrator's instruction (Who&When): what happened comes first
+            return one_line(f"⇒ {out} ⇐ {one_line(args_text(rec.arguments), limit)}", limit)
+        args = one_line(args_text(rec.arguments), limit)
+        return one_line(f"{args} ⇒ {out}", limit)
+    if type(rec) is InterruptRecord:
+        return one_line(interrupt_summary(rec.value), limit) or "(no value)"
+    if type(rec) is SnapshotRecord:
+        return one_line(composition_text(rec.composition), limit) or "(empty composition)"
+    if type(rec) is LifecycleRecord:
+        return one_line(" · ".join(f"{k}={one_line(v, 40)}" for k, v in rec.details.items()), limit)
+    return ""
+
+
+CSV_FIELDS = ("seq", "offset_seconds", "kind", "name", "summary", "status", "duration_seconds", "tokens")
+
+
+def rows_to_csv(rows: Iterable[TimelineRow]) -> str:
+    """Rows as CSV text with a header line (:data:`CSV_FIELDS`); ``None`` is empty."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for r in rows:
+        d = r.to_json()
+        w.writerow(["" if d[f] is None else d[f] for f in CSV_FIELDS])
+    return buf.getvalue()
+
+
+def format_offset(seconds: float | None) -> str:
+    """``+12.3s`` / ``+4m05s`` / ``+2h03m`` (``""`` for ``None``)."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"+{seconds:.1f}s"
+    if seconds < 3600:
+        m, s = divmod(int(seconds), 60)
+        return f"+{m}m{s:02d}s"
+    h, rem = divmod(int(seconds), 3600)
+    return f"+{h}h{rem // 60:02d}m"
+
+
+def format_duration(seconds: float | None) -> str:
+    """``850ms`` / ``2.4s`` / ``3m12s`` / ``13h53m`` (``""`` for ``None``)."""
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        m, s = divmod(int(seconds), 60)
+        return f"{m}m{s:02d}s"
+    h, rem = divmod(int(seconds), 3600)
+    return f"{h}h{rem // 60:02d}m"
+
+
+def interrupt_summary(value: Any) -> str:
+    """An interrupt's value on one line, readable: a string as itself; an object's
+    ``question`` / ``prompt`` / ``message`` / ``reason`` text first, then its other
+    fields as ``key=value`` (``·``-separated); anything else as compact JSON."""
+    if isinstance(value, dict):
+        head = [str(value[k]) for k in _INTERRUPT_TEXT_KEYS if isinstance(value.get(k), str)]
+        rest = [
+            f"{k}={one_line(v, 40)}" for k, v in value.items() if not (k in _INTERRUPT_TEXT_KEYS and isinstance(v, str))
+        ]
+        return " · ".join([*head, *rest])
+    return one_line(value, 1 << 20)
+
+
+_INTERRUPT_TEXT_KEYS = ("question", "prompt", "message", "reason", "content")
+
+
+def interrupt_text(value: Any) -> str:
+    """An interrupt's value, readable: a string as itself; an object's ``question`` /
+    ``prompt`` / ``message`` first, then its other fields as indented JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        head = [str(value[k]) for k in ("question", "prompt", "message") if isinstance(value.get(k), str)]
+        rest = {k: v for k, v in value.items() if not (k in ("question", "prompt", "message") and isinstance(v, str))}
+        body = orjson.dumps(rest, option=orjson.OPT_INDENT_2, default=str).decode() if rest else ""
+        return "\n".join([*head, body]).strip() or "{}"
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()

@@ -1,0 +1,91 @@
+"""Knockout analysis for the audit (SPEC "Diffs, metrics, effects, audit": knockout): what happens to the outcome when
+one call of a run answers nothing.
+
+:class:`ReplayKnockout` is the :class:`core.analysis.audit.KnockoutRunner` the audit uses when an
+executor is wired (``chassis-inspector audit FILE --executor M:F``): for a call ``seq``
+it makes a branch at that call whose intervention is the ``knockout`` answer of
+:mod:`core.effects.sweep` (a tool call answers an error ``KnockedOut``; a model call answers an
+empty assistant message without tool calls), replays it in memory through the replay
+engine with the executor answering live what the recording cannot (policy
+``model=live, tool=live``), and reports the replay's outcome (the executor's evaluator's
+``metadata.outcome``, or a predicate) and whether the final output changed. Nothing is
+stored; no call runs live before the knocked-out one.
+
+A call whose knockout changes the outcome was *necessary* for it; one whose knockout
+changes nothing was not (the agent recovered, or never used it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.audit import KnockoutResult
+from ..analysis.diff import output_diff
+from ..analysis.metrics import Predicate, final_output, outcome_of
+from ..errors import BranchError
+from ..record.recording import Recording
+from ..replay.branch import new_branch
+from ..replay.engine import ReplayEngine
+from .sweep import SweepError, _Skip, candidate_intervention, sweep_policy
+
+__all__ = ["ReplayKnockout", "knockout_runner"]
+
+
+class ReplayKnockout:
+    """Knocks calls out by replaying (see module docstring).
+
+    Args:
+        executor: a loaded :class:`core.replay.boundary.Executor`.
+        executor_name: its ``module:function`` (recorded in the events).
+        predicate: an outcome predicate (else the events' ``metadata.outcome``).
+    """
+
+    def __init__(self, executor: Any, executor_name: str | None = None, *, predicate: Predicate | None = None) -> None:
+        self.executor = executor
+        self.executor_name = executor_name
+        self.predicate = predicate
+
+    def knockout(self, recording: Recording, seq: int) -> KnockoutResult:
+        """Replay ``recording`` with call ``seq`` knocked out; the
+        :class:`~core.analysis.audit.KnockoutResult` has the replay's ``outcome`` (``unknown`` when
+        it did not finish), ``final_output_changed``, and in ``detail`` the base outcome,
+        the replay status and comparability."""
+        base_outcome, _ = outcome_of(recording, self.predicate, label="base")
+        try:
+            iv = candidate_intervention(recording, seq, "knockout")
+            branch = new_branch(
+                recording, "<audit>", at=seq, interventions=[iv], policy=sweep_policy(True), label=f"knockout seq {seq}"
+            )
+        except (_Skip, BranchError) as exc:
+            return KnockoutResult(seq, "unknown", False, f"not run: {exc}")
+        out = ReplayEngine(
+            recording, branch, replay_id=f"knockout-{seq}", executor=self.executor, executor_name=self.executor_name
+        ).run()
+        if out.status != "completed" or out.comparability.level == "none":
+            why = out.error.message if out.error else "; ".join(out.comparability.reasons)
+            return KnockoutResult(
+                seq, "unknown", False, f"replay {out.status}, comparability {out.comparability.level}: {why}"
+            )
+        outcome, _ = outcome_of(out.events, self.predicate, label=f"knockout of seq {seq}")
+        changed = output_diff(final_output(recording), final_output(out.events)).changed
+        verdict = "outcome changed" if outcome != base_outcome else "outcome unchanged"
+        return KnockoutResult(
+            seq,
+            outcome,
+            changed,
+            f"{verdict} ({base_outcome} → {outcome}); comparability {out.comparability.level}, {out.steps} step(s)",
+            outcome_changed=outcome != base_outcome,
+        )
+
+
+def knockout_runner(spec: str, recording: Recording, *, predicate: Predicate | None = None) -> ReplayKnockout:
+    """A :class:`ReplayKnockout` for ``--executor SPEC`` (``recorded`` = the recording's
+    ``metadata.executor``, or ``module:function``). Raises SweepError when the executor
+    cannot be resolved or loaded."""
+    from ..replay.replays import resolve_executor
+
+    try:
+        executor, name = resolve_executor(spec, recording)
+    except BranchError as exc:
+        raise SweepError(str(exc)) from None
+    return ReplayKnockout(executor, name, predicate=predicate)

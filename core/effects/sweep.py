@@ -1,0 +1,540 @@
+"""Sweep: counterfactual attribution over the calls of one run (SPEC "Diffs, metrics, effects, audit": sweep).
+
+:func:`run_sweep` makes **one branch per candidate call** of a base recording, each with
+one intervention that replaces that call's recorded answer, replays them all (in
+parallel processes with ``jobs > 1``), compares each replay with the base
+(:func:`core.effects.causal.compare_replay`) and ranks the candidates by their effect on the
+outcome (:func:`core.effects.ranking.rank_effects`). The call whose change turns failure into
+success ranks first: the *decisive error* of failure-attribution research.
+
+**Candidates** (``candidates``): ``errors`` — tool calls whose result is an error and
+model calls that failed; ``tools`` — every tool call; ``all`` (default) — every tool
+and model call.
+
+**Strategies** (``strategy``), what replaces the call's recorded answer:
+
+* ``resample`` (default) — the executor answers the call again, live
+  (``executor.live_tool(name, arguments)`` / ``executor.live_model(model, request)`` on
+  the recorded call, which is exactly the call the branch makes: every earlier call is
+  answered as recorded); needs an executor;
+* ``knockout`` — a tool call answers an error (``KnockedOut``); a model call answers an
+  empty assistant message with no tool call (the agent gets nothing to act on);
+* ``fixture`` — the best fixture of the library for the call (scope project, exact
+  args before tool-wide, as the fixture gateway chooses); a call without one is skipped.
+
+The intervention is explicit (a ``tool_result`` or ``model_response`` at the call's
+seq, noted ``sweep <strategy>``), the checkpoint is the call's seq, and the policy is
+``model=live, tool=live`` with an executor (after the change the agent's own code
+decides, and calls the recording cannot answer are answered live), else ``drift:
+lenient`` (the generic chat loop; the base's answers stand in, which lowers confidence).
+
+A sweep with a workspace stores every branch, replay, diff and metric there and
+refreshes the base's stored effects; without one everything stays in memory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..analysis.metrics import load_predicate, run_metrics_row
+from ..errors import AnalysisError, BranchError, FixtureError
+from ..record.io import dumps_recording
+from ..record.recording import (
+    ChatMessage,
+    ErrorInfo,
+    ModelRecord,
+    ModelResponse,
+    Recording,
+    ToolRecord,
+    ToolResult,
+)
+from ..replay.boundary import load_executor
+from ..replay.branch import (
+    ModelResponseIntervention,
+    Policy,
+    ToolResultIntervention,
+    new_branch,
+)
+from ..replay.fixtures import FixtureGateway, load_fixture_file
+from .causal import compare_replay, workspace_effects
+from .ranking import Effect, Observation, rank_effects
+
+__all__ = [
+    "CANDIDATE_SETS",
+    "STRATEGIES",
+    "Candidate",
+    "SweepError",
+    "SweepResult",
+    "candidate_intervention",
+    "fixture_from_json",
+    "run_sweep",
+    "sweep_candidates",
+    "sweep_policy",
+]
+
+STRATEGIES = ("resample", "knockout", "fixture")
+CANDIDATE_SETS = ("errors", "tools", "all")
+
+
+class SweepError(AnalysisError):
+    """A sweep cannot run: unknown strategy or candidate set, no executor for
+    ``resample``, bad ``jobs`` / ``repeat``."""
+
+    title = "sweep"
+
+
+class _Skip(Exception):
+    """A candidate that cannot be swept (the reason is the message)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A call of the base to sweep: ``seq``, ``kind`` (``tool`` | ``model``), ``name``
+    (tool or model) and whether its recorded answer is an ``error``."""
+
+    seq: int
+    kind: str
+    name: str
+    error: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "kind": self.kind, "name": self.name, "error": self.error}
+
+
+def sweep_candidates(base: Recording, which: str = "all") -> list[Candidate]:
+    """The candidate calls of ``base`` in seq order (``which`` ∈ :data:`CANDIDATE_SETS`).
+
+    Raises SweepError for another ``which``."""
+    if which not in CANDIDATE_SETS:
+        raise SweepError(f"--candidates must be one of {', '.join(CANDIDATE_SETS)}, not {which!r}")
+    out = []
+    for r in base.records:
+        if isinstance(r, ToolRecord):
+            c = Candidate(r.seq, "tool", r.tool, r.result.error is not None)
+        elif isinstance(r, ModelRecord):
+            c = Candidate(r.seq, "model", r.model, r.error is not None)
+        else:
+            continue
+        if which == "errors" and not c.error:
+            continue
+        if which == "tools" and c.kind != "tool":
+            continue
+        out.append(c)
+    return out
+
+
+def candidate_intervention(
+    base: Recording, seq: int, strategy: str, *, executor: Any = None, fixtures: FixtureGateway | None = None
+) -> Any:
+    """The intervention replacing the recorded answer of base call ``seq`` under
+    ``strategy`` (module docstring). Raises ``_Skip`` (internal) with the reason when the
+    call cannot be swept that way; SweepError for an unknown strategy."""
+    if strategy not in STRATEGIES:
+        raise SweepError(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    rec = next((r for r in base.records if r.seq == seq), None)
+    if not isinstance(rec, (ToolRecord, ModelRecord)):
+        raise _Skip(f"seq {seq} is not a tool or model call")
+    note = f"sweep {strategy}"
+    if isinstance(rec, ToolRecord):
+        if strategy == "resample":
+            try:
+                result = executor.live_tool(rec.tool, rec.arguments)
+                if not isinstance(result, ToolResult):
+                    result = ToolResult.model_validate(result)
+            except Exception as exc:  # noqa: BLE001 — the user's executor: a failed resample skips the call
+                raise _Skip(f"the executor could not resample tool {rec.tool}: {type(exc).__name__}: {exc}") from None
+        elif strategy == "knockout":
+            result = ToolResult(error=ErrorInfo(type="KnockedOut", message=f"{rec.tool} was knocked out (sweep)"))
+        else:
+            from ..record.canonical import args_hash
+
+            fx = (fixtures or FixtureGateway()).match("tool", rec.tool, args_hash(rec.arguments))
+            if fx is None:
+                raise _Skip(f"no fixture for tool {rec.tool} with these arguments")
+            result, note = fx.tool_result(), f"sweep fixture {fx.id}"
+        return ToolResultIntervention(seq=seq, result=result, note=note)
+    if strategy == "resample":
+        try:
+            response = executor.live_model(rec.model, rec.request)
+            if not isinstance(response, ModelResponse):
+                response = ModelResponse.model_validate(response)
+        except Exception as exc:  # noqa: BLE001 — the user's executor
+            raise _Skip(f"the executor could not resample model {rec.model}: {type(exc).__name__}: {exc}") from None
+    elif strategy == "knockout":
+        response = ModelResponse(message=ChatMessage(role="assistant", content=""), finish_reason="stop")
+    else:
+        key = rec.key or rec.compute_key()
+        fx = (fixtures or FixtureGateway()).match("model", rec.model, key)
+        if fx is None:
+            raise _Skip(f"no fixture for model {rec.model} with this request")
+        response, note = fx.model_response(), f"sweep fixture {fx.id}"
+    return ModelResponseIntervention(seq=seq, response=response, note=note)
+
+
+def sweep_policy(executor_wired: bool) -> Policy:
+    """The policy of sweep branches: live model and tools with an executor, else the
+    generic loop with lenient drift."""
+    return Policy(model="live", tool="live") if executor_wired else Policy(drift="lenient")
+
+
+# --------------------------------------------------------------------------- workers
+
+_BASES: dict[str, Recording] = {}
+_EXECUTORS: dict[str, Any] = {}
+_PREDICATES: dict[str, Any] = {}
+
+
+MAX_REPEAT = 1000
+"""Most replays per candidate a sweep accepts (``--repeat``): beyond it a typo, not a plan."""
+MAX_JOBS = 64
+"""Most worker processes a sweep starts (``--jobs``)."""
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker process end when the sweeping process ends, even by SIGKILL
+    (which runs no clean-up): on Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (prctl(2));
+    everywhere a daemon thread that exits the worker once ``parent_pid`` is gone or the
+    worker was re-parented."""
+    import signal
+    import sys
+    import threading
+    import time
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    first_ppid = os.getppid()
+    if not _alive(parent_pid):  # the sweeping process died before the worker started
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != first_ppid or not _alive(parent_pid):
+                os._exit(1)
+
+    threading.Thread(target=watch, name="sweep-parent-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _init_worker(data: bytes, digest: str, path: str, parent_pid: int | None = None) -> None:
+    """Worker-process initializer: end with the sweeping process (``parent_pid``, see
+    :func:`_die_with_parent`), and parse the base once per process (not once per task)."""
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
+    _BASES.clear()
+    _BASES[digest] = Recording.loads(data, source=path, verify_keys=False)
+
+
+def _base_of(task: dict[str, Any]) -> Recording:
+    rec = _BASES.get(task["digest"])
+    if rec is None:
+        raise SweepError(f"{task['base_path']}: the sweep worker has no base recording")
+    return rec
+
+
+def _executor_of(spec: str | None) -> Any:
+    if spec is None:
+        return None
+    if spec not in _EXECUTORS:
+        try:
+            _EXECUTORS[spec] = load_executor(spec)
+        except ValueError as exc:
+            raise SweepError(str(exc)) from None
+    return _EXECUTORS[spec]
+
+
+def _predicate_of(spec: str | None) -> Any:
+    if spec is None:
+        return None
+    if spec not in _PREDICATES:
+        _PREDICATES[spec] = load_predicate(spec)
+    return _PREDICATES[spec]
+
+
+def _run_candidate(task: dict[str, Any]) -> dict[str, Any]:
+    """Worker: build the branch of one candidate, replay it, compare. Returns a JSON-able
+    dict (``skipped`` reason, or ``replay`` summary + ``diffs`` + ``observation``)."""
+    from ..replay.engine import ReplayEngine
+    from ..replay.replays import start_replay
+
+    base = _base_of(task)
+    seq, attempt = task["seq"], task["attempt"]
+    executor = _executor_of(task["executor"])
+    predicate = _predicate_of(task["predicate"])
+    ws = None
+    if task["workspace"] is not None:
+        from ..workspace import Workspace
+
+        ws = Workspace.open(task["workspace"])
+    try:
+        fixtures = (
+            ws.fixture_gateway() if ws is not None else FixtureGateway([fixture_from_json(f) for f in task["fixtures"]])
+        )
+        try:
+            iv = candidate_intervention(base, seq, task["strategy"], executor=executor, fixtures=fixtures)
+            branch = new_branch(
+                base,
+                task["base_path"],
+                at=seq,
+                interventions=[iv],
+                policy=sweep_policy(executor is not None),
+                label=f"sweep {task['strategy']} seq {seq}" + (f" #{attempt}" if task["repeat"] > 1 else ""),
+            )
+        except (_Skip, BranchError) as exc:
+            return {"seq": seq, "attempt": attempt, "skipped": str(exc)}
+        if ws is not None:
+            record, outcome = start_replay(ws, task["base_path"], branch, executor=task["executor"], base=base)
+        else:
+            from ..replay.replay_record import ReplayRecord
+
+            rid = f"rp-sweep-{seq}-{attempt}"
+            outcome = ReplayEngine(
+                base, branch, replay_id=rid, fixtures=fixtures, executor=executor, executor_name=task["executor"]
+            ).run()
+            record = ReplayRecord(
+                id=rid,
+                base_digest=task["digest"],
+                base_path=task["base_path"],
+                branch_id=branch.id,
+                policy=branch.policy,
+                status=outcome.status,
+                executor=task["executor"],
+                comparability=outcome.comparability,
+                first_divergence=outcome.first_divergence,
+                error=outcome.error,
+                stop_reason=outcome.stop_reason,
+                steps=outcome.steps,
+                answers=outcome.answers,
+                fixture_uses=outcome.fixture_uses,
+                interventions_applied=outcome.interventions_applied,
+                output=outcome.output,
+            )
+        events = outcome.events
+        base_row = task.get("base_row") or run_metrics_row(base, "base", predicate=predicate)
+        cmp = compare_replay(base, branch, record, events, predicate=predicate, base_row=base_row)
+        cmp.causal["predicate"] = task["predicate"]
+        if ws is not None:
+            from .causal import store_comparison
+
+            store_comparison(ws, cmp, events, predicate=predicate)
+        return {
+            "seq": seq,
+            "attempt": attempt,
+            "skipped": None,
+            "replay": {
+                "replay_id": record.id,
+                "branch_id": branch.id,
+                "status": record.status,
+                "comparability": record.comparability.level,
+                "outcome": cmp.observation.outcome,
+                "label": cmp.causal["label"],
+            },
+            "observation": cmp.observation.to_json(),
+        }
+    finally:
+        if ws is not None:
+            ws.close()
+
+
+def fixture_from_json(obj: Any) -> Any:
+    """A :class:`core.replay.fixtures.Fixture` from its JSON form (for worker processes)."""
+    from ..replay.fixtures import Fixture
+
+    return Fixture.model_validate(obj)
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+@dataclass
+class SweepResult:
+    """A finished sweep: ``base_path``, ``digest``, ``strategy``, ``candidates`` (the set
+    name) and the candidate calls swept (``calls``), ``executor``, ``replays``
+    (``[{seq, attempt, replay_id, branch_id, status, comparability, outcome, label}]``),
+    ``skipped`` (``[{seq, reason}]``), ``observations`` and the ranked ``effects``."""
+
+    base_path: str
+    digest: str
+    strategy: str
+    candidates: str
+    executor: str | None
+    outcome_base: str
+    calls: list[Candidate]
+    replays: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    observations: list[Observation]
+    effects: list[Effect] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``sweep --json`` prints: ``effects`` best first (each with its
+        ``seq``), then the context."""
+        return {
+            "base": self.base_path,
+            "digest": self.digest,
+            "strategy": self.strategy,
+            "candidates": self.candidates,
+            "executor": self.executor,
+            "outcome_base": self.outcome_base,
+            "effects": [e.to_json() for e in self.effects],
+            "calls": [c.to_json() for c in self.calls],
+            "replays": self.replays,
+            "skipped": self.skipped,
+        }
+
+
+def run_sweep(
+    base_path: str | os.PathLike[str],
+    *,
+    executor: str | None,
+    candidates: str = "all",
+    strategy: str = "resample",
+    jobs: int = 1,
+    repeat: int = 1,
+    workspace: str | os.PathLike[str] | None = None,
+    fixtures_path: str | os.PathLike[str] | None = None,
+    predicate: str | None = None,
+    base: Recording | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> SweepResult:
+    """Sweep the candidate calls of the base at ``base_path`` (module docstring).
+
+    ``executor``: ``None``, ``recorded`` (the base's ``metadata.executor``) or
+    ``module:function``; ``jobs``: worker processes (1 = in this process); ``repeat``:
+    replays per candidate (a mean and a spread for executors that are not
+    deterministic); ``workspace``: a workspace folder to store everything in, or
+    ``None``; ``fixtures_path``: a fixture file (``replay --fixtures`` format) — the
+    library of the ``fixture`` strategy, stored in the workspace with scope ``project``
+    unless an entry names one; ``predicate``: an outcome predicate ``module:function``;
+    ``base``: the recording when already loaded; ``on_result``: called with each
+    candidate's result as it arrives (progress).
+
+    Raises:
+        SweepError: bad strategy / candidates / jobs / repeat, ``resample`` without an
+            executor, or an executor that cannot be loaded.
+        FormatError: the base cannot be loaded. FixtureError: a bad fixture file.
+        AnalysisError: the outcome predicate cannot be loaded or fails.
+    """
+    from ..replay.replays import resolve_executor
+
+    if strategy not in STRATEGIES:
+        raise SweepError(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    if jobs < 1:
+        raise SweepError(f"--jobs must be at least 1, not {jobs}")
+    if jobs > MAX_JOBS:
+        raise SweepError(f"--jobs {jobs} is more than the {MAX_JOBS} worker processes a sweep allows")
+    if repeat < 1:
+        raise SweepError(f"--repeat must be at least 1, not {repeat}")
+    if repeat > MAX_REPEAT:
+        raise SweepError(f"--repeat {repeat} is more than the {MAX_REPEAT} replays per candidate a sweep allows")
+    path = str(base_path)
+    if base is None:
+        base = Recording.load(path)
+    calls = sweep_candidates(base, candidates)
+    try:
+        _, spec = resolve_executor(executor, base)
+    except BranchError as exc:
+        raise SweepError(str(exc)) from None
+    if spec is None and strategy == "resample":
+        raise SweepError(
+            "--strategy resample needs an executor (--executor module:function or "
+            "--executor recorded): it re-executes each call live"
+        )
+    _executor_of(spec)  # fail early, in this process, on a bad executor
+    pred = _predicate_of(predicate)
+    data = dumps_recording(base)
+    digest = base.digest
+    if digest is None:
+        import orjson
+
+        digest = orjson.loads(data)["digest"]
+    _BASES.clear()
+    _BASES[digest] = base
+    fixtures_json: list[Any] = []
+    if fixtures_path is not None:
+        fx = load_fixture_file(Path(fixtures_path), default_scope="project")
+        if workspace is not None:
+            from ..workspace import Workspace
+
+            with Workspace.open(workspace) as ws:
+                for f in fx:
+                    ws.put_fixture(f)
+        fixtures_json = [f.to_json_obj() for f in fx]
+    elif strategy == "fixture" and workspace is None:
+        raise FixtureError("--strategy fixture needs a fixture library: --fixtures FILE or a workspace with fixtures")
+    if workspace is not None:
+        from ..workspace import Workspace
+
+        with Workspace.open(workspace) as ws:
+            ws.put_recording(base, path)
+    base_row = run_metrics_row(base, "base", predicate=pred)
+    tasks = [
+        {
+            "digest": digest,
+            "base_path": path,
+            "seq": c.seq,
+            "attempt": n,
+            "repeat": repeat,
+            "strategy": strategy,
+            "executor": spec,
+            "predicate": predicate,
+            "workspace": str(workspace) if workspace is not None else None,
+            "fixtures": fixtures_json,
+            "base_row": base_row,
+        }
+        for c in calls
+        for n in range(1, repeat + 1)
+    ]
+
+    results: list[dict[str, Any]] = []
+    if jobs == 1 or len(tasks) <= 1:
+        for t in tasks:
+            r = _run_candidate(t)
+            results.append(r)
+            if on_result:
+                on_result(r)
+    else:
+        with ProcessPoolExecutor(
+            max_workers=min(jobs, len(tasks)), initializer=_init_worker, initargs=(data, digest, path, os.getpid())
+        ) as pool:
+            for r in pool.map(_run_candidate, tasks, chunksize=1):
+                results.append(r)
+                if on_result:
+                    on_result(r)
+
+    replays, skipped, observations = [], [], []
+    for r in results:
+        if r["skipped"] is not None:
+            if r["attempt"] == 1:
+                skipped.append({"seq": r["seq"], "reason": r["skipped"]})
+            continue
+        replays.append({"seq": r["seq"], "attempt": r["attempt"], **r["replay"]})
+        observations.append(Observation.from_json(r["observation"]))
+    effects = rank_effects(observations)
+    if workspace is not None:
+        from ..workspace import Workspace
+
+        with Workspace.open(workspace) as ws:
+            workspace_effects(ws, digest, predicate=pred, predicate_spec=predicate, base=base)
+    return SweepResult(
+        path, digest, strategy, candidates, spec, base_row["outcome"], calls, replays, skipped, observations, effects
+    )

@@ -1,0 +1,263 @@
+"""Canonical JSON (RFC 8785, "JCS") and the keys derived from it.
+
+The reference implementation is the ``rfc8785`` package. :func:`canonical_json` is a
+fast path built on ``orjson`` that produces byte-identical output (a hypothesis property
+test in ``tests/core/test_canonical.py`` holds it to that); values it cannot prove safe
+for the fast path (object keys at or above U+E000, whose UTF-16 order differs from code
+point order, RFC 8785 §3.2.3) go through the reference implementation.
+
+Keys (SPEC "Canonical keys"):
+
+* ``tool_key(tool, arguments)``  = ``sha256:`` + hex SHA-256 of canonical
+  ``{"kind": "tool", "tool": tool, "arguments": arguments}``;
+* ``model_key(model, request)`` = ``sha256:`` + hex SHA-256 of canonical
+  ``{"kind": "model", "model": model, "messages": [...], "tools": [...],
+  "stop": normalized stop, "options": {...}}``;
+* ``args_hash(arguments)``      = ``sha256:`` + hex SHA-256 of canonical ``arguments``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+import rfc8785
+
+from ..errors import CanonicalizationError
+
+__all__ = [
+    "canonical_json",
+    "canonical_hash",
+    "normalize_stop",
+    "tool_key",
+    "model_key",
+    "args_hash",
+    "CanonicalizationError",
+]
+
+_INT_MAX = 2**53 - 1  # RFC 8785 §3.2.2.3 / I-JSON (RFC 7493 §2.2) safe integer range
+_UTF16_ORDER_BREAK = "\ue000"  # keys with chars >= U+E000 may sort differently in UTF-16
+
+
+def _es_number(value: float) -> bytes:
+    """ECMAScript Number::toString of a finite float (ECMA-262 §7.1.12.1, RFC 8785 §3.2.2.3)."""
+    return rfc8785.dumps(value)
+
+
+class _NeedsReference(Exception):
+    """Internal: the fast path cannot guarantee RFC 8785 key order for this value."""
+
+
+def _prepare(value: Any, path: str = "") -> Any:
+    """Validate ``value`` and return an orjson-ready equivalent.
+
+    Floats become ``orjson.Fragment`` holding their ECMAScript form; containers are
+    rebuilt only when a descendant changed. Strings are not checked here: orjson refuses
+    lone surrogates when it serializes. Raises :class:`CanonicalizationError` with the
+    JSON Pointer (RFC 6901) of the first offending value, located by :func:`_locate`
+    only once something failed (``path`` is the pointer of ``value`` itself).
+    """
+    try:
+        return _prep(value)
+    except _Invalid:
+        raise _locate(value, path) from None
+
+
+class _Invalid(Exception):
+    """Internal: some value below has no canonical form (located afterwards)."""
+
+
+def _prep(value: Any) -> Any:
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return value
+    if t is dict:
+        changed = False
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _Invalid
+            if not k.isascii() and max(k) >= _UTF16_ORDER_BREAK:
+                raise _NeedsReference
+            tv = type(v)
+            if tv is str or tv is bool or v is None:
+                out[k] = v
+                continue
+            nv = _prep(v)
+            if nv is not v:
+                changed = True
+            out[k] = nv
+        return out if changed else value
+    if t is list:
+        changed = False
+        items = []
+        for v in value:
+            tv = type(v)
+            if tv is str or tv is bool or v is None:
+                items.append(v)
+                continue
+            nv = _prep(v)
+            if nv is not v:
+                changed = True
+            items.append(nv)
+        return items if changed else value
+    if t is int:
+        if -_INT_MAX <= value <= _INT_MAX:
+            return value
+        raise _Invalid
+    if t is float:
+        if value != value or value in (_INF, _NINF):
+            raise _Invalid
+        return orjson.Fragment(_es_number(value))
+    if t is tuple:
+        return [_prep(v) for v in value]
+    if isinstance(value, Mapping):
+        return _prep(dict(value))
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return _prep(int(value))
+    if isinstance(value, float):
+        return _prep(float(value))
+    if isinstance(value, str):
+        return str(value)
+    raise _Invalid
+
+
+_INF = float("inf")
+_NINF = float("-inf")
+
+
+def _locate(value: Any, path: str) -> CanonicalizationError:
+    """Find the first value without a canonical form; return the error naming it."""
+    t = type(value)
+    if isinstance(value, str):
+        return CanonicalizationError("unexpected string failure", path)
+    if isinstance(value, bool) or value is None:
+        return CanonicalizationError("unexpected failure", path)
+    if isinstance(value, int):
+        return CanonicalizationError(f"integer {value} is outside the I-JSON safe range ±(2**53-1)", path)
+    if isinstance(value, float):
+        return CanonicalizationError(f"{value} is not a JSON number", path)
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if type(k) is not str:
+                return CanonicalizationError(f"object key {k!r} is a {type(k).__name__}, not a string", path)
+            try:
+                _prep(v)
+            except _Invalid:
+                return _locate(v, f"{path}/{_escape_pointer(k)}")
+            except _NeedsReference:
+                pass
+        return CanonicalizationError("unexpected failure", path)
+    if t is list or t is tuple:
+        for i, v in enumerate(value):
+            try:
+                _prep(v)
+            except _Invalid:
+                return _locate(v, f"{path}/{i}")
+            except _NeedsReference:
+                pass
+        return CanonicalizationError("unexpected failure", path)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return CanonicalizationError("bytes have no JSON form", path)
+    if isinstance(value, (set, frozenset)):
+        return CanonicalizationError("a set has no deterministic order", path)
+    return CanonicalizationError(f"a {type(value).__name__} object is not JSON", path)
+
+
+def _check_strings(value: Any, path: str = "") -> None:
+    """Raise CanonicalizationError at the first string (or key) with a lone surrogate."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CanonicalizationError("string contains a lone UTF-16 surrogate", path) from None
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if isinstance(k, str):
+                try:
+                    k.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise CanonicalizationError("object key contains a lone UTF-16 surrogate", path) from None
+            _check_strings(v, f"{path}/{_escape_pointer(str(k))}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_strings(v, f"{path}/{i}")
+
+
+def _escape_pointer(token: str) -> str:
+    """Escape one JSON Pointer reference token (RFC 6901 §3)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Return the RFC 8785 canonical JSON of ``value`` as UTF-8 bytes.
+
+    ``value`` is made of ``dict`` (string keys), ``list``/``tuple``, ``str``, ``int``
+    (within ±(2**53-1)), finite ``float``, ``bool`` and ``None``.
+
+    Raises:
+        CanonicalizationError: NaN/±Infinity, out-of-range integers, lone surrogates,
+            bytes, sets, non-string keys, or any other object — never silently dropped.
+    """
+    try:
+        prepared = _prepare(value, "")
+    except _NeedsReference:
+        _check_strings(value)
+        try:
+            return rfc8785.dumps(value)
+        except rfc8785.CanonicalizationError as exc:  # pragma: no cover - _prepare validated
+            raise CanonicalizationError(str(exc)) from exc
+    try:
+        return orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        _check_strings(value)
+        raise
+
+
+def canonical_hash(value: Any) -> str:
+    """``"sha256:<hex>"`` of :func:`canonical_json` of ``value``."""
+    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def normalize_stop(stop: str | Iterable[str] | None) -> list[str]:
+    """Stop sequences as a de-duplicated, sorted list (SPEC: "normalized stop").
+
+    ``None`` → ``[]``; a single string → ``[string]``. Sorting is by code point.
+    """
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        return [stop]
+    return sorted(set(stop))
+
+
+def args_hash(arguments: Any) -> str:
+    """Hash of a tool call's arguments alone: ``sha256:`` + hex of canonical JSON."""
+    return canonical_hash(arguments)
+
+
+def tool_key(tool: str, arguments: Any) -> str:
+    """Canonical key of a tool call: hash of ``{kind: "tool", tool, arguments}``."""
+    return canonical_hash({"kind": "tool", "tool": tool, "arguments": arguments})
+
+
+def model_key(model: str, request: Any) -> str:
+    """Canonical key of a model call.
+
+    ``request`` is a :class:`core.record.recording.ModelRequest` or a mapping with
+    ``messages`` (list of message dicts), ``tools``, ``stop`` and ``options``. The key
+    covers the model identity, every message, every tool schema, the *normalized* stop
+    sequences and every option — so stop order/duplicates never change the key and any
+    other change does.
+    """
+    if not hasattr(request, "identity"):
+        # validate a mapping into the model so that absent and null fields key the same
+        from .recording import ModelRequest
+
+        request = ModelRequest.model_validate(request)
+    identity = request.identity()
+    return canonical_hash({"kind": "model", "model": model, **identity})

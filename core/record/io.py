@@ -1,0 +1,585 @@
+"""Loading and saving recordings (orjson), with verification.
+
+Loading (:func:`load_recording`, :func:`loads_recording`, :func:`recording_from_dict`):
+
+1. parse with orjson — malformed JSON is a :class:`FormatError` with line and column;
+   a document that ends early is reported as *truncated*;
+2. detect the format version and migrate older layouts (:mod:`core.record.migrate`);
+3. validate against the pydantic models (unknown kind, missing field, wrong type → the
+   record index and JSON Pointer of the value);
+4. check ``seq`` strictly increasing and no ``tool_call_id`` answered twice in one run;
+5. canonicalize every record (RFC 8785) and verify ``digest`` when present;
+6. recompute every canonical key and compare — when the file has no digest, or always
+   with ``verify_keys=True`` (``validate`` does); a matching digest seals the keys that
+   :func:`save_recording` recomputed.
+
+Saving (:func:`save_recording`) redacts by field name (and with an optional
+:class:`~core.record.redaction.SecretRedactor`), recomputes keys of anything redacted, writes
+the digest, and replaces the file atomically: temp file in the same folder, fsync,
+``os.replace``, fsync of the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import CanonicalizationError, FormatError, OutputError
+from .canonical import _NeedsReference, _prepare, canonical_json
+from .migrate import migrate
+from .recording import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ChatMessage,
+    ModelRecord,
+    Record,
+    Recording,
+    RunLink,
+    SessionInfo,
+    ToolRecord,
+)
+from .redaction import SecretRedactor, redact
+
+_RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
+
+
+def _pointer(loc: tuple[Any, ...]) -> str:
+    parts = []
+    for p in loc:
+        parts.append(str(p).replace("~", "~0").replace("/", "~1"))
+    return "/" + "/".join(parts) if parts else "/"
+
+
+def _describe(err: dict[str, Any]) -> str:
+    typ = err.get("type", "")
+    if typ == "missing":
+        return f"missing required field {err['loc'][-1]!r}" if err.get("loc") else "missing required field"
+    if typ == "extra_forbidden":
+        return f"unknown field {err['loc'][-1]!r}"
+    if typ == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        return f"unknown record kind {ctx.get('tag')!r} (expected one of {ctx.get('expected_tags')})"
+    if typ == "union_tag_not_found":
+        return "record has no 'kind'"
+    got = err.get("input")
+    shown = repr(got)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{err.get('msg', 'invalid value')} (got {shown})"
+
+
+def _validation_to_format_error(exc: ValidationError, source: str, record_offset: int | None) -> FormatError:
+    err = exc.errors(include_url=False)[0]
+    loc = list(err.get("loc", ()))
+    record = None
+    if record_offset is not None:
+        # loc is inside one record: (kind-tag, field, ...)
+        record = record_offset
+        if loc and loc[0] in ("tool", "model", "interrupt", "snapshot", "lifecycle"):
+            loc = loc[1:]
+        loc = ["records", record, *loc]
+    elif len(loc) >= 2 and loc[0] == "records" and isinstance(loc[1], int):
+        record = loc[1]
+        if len(loc) >= 3 and loc[2] in ("tool", "model", "interrupt", "snapshot", "lifecycle"):
+            del loc[2]
+    if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        loc.append("kind")
+    more = len(exc.errors()) - 1
+    reason = _describe(err) + (f" (and {more} more problem(s))" if more > 0 else "")
+    return FormatError(reason, file=source, record=record, path=_pointer(tuple(loc)))
+
+
+def parse_json(data: bytes | str, *, source: str) -> Any:
+    """Parse JSON bytes; raise :class:`FormatError` with line/column (or *truncated*)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raw = data.encode() if isinstance(data, str) else data
+        tail = raw.rstrip()
+        pos = exc.pos
+        if not tail:
+            raise FormatError("file is empty", file=source) from None
+        if pos >= len(tail) or "EOF" in exc.msg or "unexpected end" in exc.msg.lower():
+            reason = f"truncated JSON: the document ends early ({exc.msg})"
+        else:
+            reason = f"malformed JSON: {exc.msg}"
+        raise FormatError(reason, file=source, line=exc.lineno, column=exc.colno) from None
+
+
+def _canonical_failure(exc: CanonicalizationError, source: str) -> FormatError:
+    # exc.path is /<record index>/... relative to the records array
+    parts = exc.path.split("/")
+    record = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+    return FormatError(
+        f"value cannot be canonicalized: {exc.reason}",
+        file=source,
+        record=record,
+        path="/records" + exc.path,
+    )
+
+
+def _prepare_record(raw: dict[str, Any], i: int) -> Any:
+    """orjson-ready form of one *validated* raw record (see :func:`core.record.canonical._prepare`).
+
+    Chat messages whose content is a string and that carry no tool calls hold only
+    strings and nulls under known ASCII field names (validation guaranteed it), so they
+    are passed through unwalked; that is most of a growing chat history.
+    """
+    req = raw.get("request") if raw.get("kind") == "model" else None
+    if type(req) is not dict or type(req.get("messages")) is not list:
+        return _prepare(raw, f"/{i}")
+    msgs = []
+    for j, m in enumerate(req["messages"]):
+        if type(m) is dict and type(m.get("content")) is str and m.get("tool_calls") is None:
+            msgs.append(m)
+        else:
+            msgs.append(_prepare(m, f"/{i}/request/messages/{j}"))
+    out = dict(_prepare({k: v for k, v in raw.items() if k != "request"}, f"/{i}"))
+    req_out = dict(_prepare({k: v for k, v in req.items() if k != "messages"}, f"/{i}/request"))
+    req_out["messages"] = msgs
+    out["request"] = req_out
+    return out
+
+
+def records_digest(raw_records: list[Any], *, source: str = "<records>") -> str:
+    """``sha256:<hex>`` of the RFC 8785 canonical JSON of ``raw_records`` (validated dicts).
+
+    Byte-identical to ``canonical_hash(raw_records)``; faster on chat histories.
+
+    Raises:
+        FormatError: a value cannot be canonicalized (record index and JSON Pointer given).
+    """
+    try:
+        try:
+            prepared = [
+                _prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}") for i, r in enumerate(raw_records)
+            ]
+            data = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+        except (_NeedsReference, orjson.JSONEncodeError, CanonicalizationError):
+            data = canonical_json(raw_records)  # slow path: exact order / exact error place
+    except CanonicalizationError as exc:
+        raise _canonical_failure(exc, source) from None
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class _MessageMemo:
+    """Validates chat messages once per distinct message.
+
+    A recording's model requests repeat the growing chat history; each raw message is
+    compared (dict equality) with the ones already validated under the same role and
+    string content, and an equal one reuses the validated (frozen) instance.
+    """
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[Any, str], list[tuple[dict[str, Any], ChatMessage]]] = {}
+
+    def messages(self, raw_msgs: list[Any], record: int, source: str) -> list[Any]:
+        out: list[Any] = []
+        for j, m in enumerate(raw_msgs):
+            content = m.get("content") if type(m) is dict else None
+            if type(content) is not str or type(m.get("role")) is not str:
+                out.append(m)  # validated with the record
+                continue
+            key = (m.get("role"), content)
+            bucket = self.seen.get(key)
+            if bucket is not None:
+                for raw_prev, val in bucket:
+                    if raw_prev == m:
+                        out.append(val)
+                        break
+                else:
+                    bucket.append((m, self._validate(m, record, j, source)))
+                    out.append(bucket[-1][1])
+            else:
+                val = self._validate(m, record, j, source)
+                self.seen[key] = [(m, val)]
+                out.append(val)
+        return out
+
+    @staticmethod
+    def _validate(m: dict[str, Any], record: int, j: int, source: str) -> ChatMessage:
+        try:
+            return ChatMessage.model_validate(m, strict=True)
+        except ValidationError as exc:
+            err = _validation_to_format_error(exc, source, None)
+            raise FormatError(
+                err.reason,
+                file=source,
+                record=record,
+                path=f"/records/{record}/request/messages/{j}" + ("" if err.path == "/" else err.path),
+            ) from None
+
+
+def _header_json(rec: Recording) -> dict[str, Any]:
+    """The header values that are free JSON or typed JSON outside the records:
+    ``metadata`` and (format v2) ``links``, keyed by their JSON Pointer prefix.
+
+    Links are dumped in Python mode (their fields are strings, integers and a ``meta``
+    object), so a NaN in a link's ``meta`` reaches canonicalization and is rejected
+    instead of being written as ``null``."""
+    out: dict[str, Any] = {"/metadata": rec.metadata}
+    if rec.links is not None:
+        out["/links"] = [link.model_dump(exclude_none=True) for link in rec.links]
+    return out
+
+
+def _check_header_canonical(rec: Recording, source: str) -> None:
+    """Canonicalize ``metadata`` and ``links`` (RFC 8785); raise :class:`FormatError`
+    with the JSON Pointer of a value that has no canonical form."""
+    for prefix, value in _header_json(rec).items():
+        try:
+            canonical_json(value)
+        except CanonicalizationError as exc:
+            raise FormatError(
+                f"value cannot be canonicalized: {exc.reason}", file=source, path=prefix + exc.path
+            ) from None
+
+
+def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool | str = "auto") -> Recording:
+    """Validate (and migrate) a parsed JSON document into a :class:`Recording`.
+
+    Raises:
+        FormatError: any of the cases listed in the module docstring.
+    """
+    doc, original = migrate(obj, source=source)
+    raw_records = doc.get("records")
+    if not isinstance(raw_records, list):
+        raise FormatError("'records' must be an array", file=source, path="/records")
+    header = {k: v for k, v in doc.items() if k != "records"}
+    try:
+        shell = Recording.model_validate(header, strict=True)
+    except ValidationError as exc:
+        raise _validation_to_format_error(exc, source, None) from None
+
+    _check_header_canonical(shell, source)
+
+    records = []
+    validate = _RECORD_ADAPTER.validate_python
+    memo = _MessageMemo()
+    prev_seq = -1
+    answered: dict[tuple[str | None, str], int] = {}
+    for i, raw in enumerate(raw_records):
+        if type(raw) is dict and raw.get("kind") == "model":
+            req = raw.get("request")
+            if type(req) is dict and type(req.get("messages")) is list:
+                raw = {**raw, "request": {**req, "messages": memo.messages(req["messages"], i, source)}}
+        try:
+            rec = validate(raw, strict=True)
+        except ValidationError as exc:
+            raise _validation_to_format_error(exc, source, i) from None
+        if rec.seq <= prev_seq:
+            raise FormatError(
+                f"seq {rec.seq} does not increase (previous record has seq {prev_seq})",
+                file=source,
+                record=i,
+                path=f"/records/{i}/seq",
+            )
+        prev_seq = rec.seq
+        if type(rec) is ToolRecord and rec.tool_call_id:
+            k = (rec.run_id, rec.tool_call_id)
+            if k in answered:
+                raise FormatError(
+                    f"tool_call_id {rec.tool_call_id!r} is answered twice (records {answered[k]} and {i})",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/tool_call_id",
+                )
+            answered[k] = i
+        records.append(rec)
+
+    digest = records_digest(raw_records, source=source)
+    if shell.digest is not None and shell.digest != digest:
+        raise FormatError(
+            f"digest mismatch: header says {shell.digest}, records hash to {digest} "
+            "(the file was changed or corrupted after it was saved)",
+            file=source,
+            path="/digest",
+        )
+    # A matching digest seals keys that save_recording recomputed; without one (or when
+    # asked, as `validate` does) every key is recomputed and compared.
+    if verify_keys is True or (verify_keys == "auto" and shell.digest is None):
+        verify_record_keys(records, source=source)
+    shell.records = records
+    if original < FORMAT_VERSION:
+        shell._migrated_from = original
+    # A digest the file carried has just been checked against the (migrated) records, so
+    # it still seals them (migration 1 → 2 leaves records untouched); a migrated file
+    # without one (the 0.8.1 layout never had one) gets its digest when it is saved.
+    shell.digest = digest if (shell.digest is not None or original == FORMAT_VERSION) else None
+    return shell
+
+
+def verify_record_keys(records: list[Any], *, source: str) -> None:
+    """Recompute each tool/model key and compare. Raises :class:`FormatError`."""
+    for i, rec in enumerate(records):
+        if type(rec) is ToolRecord or type(rec) is ModelRecord:
+            if rec.key is None:
+                continue
+            try:
+                expected = rec.compute_key()
+            except CanonicalizationError as exc:
+                field = "arguments" if type(rec) is ToolRecord else "request"
+                raise FormatError(
+                    f"value cannot be canonicalized: {exc.reason}",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/{field}{exc.path}",
+                ) from None
+            if expected != rec.key:
+                raise FormatError(
+                    f"key {rec.key} does not match the canonical key of the call ({expected})",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/key",
+                )
+
+
+# A JSON number of 20+ digits in value position: orjson reads integers beyond 64 bits as
+# (inexact) floats without a word, so such a document is re-read exactly.
+_HUGE_INT = re.compile(rb"[:\[,][ \t\r\n]*-?[0-9]{20}")
+
+
+def _has_huge_integer(raw: bytes) -> bool:
+    for m in _HUGE_INT.finditer(raw):
+        if raw[max(0, m.start() - 6) : m.start()] != b"sha256":  # hex digests of keys
+            return True
+    return False
+
+
+def _suspicious_float(value: Any) -> bool:
+    """True when ``value`` holds an integral float of magnitude ≥ 2**63: what orjson makes
+    of an integer literal beyond 64 bits."""
+    t = type(value)
+    if t is float:
+        return abs(value) >= 9.223372036854776e18 and value.is_integer()
+    if t is dict:
+        return any(_suspicious_float(v) for v in value.values())
+    if t is list:
+        return any(_suspicious_float(v) for v in value)
+    return False
+
+
+def _exact_reparse(raw: bytes, source: str) -> Any:
+    def refuse(name: str) -> Any:
+        raise FormatError(f"non-standard JSON literal {name}", file=source)
+
+    return json.loads(raw, parse_constant=refuse)
+
+
+def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: bool | str = "auto") -> Recording:
+    """Parse and verify a recording from bytes. Raises :class:`FormatError`.
+
+    A document without a digest that holds a number of 20 or more digits is re-read
+    with exact integers (orjson would read an integer beyond 64 bits as a float), so
+    such an integer is rejected with its place instead of silently rounded. A matching
+    digest rules this out: the writer never seals such a value.
+    """
+    doc = parse_json(data, source=source)
+    if isinstance(doc, dict):
+        raw = data.encode() if isinstance(data, str) else data
+        # the digest seals records only: the header is checked whatever it says
+        suspicious = (
+            _suspicious_float(doc.get("metadata"))
+            or _suspicious_float(doc.get("session"))
+            or _suspicious_float(doc.get("links"))
+        )
+        if suspicious or (doc.get("digest") is None and _has_huge_integer(raw)):
+            doc = _exact_reparse(raw, source)
+    return recording_from_dict(doc, source=source, verify_keys=verify_keys)
+
+
+def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "auto") -> Recording:
+    """Read, parse, migrate and verify the recording at ``path``.
+
+    Raises:
+        FormatError: unreadable file, or any validation failure (names the file).
+    """
+    source = str(path)
+    p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise FormatError("is not a regular file (a FIFO, device or socket)", file=source)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise FormatError("no such file", file=source) from None
+    except IsADirectoryError:
+        raise FormatError("is a directory, not a recording file", file=source) from None
+    except OSError as exc:
+        raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+    return loads_recording(data, source=source, verify_keys=verify_keys)
+
+
+def redact_recording(rec: Recording, redactor: SecretRedactor | None = None) -> int:
+    """Redact ``rec`` in place by field name (and ``redactor``); return records changed.
+
+    The whole of every record is redacted (its format-v2 ``meta`` included), and so are
+    the header's ``metadata`` and ``links``. Tool records whose result was scrubbed get ``result.redacted = True``; keys of
+    changed records are recomputed on the redacted values.
+    """
+    changed_count = 0
+    new_meta, meta_changed = redact(rec.metadata, redactor)
+    if meta_changed:
+        rec.metadata = new_meta
+    if rec.links is not None:
+        raw_links = [link.to_json_obj() for link in rec.links]
+        new_links, links_changed = redact(raw_links, redactor)
+        if links_changed:
+            rec.links = [RunLink.model_validate(link) for link in new_links]
+    for i, r in enumerate(rec.records):
+        obj = r.to_json_obj()
+        new, changed = redact(obj, redactor)
+        if not changed:
+            continue
+        changed_count += 1
+        if obj.get("kind") == "tool" and new.get("result") != obj.get("result"):
+            new["result"]["redacted"] = True
+        nr = _RECORD_ADAPTER.validate_python(new)
+        if isinstance(nr, (ToolRecord, ModelRecord)) and nr.key is not None:
+            try:
+                nr.key = nr.compute_key()
+            except CanonicalizationError:
+                pass
+        rec.records[i] = nr
+    return changed_count
+
+
+def refresh_keys(rec: Recording) -> None:
+    """Recompute the key of every tool/model record that has one (keys are derived).
+
+    Records imported with ``key: None`` (identity not canonicalizable) keep ``None``.
+
+    Raises:
+        CanonicalizationError: a keyed record's identity cannot be canonicalized.
+    """
+    for r in rec.records:
+        if (type(r) is ToolRecord or type(r) is ModelRecord) and r.key is not None:
+            k = r.compute_key()
+            if k != r.key:
+                r.key = k
+
+
+def recording_to_dict(rec: Recording) -> dict[str, Any]:
+    """The saved form (format version 2): header fields, ``links`` when set, the digest
+    and the records (``None`` omitted). The digest seals the records only."""
+    header = _header_json(rec)
+    for prefix, value in header.items():
+        try:
+            canonical_json(value)
+        except CanonicalizationError as exc:
+            raise CanonicalizationError(exc.reason, prefix + exc.path) from None
+    for i, r in enumerate(rec.records):
+        if r.meta is not None:  # free JSON: checked as given, so NaN is rejected, not nulled
+            try:
+                canonical_json(r.meta)
+            except CanonicalizationError as exc:
+                raise CanonicalizationError(exc.reason, f"/{i}/meta{exc.path}") from None
+    records = [r.to_json_obj() for r in rec.records]
+    digest = "sha256:" + hashlib.sha256(canonical_json(records)).hexdigest()
+    doc: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "metadata": rec.metadata,
+        "session": rec.session.to_json_obj(),
+    }
+    if "/links" in header:
+        doc["links"] = header["/links"]
+    doc["digest"] = digest
+    doc["records"] = records
+    return doc
+
+
+def dumps_recording(rec: Recording, *, indent: bool = False) -> bytes:
+    """Serialize as saved. Raises :class:`CanonicalizationError` for non-JSON values."""
+    opt = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps(recording_to_dict(rec), option=opt)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename.
+
+    A crash at any moment leaves either the old file or the new one, never a mix. Missing
+    folders are created. The file is created with mode 0600.
+
+    Raises:
+        OutputError: the target is a directory or not a regular file (a device, a FIFO),
+            a folder on the way is a file, or the write failed (disk full, permissions) —
+            nothing is left behind.
+    """
+    target = Path(path)
+    name = str(path)
+    if not target.name:
+        raise OutputError(name or "''", "no file name given")
+    if target.is_dir():
+        raise OutputError(name, "is a directory; give a file name")
+    if target.exists() and not target.is_file():
+        raise OutputError(name, "exists and is not a regular file (a device, FIFO or socket); refusing to replace it")
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(name, f"{_first_file_on_path(folder)} is a file, not a folder") from None
+    except OSError as exc:
+        raise OutputError(name, f"cannot create folder {folder}: {exc.strerror or exc}") from None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(name, f"cannot write in {folder}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise OutputError(name, f"cannot write: {exc.strerror or exc}") from None
+        raise
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _first_file_on_path(folder: Path) -> Path:
+    for parent in [*reversed(folder.parents), folder]:
+        if parent.exists() and not parent.is_dir():
+            return parent
+    return folder
+
+
+def save_recording(
+    rec: Recording,
+    path: str | os.PathLike[str],
+    *,
+    redactor: SecretRedactor | None = None,
+    indent: bool = False,
+) -> str:
+    """Redact, then write ``rec`` atomically with a fresh digest; return the digest.
+
+    Raises:
+        CanonicalizationError: a record holds a value with no canonical JSON form.
+    """
+    redact_recording(rec, redactor)
+    refresh_keys(rec)
+    if rec.session is None:
+        rec.session = SessionInfo()
+    doc = recording_to_dict(rec)
+    atomic_write_bytes(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0))
+    rec.digest = doc["digest"]
+    return doc["digest"]

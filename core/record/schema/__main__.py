@@ -1,0 +1,3 @@
+from core.record.schema import main
+
+main()

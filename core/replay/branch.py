@@ -1,0 +1,613 @@
+"""Branches: a checkpoint, typed interventions and a policy, validated against a base.
+
+A *branch* (SPEC glossary) departs from a *base run* at a *checkpoint* (a base ``seq``)
+and carries explicit *interventions* plus a *policy*. Branches form a tree through
+``parent``. This module only knows shapes, loading and validation; the replay engine
+(:mod:`core.replay.engine`) applies them.
+
+Interventions are a discriminated union on ``kind`` (rules from SPEC "Replay engine": interventions):
+
+* ``tool_result``    — override the result of a tool call, targeted by ``seq`` (one
+  call) or by ``tool`` (+ optional ``args_hash``; every matching call from the
+  checkpoint on);
+* ``model_response`` — override a model response, targeted by ``seq`` or ``step`` (the
+  0-based index of the model call in the run);
+* ``messages``       — ``append``, ``replace`` or ``remove`` messages in the next model
+  request made from the checkpoint;
+* ``options``        — set request options (temperature, tool choice, ...) on every model
+  request from the checkpoint on (a ``null`` value removes the option);
+* ``tool_policy``    — ``deny`` a tool, or ``require_approval`` for it, from the
+  checkpoint on.
+
+Validation (:func:`validate_branch`) raises :class:`~core.errors.BranchError` naming the
+intervention (its index), the target and the reason: a target that does not exist in the
+base, or lies before the checkpoint, and any edit of provider-signed reasoning blocks
+(providers verify their signature, so an edited block would be a forgery the provider
+rejects — the engine refuses rather than replaying something no provider would accept).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from ..errors import BranchError, CanonicalizationError
+from ..record.canonical import args_hash as compute_args_hash
+from ..record.io import atomic_write_bytes
+from ..record.recording import (
+    ChatMessage,
+    ModelRecord,
+    ModelResponse,
+    Recording,
+    ToolRecord,
+    ToolResult,
+)
+from ..record.userjson import loads_user_json
+
+__all__ = [
+    "BaseRef",
+    "Branch",
+    "Intervention",
+    "MessagesIntervention",
+    "ModelResponseIntervention",
+    "OptionsIntervention",
+    "Policy",
+    "ToolPolicyIntervention",
+    "ToolResultIntervention",
+    "load_branch",
+    "load_interventions",
+    "load_policy",
+    "new_branch",
+    "save_branch",
+    "signed_reasoning_parts",
+    "validate_branch",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """JSON-ready dict (``None`` fields omitted)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# --------------------------------------------------------------------------- interventions
+
+
+class ToolResultIntervention(_Model):
+    """Override a tool call's result.
+
+    Target either ``seq`` (the base tool record at that seq; applied to the replay's call
+    at the same position when it is the same call) or ``tool`` with an optional
+    ``args_hash`` (``sha256:...`` of the canonical arguments, see
+    :func:`core.record.canonical.args_hash`) or ``arguments`` (hashed for you): every matching
+    call from the checkpoint on. ``result`` is the new :class:`ToolResult`.
+    """
+
+    kind: Literal["tool_result"] = "tool_result"
+    seq: int | None = Field(default=None, ge=0)
+    tool: str | None = None
+    args_hash: str | None = None
+    arguments: Any = None
+    result: ToolResult
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _target(self) -> ToolResultIntervention:
+        if self.seq is None and self.tool is None:
+            raise ValueError("a tool_result intervention needs a target: 'seq' or 'tool'")
+        if self.seq is not None and self.tool is not None:
+            raise ValueError("give either 'seq' or 'tool' (+ 'args_hash'), not both")
+        if self.arguments is not None:
+            if self.tool is None:
+                raise ValueError("'arguments' targets need 'tool'")
+            try:
+                h = compute_args_hash(self.arguments)
+            except CanonicalizationError as exc:
+                raise ValueError(f"'arguments' cannot be canonicalized: {exc}") from None
+            if self.args_hash is not None and self.args_hash != h:
+                raise ValueError(f"'args_hash' {self.args_hash} does not match 'arguments' ({h})")
+            self.args_hash = h
+            self.arguments = None
+        return self
+
+    def describe(self) -> str:
+        """Short human description of the target."""
+        if self.seq is not None:
+            return f"tool_result at seq {self.seq}"
+        return f"tool_result for {self.tool}" + (f" {self.args_hash[:19]}…" if self.args_hash else " (every call)")
+
+
+class ModelResponseIntervention(_Model):
+    """Override a model response, targeted by ``seq`` (a base model record) or ``step``
+    (the 0-based index of the model call in the run). ``response`` is the new
+    :class:`ModelResponse`."""
+
+    kind: Literal["model_response"] = "model_response"
+    seq: int | None = Field(default=None, ge=0)
+    step: int | None = Field(default=None, ge=0)
+    response: ModelResponse
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _target(self) -> ModelResponseIntervention:
+        if (self.seq is None) == (self.step is None):
+            raise ValueError("a model_response intervention needs exactly one target: 'seq' or 'step'")
+        return self
+
+    def describe(self) -> str:
+        return f"model_response at seq {self.seq}" if self.seq is not None else f"model_response at step {self.step}"
+
+
+class MessagesIntervention(_Model):
+    """Edit the messages of the next model request made from the checkpoint.
+
+    ``op`` is ``append`` (add ``messages`` at the end), ``replace`` (replace the message
+    at ``index`` by ``messages``) or ``remove`` (drop the message at ``index``).
+    ``index`` counts from 0; negative values count from the end, as in Python.
+    """
+
+    kind: Literal["messages"] = "messages"
+    op: Literal["append", "replace", "remove"]
+    index: int | None = None
+    messages: list[ChatMessage] = Field(default_factory=list)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> MessagesIntervention:
+        if self.op in ("replace", "remove") and self.index is None:
+            raise ValueError(f"op {self.op!r} needs 'index'")
+        if self.op in ("append", "replace") and not self.messages:
+            raise ValueError(f"op {self.op!r} needs at least one message in 'messages'")
+        if self.op == "remove" and self.messages:
+            raise ValueError("op 'remove' takes no 'messages'")
+        return self
+
+    def apply(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """Return a new message list with this edit applied. Raises BranchError if
+        ``index`` is out of range."""
+        out = list(messages)
+        if self.op == "append":
+            return out + list(self.messages)
+        n = len(out)
+        idx = self.index if self.index is not None else 0
+        if not -n <= idx < n:
+            raise BranchError(f"messages {self.op}: index {idx} is out of range (request has {n} messages)")
+        if self.op == "replace":
+            idx %= n
+            return out[:idx] + list(self.messages) + out[idx + 1 :]
+        del out[idx]
+        return out
+
+    def describe(self) -> str:
+        return f"messages {self.op}" + (f" at index {self.index}" if self.index is not None else "")
+
+
+class OptionsIntervention(_Model):
+    """Set request options on every model request from the checkpoint on; a ``null``
+    value removes the option (e.g. ``{"temperature": 0, "tool_choice": "none"}``)."""
+
+    kind: Literal["options"] = "options"
+    options: dict[str, Any]
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _nonempty(self) -> OptionsIntervention:
+        if not self.options:
+            raise ValueError("'options' is empty")
+        try:
+            compute_args_hash(self.options)
+        except CanonicalizationError as exc:
+            raise ValueError(f"'options' cannot be canonicalized: {exc}") from None
+        return self
+
+    def apply(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Return ``options`` with this intervention's values set (``None`` removes)."""
+        out = dict(options)
+        for k, v in self.options.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = v
+        return out
+
+    def describe(self) -> str:
+        return "options " + ", ".join(sorted(self.options))
+
+
+class ToolPolicyIntervention(_Model):
+    """``deny`` a tool, or ``require_approval`` before each call of it, from the
+    checkpoint on. Denied calls raise :class:`~core.errors.PolicyDenied` exactly as live."""
+
+    kind: Literal["tool_policy"] = "tool_policy"
+    tool: str
+    action: Literal["deny", "require_approval"]
+    reason: str | None = None
+    note: str | None = None
+
+    def describe(self) -> str:
+        return f"tool_policy {self.action} {self.tool}"
+
+
+Intervention = Annotated[
+    ToolResultIntervention
+    | ModelResponseIntervention
+    | MessagesIntervention
+    | OptionsIntervention
+    | ToolPolicyIntervention,
+    Field(discriminator="kind"),
+]
+_INTERVENTION = TypeAdapter(Intervention)
+_KINDS = ("tool_result", "model_response", "messages", "options", "tool_policy")
+_INTERVENTIONS = TypeAdapter(list[Intervention])
+
+# --------------------------------------------------------------------------- policy
+
+
+class Policy(_Model):
+    """Where a replay's answers may come from, and its limits (SPEC "Replay engine": policies).
+
+    * ``model`` / ``tool``: ``recorded`` (recorded calls, then fixtures), ``fixture``
+      (from the checkpoint on, only interventions and fixtures answer — recorded calls
+      are not reused), ``live`` (as ``recorded``, then the wired executor answers what
+      is left);
+    * ``drift``: ``strict`` (a call that differs from the base needs an answer) or
+      ``lenient`` (it takes the base's answer at the same step; comparability becomes
+      ``partial``);
+    * ``max_steps``: most model calls the replay may make (``None``: no limit);
+    * ``temperature``: when set, the temperature option of every model request from the
+      checkpoint on;
+    * ``require_fixtures``: a divergent call with no answer opens a requirement and
+      pauses (``True``, default) or fails the replay (``False``);
+    * ``max_tool_calls``: the tool-call budget (``None``: no limit); the call over budget
+      is denied (:class:`~core.errors.PolicyDenied`), as in :class:`core.replay.session.Harness`.
+    """
+
+    model: Literal["recorded", "fixture", "live"] = "recorded"
+    tool: Literal["recorded", "fixture", "live"] = "recorded"
+    drift: Literal["strict", "lenient"] = "strict"
+    max_steps: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0)
+    require_fixtures: bool = True
+    max_tool_calls: int | None = Field(default=None, ge=0)
+
+    @property
+    def wants_live(self) -> bool:
+        """True when either boundary may be answered by an executor."""
+        return self.model == "live" or self.tool == "live"
+
+
+# --------------------------------------------------------------------------- branch
+
+
+_BRANCH_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
+class BaseRef(_Model):
+    """The base run of a branch: ``path`` as given and the recording ``digest``."""
+
+    path: str
+    digest: str
+
+
+class Branch(_Model):
+    """A branch: ``id``, ``base`` (path + digest), ``checkpoint`` (base seq), ``label``,
+    ``parent`` (branch id or ``None``), ``interventions``, ``policy``, ``created_at``
+    (RFC 3339). Saved as JSON (:func:`save_branch`) and in the workspace."""
+
+    format: Literal["chassis.branch"] = "chassis.branch"
+    id: str
+    base: BaseRef
+    checkpoint: int = Field(ge=0)
+    label: str | None = None
+    parent: str | None = None
+    interventions: list[Intervention] = Field(default_factory=list)
+    policy: Policy = Field(default_factory=Policy)
+    created_at: str
+
+    @model_validator(mode="after")
+    def _identity(self) -> Branch:
+        for name, value in (("id", self.id), ("parent", self.parent)):
+            if value is not None and not _BRANCH_ID.fullmatch(value):
+                raise ValueError(
+                    f"{name} {value!r} is not a branch id (letters, digits, '.', '_', '-'; "
+                    "no '/', at most 128 characters, not starting with '.')"
+                )
+        if self.parent is not None and self.parent == self.id:
+            raise ValueError(f"branch {self.id} cannot be its own parent")
+        try:
+            when = datetime.fromisoformat(self.created_at)
+        except ValueError:
+            when = None
+        if when is None or when.tzinfo is None or "T" not in self.created_at:
+            raise ValueError(f"created_at {self.created_at!r} is not an RFC 3339 date-time (e.g. 2026-01-31T12:00:00Z)")
+        return self
+
+    def dumps(self) -> bytes:
+        """The branch as indented JSON bytes."""
+        return orjson.dumps(self.to_json_obj(), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _pydantic_reason(exc: ValidationError) -> tuple[str, str]:
+    """``(JSON Pointer, reason)`` of the first pydantic error, in our words."""
+    err = exc.errors(include_url=False)[0]
+    raw_loc = list(err.get("loc", ()))
+    if raw_loc and raw_loc[0] in _KINDS:
+        raw_loc = raw_loc[1:]
+    path = "/" + "/".join(str(p) for p in raw_loc) if raw_loc else "/"
+    typ = err.get("type")
+    if typ == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        reason = f"unknown intervention kind {ctx.get('tag')!r} (expected one of {ctx.get('expected_tags')})"
+    elif typ == "union_tag_not_found":
+        reason = "intervention has no 'kind'"
+    elif typ == "missing":
+        reason = f"missing required field {raw_loc[-1]!r}" if raw_loc else "missing field"
+    elif typ == "extra_forbidden":
+        reason = f"unknown field {raw_loc[-1]!r}"
+    else:
+        reason = err.get("msg", "invalid value")
+        reason = reason.removeprefix("Value error, ")
+    return path, reason
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise BranchError(f"{path}: no such {what} file") from None
+    except OSError as exc:
+        raise BranchError(f"{path}: cannot read {what} file: {exc.strerror}") from None
+    return loads_user_json(data, str(path), BranchError)
+
+
+def parse_interventions(obj: Any, *, source: str = "<interventions>") -> list[Any]:
+    """Parse one intervention object or a JSON list of them. Raises BranchError naming
+    ``source``, the JSON Pointer and the reason."""
+    items = obj if isinstance(obj, list) else [obj]
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise BranchError(f"{source}: intervention {i}: expected a JSON object, got {type(item).__name__}")
+        try:
+            out.append(_INTERVENTION.validate_python(item, strict=True))
+        except ValidationError as exc:
+            path, reason = _pydantic_reason(exc)
+            raise BranchError(f"{source}: intervention {i} at {path}: {reason}") from None
+    return out
+
+
+def load_interventions(path: Path) -> list[Any]:
+    """Read an intervention file (one object or a list; ``[]`` is valid)."""
+    return parse_interventions(_read_json(path, "intervention"), source=str(path))
+
+
+def load_policy(path: Path) -> Policy:
+    """Read a policy JSON file. Raises BranchError naming the file, field and reason."""
+    obj = _read_json(path, "policy")
+    if not isinstance(obj, dict):
+        raise BranchError(f"{path}: a policy must be a JSON object")
+    try:
+        return Policy.model_validate(obj, strict=True)
+    except ValidationError as exc:
+        where, reason = _pydantic_reason(exc)
+        raise BranchError(f"{path}: policy at {where}: {reason}") from None
+
+
+def branch_from_dict(obj: Any, *, source: str = "<branch>") -> Branch:
+    """Validate a parsed branch document. Raises BranchError (file, JSON Pointer, reason)."""
+    if not isinstance(obj, dict):
+        raise BranchError(f"{source}: a branch must be a JSON object")
+    if obj.get("format", "chassis.branch") != "chassis.branch":
+        raise BranchError(f"{source}: not a branch file (format {obj.get('format')!r})")
+    try:
+        return Branch.model_validate(obj, strict=True)
+    except ValidationError as exc:
+        where, reason = _pydantic_reason(exc)
+        raise BranchError(f"{source}: at {where}: {reason}") from None
+
+
+def load_branch(path: Path) -> Branch:
+    """Read a branch JSON file (shape only; see :func:`validate_branch`)."""
+    return branch_from_dict(_read_json(path, "branch"), source=str(path))
+
+
+def save_branch(branch: Branch, path: Path) -> None:
+    """Write the branch JSON atomically."""
+    atomic_write_bytes(path, branch.dumps())
+
+
+# --------------------------------------------------------------------------- validation
+
+_REASONING_TYPES = {"thinking", "redacted_thinking", "reasoning"}
+_SIGNATURE_FIELDS = ("signature", "encrypted_content", "data", "thought_signature")
+
+
+def signed_reasoning_parts(message: ChatMessage | None) -> list[Any]:
+    """The provider-signed reasoning blocks of a message: content parts whose ``type``
+    is ``thinking``, ``redacted_thinking`` or ``reasoning`` and that carry a signature
+    (``signature``, ``encrypted_content``, ``data`` or ``thought_signature``)."""
+    if message is None or not isinstance(message.content, list):
+        return []
+    out = []
+    for part in message.content:
+        if isinstance(part, dict) and part.get("type") in _REASONING_TYPES:
+            if any(part.get(f) for f in _SIGNATURE_FIELDS):
+                out.append(part)
+    return out
+
+
+def _base_index(base: Recording) -> tuple[dict[int, Any], list[ModelRecord]]:
+    by_seq = {r.seq: r for r in base.records}
+    models = [r for r in base.records if type(r) is ModelRecord]
+    return by_seq, models
+
+
+def validate_branch(branch: Branch, base: Recording) -> None:
+    """Check every intervention against the base; raise :class:`BranchError` on the first
+    problem, naming the intervention index, its target and the reason.
+
+    Rules: the checkpoint must be the seq of a base record; ``seq`` targets must exist,
+    be of the right kind and not lie before the checkpoint; ``step`` targets must be a
+    model call of the base at or after the checkpoint; ``tool`` targets must name a tool
+    the base knows; ``messages`` needs a model request at or after the checkpoint and an
+    index inside it; signed reasoning blocks may not be edited.
+    """
+    if branch.base.digest and base.digest and branch.base.digest != base.digest:
+        raise BranchError(
+            f"branch {branch.id}: base digest {branch.base.digest} does not match the recording given ({base.digest})"
+        )
+    by_seq, models = _base_index(base)
+    if branch.checkpoint not in by_seq:
+        last = base.records[-1].seq if base.records else None
+        raise BranchError(
+            f"branch {branch.id}: checkpoint {branch.checkpoint} is not the seq of a record of the base "
+            f"{branch.base.path} "
+            + (f"(seqs run {base.records[0].seq}..{last})" if last is not None else "(it has no records)")
+        )
+    cp = branch.checkpoint
+    after_models = [m for m in models if m.seq >= cp]
+    first_step_after = len(models) - len(after_models)
+    known_tools: set[str] = set()
+    for r in base.records:
+        if type(r) is ToolRecord:
+            known_tools.add(r.tool)
+        elif type(r) is ModelRecord:
+            for t in r.request.tools:
+                if isinstance(t, dict):
+                    name = t.get("name") or (t.get("function") or {}).get("name")
+                    if isinstance(name, str):
+                        known_tools.add(name)
+            if r.response:
+                for tc in r.response.message.tool_calls or []:
+                    known_tools.add(tc.name)
+
+    for i, iv in enumerate(branch.interventions):
+        where = f"intervention {i} ({iv.describe()}) against {branch.base.path}"
+        if isinstance(iv, ToolResultIntervention):
+            if iv.seq is not None:
+                target = by_seq.get(iv.seq)
+                if target is None:
+                    raise BranchError(f"{where}: no base record has seq {iv.seq}")
+                if type(target) is not ToolRecord:
+                    raise BranchError(f"{where}: base record {iv.seq} is a {target.kind} record, not a tool call")
+                if iv.seq < cp:
+                    raise BranchError(f"{where}: seq {iv.seq} is before the checkpoint {cp}")
+            elif iv.tool not in known_tools:
+                raise BranchError(f"{where}: the base never uses or offers a tool named {iv.tool!r}")
+        elif isinstance(iv, ModelResponseIntervention):
+            if iv.seq is not None:
+                target = by_seq.get(iv.seq)
+                if target is None:
+                    raise BranchError(f"{where}: no base record has seq {iv.seq}")
+                if type(target) is not ModelRecord:
+                    raise BranchError(f"{where}: base record {iv.seq} is a {target.kind} record, not a model call")
+                if iv.seq < cp:
+                    raise BranchError(f"{where}: seq {iv.seq} is before the checkpoint {cp}")
+            else:
+                assert iv.step is not None  # the model validator requires exactly one of seq / step
+                if iv.step >= len(models):
+                    raise BranchError(f"{where}: the base has {len(models)} model call(s) (steps 0..{len(models) - 1})")
+                if iv.step < first_step_after:
+                    raise BranchError(
+                        f"{where}: step {iv.step} (seq {models[iv.step].seq}) is before the checkpoint {cp}"
+                    )
+                target = models[iv.step]
+            old = signed_reasoning_parts(target.response.message if target.response else None)
+            new = signed_reasoning_parts(iv.response.message)
+            if new != old and (old or new):
+                raise BranchError(
+                    f"{where}: refused: it edits provider-signed reasoning blocks; the provider "
+                    "verifies their signature, so an edited block cannot be replayed honestly "
+                    "(keep the blocks exactly as recorded, or intervene on a later step)"
+                )
+        elif isinstance(iv, MessagesIntervention):
+            if not after_models:
+                raise BranchError(f"{where}: no model request at or after the checkpoint {cp}")
+            nxt = after_models[0].request.messages
+            try:
+                iv.apply(nxt)  # raises on an index the request does not have
+            except BranchError as exc:
+                raise BranchError(f"{where}: {exc} at seq {after_models[0].seq}") from None
+            if iv.op in ("replace", "remove"):
+                assert iv.index is not None  # the model validator requires index for replace / remove
+                victim = nxt[iv.index]
+                if signed_reasoning_parts(victim):
+                    raise BranchError(
+                        f"{where}: refused: message {iv.index} of the request at seq "
+                        f"{after_models[0].seq} holds provider-signed reasoning blocks, which "
+                        "cannot be edited or removed honestly"
+                    )
+            for m in iv.messages:
+                if signed_reasoning_parts(m):
+                    raise BranchError(f"{where}: refused: new messages may not carry provider-signed reasoning blocks")
+        elif isinstance(iv, OptionsIntervention):
+            if not after_models:
+                raise BranchError(f"{where}: no model request at or after the checkpoint {cp}")
+        elif isinstance(iv, ToolPolicyIntervention):
+            if iv.tool not in known_tools:
+                raise BranchError(f"{where}: the base never uses or offers a tool named {iv.tool!r}")
+
+
+def new_branch(
+    base: Recording,
+    base_path: str,
+    *,
+    at: int,
+    interventions: list[Any] | None = None,
+    policy: Policy | None = None,
+    label: str | None = None,
+    parent: str | None = None,
+    branch_id: str | None = None,
+) -> Branch:
+    """Create and validate a branch of ``base`` at checkpoint ``at``.
+
+    When ``base`` is itself the events of a replay (``metadata.replay.branch.id``) and no
+    ``parent`` is given, the parent is the branch that produced it — so branching a
+    replay grows the tree.
+
+    Raises:
+        BranchError: the checkpoint or an intervention is invalid against ``base``.
+    """
+    if parent is None:
+        produced_by = (
+            (base.metadata.get("replay") or {}).get("branch") if isinstance(base.metadata.get("replay"), dict) else None
+        )
+        if isinstance(produced_by, dict) and isinstance(produced_by.get("id"), str):
+            parent = produced_by["id"]
+    if at < 0:
+        raise BranchError(f"checkpoint {at} is not the seq of a record of {base_path} (seqs are >= 0)")
+    try:
+        branch = Branch(
+            id=branch_id or "br-" + uuid.uuid4().hex[:12],
+            base=BaseRef(path=str(base_path), digest=base.digest or ""),
+            checkpoint=at,
+            label=label,
+            parent=parent,
+            interventions=list(interventions or []),
+            policy=policy or Policy(),
+            created_at=_now(),
+        )
+    except ValidationError as exc:
+        where, reason = _pydantic_reason(exc)
+        raise BranchError(f"new branch of {base_path}: at {where}: {reason}") from None
+    validate_branch(branch, base)
+    return branch

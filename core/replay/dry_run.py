@@ -1,0 +1,190 @@
+"""Dry run (SPEC "Replay engine", dry run): predict how a branch's calls will be answered, running nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..record.canonical import args_hash as compute_args_hash
+from ..record.recording import Recording
+from .branch import (
+    Branch,
+    MessagesIntervention,
+    ModelResponseIntervention,
+    OptionsIntervention,
+    ToolPolicyIntervention,
+    ToolResultIntervention,
+    validate_branch,
+)
+from .fixtures import FixtureGateway
+
+__all__ = ["Prediction", "predict"]
+
+
+@dataclass
+class Prediction:
+    """One predicted call of a dry run: call ``position``, ``base_seq``, ``kind``,
+    ``name``, ``answer`` (``recorded`` | ``intervention`` | ``fixture`` | ``drift`` |
+    ``live`` | ``requirement`` | ``fail`` | ``denied`` | ``approval`` | ``unknown``) and
+    ``detail``."""
+
+    position: int
+    base_seq: int | None
+    kind: str
+    name: str
+    answer: str
+    detail: str = ""
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "base_seq": self.base_seq,
+            "kind": self.kind,
+            "name": self.name,
+            "answer": self.answer,
+            "detail": self.detail,
+        }
+
+
+def predict(
+    base: Recording, branch: Branch, *, fixtures: FixtureGateway | None = None, executor_wired: bool = False
+) -> dict[str, Any]:
+    """Dry run (SPEC "Replay engine"): predict, before anything runs, how each call of the
+    base from the checkpoint would be answered, as far as it can be known.
+
+    Until the first change the branch re-issues the base's calls (``recorded``); a call
+    an intervention targets is answered by it; after a change the next model request
+    differs from the base, so its answer comes from a fixture, lenient drift, the
+    executor, or a requirement; after that only lenient drift keeps the path known (the
+    base's answers stand in), otherwise calls are ``unknown``. Returns
+    ``{"status": "failed"|"ok", "reason", "predictions": [...], "counts": {...}}``.
+
+    Raises:
+        BranchError: the branch is invalid against ``base``.
+    """
+    validate_branch(branch, base)
+    gw = fixtures or FixtureGateway()
+    pol = branch.policy
+    calls = [r for r in base.records if r.kind in ("tool", "model")]
+    models = [r for r in calls if r.kind == "model"]
+    cp_pos = sum(1 for r in calls if r.seq < branch.checkpoint)
+    out: list[Prediction] = []
+    if pol.wants_live and not executor_wired:
+        return {
+            "status": "failed",
+            "reason": "a live policy with no executor fails at once; nothing would run",
+            "predictions": [],
+            "counts": {},
+        }
+    tool_seq = {iv.seq for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.seq is not None}
+    tool_names = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.tool}
+    model_steps = set()
+    for iv in branch.interventions:
+        if isinstance(iv, ModelResponseIntervention):
+            model_steps.add(
+                iv.step if iv.step is not None else next(i for i, m in enumerate(models) if m.seq == iv.seq)
+            )
+    policies = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolPolicyIntervention)}
+    changes_request = any(isinstance(iv, (MessagesIntervention, OptionsIntervention)) for iv in branch.interventions)
+    changes_request = changes_request or pol.temperature is not None
+    diverged = False
+    step = 0
+
+    def no_answer(kind: str) -> tuple[str, str]:
+        if pol.drift == "lenient":
+            return "drift", "the base's answer at the same step stands in (comparability partial)"
+        if getattr(pol, kind) == "live":
+            return "live", "the executor answers it"
+        if pol.require_fixtures:
+            return "requirement", f"needs a {kind} fixture: the replay would pause here"
+        return "fail", "no answer and require_fixtures is false: the replay would fail here"
+
+    for pos, r in enumerate(calls):
+        name = r.model if r.kind == "model" else r.tool
+        if pos < cp_pos:
+            out.append(Prediction(pos, r.seq, r.kind, name, "recorded", "before the checkpoint"))
+            if r.kind == "model":
+                step += 1
+            continue
+        if r.kind == "model":
+            if step in model_steps:
+                out.append(Prediction(pos, r.seq, "model", name, "intervention", "model_response intervention"))
+                diverged = True
+            elif not diverged and not changes_request:
+                if pol.model == "fixture":
+                    fx = gw.match("model", name, r.key, branch_id=branch.id)
+                    if fx is not None:
+                        out.append(Prediction(pos, r.seq, "model", name, "fixture", f"fixture {fx.id}"))
+                    else:
+                        ans, detail = no_answer("model")
+                        out.append(Prediction(pos, r.seq, "model", name, ans, detail))
+                        if ans in ("requirement", "fail"):
+                            break
+                else:
+                    out.append(Prediction(pos, r.seq, "model", name, "recorded", ""))
+            elif diverged and pol.drift != "lenient" and out and out[-1].answer == "unknown":
+                out.append(Prediction(pos, None, "model", name, "unknown", "depends on answers not produced yet"))
+            else:
+                why = "the request differs from the base (earlier change or request intervention)"
+                fx = gw.match("model", name, None, branch_id=branch.id)
+                if fx is not None:
+                    ans, detail = "fixture", f"model-wide fixture {fx.id}"
+                else:
+                    ans, detail = no_answer("model")
+                out.append(Prediction(pos, r.seq, "model", name, ans, f"{why}; {detail}"))
+                changes_request = False
+                diverged = ans in ("drift",) and diverged
+                if ans not in ("drift",):
+                    diverged = True
+                    if ans in ("requirement", "fail"):
+                        break
+                    # the response is new: what follows is unknown
+                    out.append(
+                        Prediction(pos + 1, None, "?", "?", "unknown", "later calls depend on the new model response")
+                    )
+                    break
+            step += 1
+            continue
+        pol_iv = policies.get(r.tool)
+        if pol_iv is not None:
+            out.append(
+                Prediction(
+                    pos,
+                    r.seq,
+                    "tool",
+                    name,
+                    "denied" if pol_iv.action == "deny" else "approval",
+                    "tool_policy intervention",
+                )
+            )
+            if pol_iv.action == "deny":
+                diverged = True
+            continue
+        if r.seq in tool_seq or (
+            r.tool in tool_names and (tool_names[r.tool].args_hash in (None, compute_args_hash(r.arguments)))
+        ):
+            out.append(Prediction(pos, r.seq, "tool", name, "intervention", "tool_result intervention"))
+            diverged = True
+            continue
+        if pol.tool == "fixture":
+            fx = gw.match("tool", r.tool, compute_args_hash(r.arguments), branch_id=branch.id)
+            if fx is not None:
+                out.append(Prediction(pos, r.seq, "tool", name, "fixture", f"fixture {fx.id}"))
+            else:
+                ans, detail = no_answer("tool")
+                out.append(Prediction(pos, r.seq, "tool", name, ans, detail))
+            continue
+        out.append(
+            Prediction(
+                pos,
+                r.seq,
+                "tool",
+                name,
+                "recorded",
+                "the same call as the base" + (" (its answer is recorded)" if diverged else ""),
+            )
+        )
+    counts: dict[str, int] = {}
+    for p in out:
+        counts[p.answer] = counts.get(p.answer, 0) + 1
+    return {"status": "ok", "reason": "", "predictions": [p.to_json_obj() for p in out], "counts": counts}

@@ -1,0 +1,190 @@
+"""The replay record (SPEC "Replay engine": replay record) and the first-divergence comparison.
+
+:class:`ReplayRecord` is what ``chassis-inspector replay --json`` prints and what the
+workspace stores; its field names are a contract for scripts, documented in
+``docs/replay.md``. :func:`first_divergence` compares the call records of a base and a
+replay position by position.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .branch import Policy
+
+__all__ = [
+    "ANSWER_SOURCES",
+    "Attempt",
+    "Comparability",
+    "FirstDivergence",
+    "PauseInfo",
+    "ReplayErrorInfo",
+    "ReplayRecord",
+    "first_divergence",
+]
+
+#: where an answer came from; ``policy`` tags a denied call
+ANSWER_SOURCES = ("recorded", "intervention", "fixture", "drift", "live", "policy")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Comparability(_Model):
+    """Whether the replay can be compared to its base: ``level`` ``full`` | ``partial`` |
+    ``none`` and the ``reasons`` (human sentences) that lowered it."""
+
+    level: Literal["full", "partial", "none"] = "full"
+    reasons: list[str] = Field(default_factory=list)
+
+
+class FirstDivergence(_Model):
+    """The first call position where branch and base differ: the base record's
+    ``base_seq`` and the replay event's ``replay_seq`` (either ``None`` when that side
+    has no call there) and the ``dimension``: ``request``, ``response``,
+    ``tool arguments``, ``tool result``, ``missing`` or ``extra`` — the vocabulary of
+    :func:`core.analysis.diff.trace_diff`, so ``diff --json`` and replay records agree."""
+
+    base_seq: int | None
+    replay_seq: int | None
+    dimension: str
+
+
+class PauseInfo(_Model):
+    """Why a replay is paused: the open ``requirement_ids``."""
+
+    requirement_ids: list[str]
+
+
+class ReplayErrorInfo(_Model):
+    """Why a replay failed: ``type`` (error class or ``policy``) and ``message``."""
+
+    type: str
+    message: str
+
+
+class Attempt(_Model):
+    """One start or resume of a replay: ``number`` (1-based), ``kind`` ``start`` |
+    ``resume``, ``started_at`` / ``ended_at`` (RFC 3339), ``outcome`` (the status it
+    ended in, ``running`` while it runs), ``live_durations`` (``{"SEQ": seconds}``: the
+    time each executor call this attempt made took — wall-clock, so kept here and not in
+    the replay events, which stay byte-identical across attempts)."""
+
+    number: int
+    kind: Literal["start", "resume"]
+    started_at: str
+    ended_at: str | None = None
+    outcome: str = "running"
+    live_durations: dict[str, float] = Field(default_factory=dict)
+
+
+class ReplayRecord(_Model):
+    """A replay (SPEC "Replay engine": replay record). Field names are a contract for scripts (see
+    ``docs/replay.md``): ``status``, ``comparability.level``, ``comparability.reasons``,
+    ``first_divergence.base_seq`` / ``.replay_seq`` / ``.dimension``,
+    ``pause.requirement_ids``, ``error``.
+
+    Other fields: ``id``, ``base_digest``, ``base_path``, ``branch_id``, ``policy``,
+    ``executor`` (``module:function`` or ``None``), ``attempts``, ``stop_reason``
+    (``final`` | ``max_steps`` | ``model_error`` | ``end_of_base`` | ``paused`` |
+    ``error``), ``steps`` (model calls made), ``answers`` (count per source),
+    ``fixture_uses`` (``[{seq, fixture_id}]``), ``interventions_applied`` (indexes),
+    ``events_digest``, ``output`` (the agent's final output), ``created_at``,
+    ``updated_at``.
+    """
+
+    id: str
+    base_digest: str
+    base_path: str | None = None
+    branch_id: str
+    status: Literal["queued", "running", "paused", "completed", "failed"] = "queued"
+    policy: Policy
+    executor: str | None = None
+    comparability: Comparability = Field(default_factory=Comparability)
+    first_divergence: FirstDivergence | None = None
+    pause: PauseInfo | None = None
+    error: ReplayErrorInfo | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+    stop_reason: str | None = None
+    steps: int = 0
+    answers: dict[str, int] = Field(default_factory=dict)
+    fixture_uses: list[dict[str, Any]] = Field(default_factory=list)
+    interventions_applied: list[int] = Field(default_factory=list)
+    events_digest: str | None = None
+    output: Any = None
+    created_at: str = Field(default_factory=_now)
+    updated_at: str = Field(default_factory=_now)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """JSON form with every field present (``null`` kept: scripts rely on the keys)."""
+        return self.model_dump(mode="json")
+
+    @property
+    def exit_code(self) -> int:
+        """CLI exit code, from the table of replay states in ``docs/replay.md``: 0
+        completed and comparable (full or partial), 4 completed but not comparable
+        (comparability ``none``), 3 paused on requirements, 2 failed (and queued/running)."""
+        if self.status == "completed" and self.comparability.level == "none":
+            return 4
+        return {"completed": 0, "paused": 3}.get(self.status, 2)
+
+    @property
+    def status_line(self) -> str:
+        """The status as a person reads it: ``completed — not comparable: <reason>`` for a
+        completed replay whose comparability is ``none`` (never plain success), else the
+        status itself."""
+        if self.status == "completed" and self.comparability.level == "none":
+            reason = "; ".join(self.comparability.reasons) or "no reason recorded"
+            return f"completed — not comparable: {reason}"
+        return self.status
+
+
+def _same(x: Any, y: Any) -> bool:
+    return x is y or x == y
+
+
+def _positional_equal(base_calls: list[Any], replay_calls: list[Any]) -> bool:
+    """Fast check: same calls, same answers, position by position."""
+    if len(base_calls) != len(replay_calls):
+        return False
+    for a, r in zip(base_calls, replay_calls):
+        if a is r:
+            continue
+        if a.kind != r.kind or a.key != r.key or a.key is None:
+            return False
+        if a.kind == "tool":
+            if not _same(a.result, r.result):
+                return False
+        elif not _same(a.response, r.response) or not _same(a.error, r.error):
+            return False
+    return True
+
+
+def first_divergence(base_calls: list[Any], replay_calls: list[Any], *, complete: bool) -> FirstDivergence | None:
+    """The first difference between the base's and the replay's call records, or ``None``.
+
+    One definition for the whole product: the alignment of :func:`core.analysis.diff.trace_diff`
+    (canonical keys, Myers), with its dimensions ``request``, ``response``,
+    ``tool arguments``, ``tool result``, ``missing`` (a base call the replay did not make),
+    ``extra`` (a call the base did not make). ``complete``: the replay finished; while it
+    is paused, base calls it has not reached yet are not a divergence. Identical runs
+    are recognised position by position without aligning.
+    """
+    if _positional_equal(base_calls, replay_calls):
+        return None
+    from ..analysis.diff import trace_diff
+
+    fd = trace_diff(base_calls, replay_calls).first_divergence
+    if fd is None:
+        return None
+    if not complete and fd.dimension == "missing" and fd.replay_seq is None:
+        return None  # the replay has not got that far yet
+    return FirstDivergence(base_seq=fd.base_seq, replay_seq=fd.replay_seq, dimension=fd.dimension)

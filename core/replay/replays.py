@@ -1,0 +1,253 @@
+"""Running replays in a workspace: start, resume, dry run.
+
+:func:`start_replay` creates the replay record (``queued``), marks it ``running`` with a
+new attempt, runs :class:`~core.replay.engine.ReplayEngine`, and stores every output in one
+transaction; :func:`resume_replay` runs a paused replay's branch again with the
+workspace's current fixtures and decisions. Rules: ``docs/replay.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import BranchError, CanonicalizationError, InspectorError, WorkspaceError
+from ..record.recording import Recording
+from .boundary import Executor, load_executor
+from .branch import Branch, validate_branch
+from .dry_run import predict
+from .engine import ReplayEngine, ReplayOutcome, ToolHooks
+from .fixtures import Fixture, FixtureGateway, load_fixture_file
+from .replay_record import (
+    Attempt,
+    Comparability,
+    PauseInfo,
+    ReplayErrorInfo,
+    ReplayRecord,
+)
+
+__all__ = ["dry_run", "resolve_executor", "resume_replay", "start_replay"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def resolve_executor(spec: str | None, base: Recording) -> tuple[Executor | None, str | None]:
+    """Resolve ``--executor``: ``None`` (none), ``recorded`` (the base's
+    ``metadata.executor``) or ``module:function``. Raises BranchError with the reason."""
+    if spec is None:
+        return None, None
+    if spec == "recorded":
+        named = base.metadata.get("executor")
+        if not isinstance(named, str):
+            raise BranchError("--executor recorded: the base recording names no executor in metadata.executor")
+        spec = named
+    try:
+        return load_executor(spec), spec
+    except ValueError as exc:
+        raise BranchError(str(exc)) from None
+
+
+def _record_from_outcome(record: ReplayRecord, outcome: ReplayOutcome) -> ReplayRecord:
+    record.status = outcome.status  # type: ignore[assignment]
+    record.comparability = outcome.comparability
+    record.first_divergence = outcome.first_divergence
+    record.pause = PauseInfo(requirement_ids=[outcome.requirement.id]) if outcome.requirement else None
+    record.error = outcome.error
+    record.stop_reason = outcome.stop_reason
+    record.steps = outcome.steps
+    record.answers = outcome.answers
+    record.fixture_uses = outcome.fixture_uses
+    record.interventions_applied = outcome.interventions_applied
+    record.output = outcome.output
+    record.updated_at = _now()
+    return record
+
+
+def _fail_attempt(ws: Any, record: ReplayRecord, attempt: Attempt, exc: BaseException) -> None:
+    """Mark the attempt and the replay ``failed`` with ``exc`` as the error, and store it
+    (best effort: the original error is what the caller reports)."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    err = ReplayErrorInfo(type=type(exc).__name__, message=message)
+    record.status, record.error, record.stop_reason = "failed", err, "error"
+    record.pause = None
+    record.comparability = Comparability(level="none", reasons=[f"the replay failed: {message}"])
+    record.updated_at = _now()
+    attempt.ended_at, attempt.outcome = _now(), "failed"
+    with contextlib.suppress(Exception):  # the workspace itself failed: the caller reports exc
+        ws.save_replay_outputs(record, None, [])
+
+
+def _run_attempt(
+    ws: Any,
+    record: ReplayRecord,
+    base: Recording,
+    branch: Branch,
+    *,
+    kind: str,
+    executor: Executor | None,
+    executor_name: str | None,
+    live_cache: Iterable[Any] = (),
+    hooks: ToolHooks | None = None,
+    **engine_kw: Any,
+) -> tuple[ReplayRecord, ReplayOutcome]:
+    """Run one attempt. The replay is ``running`` (with its executor named) while it
+    runs, and ends ``completed``, ``paused`` or ``failed`` — on ANY exception the attempt
+    is ended and the replay stored as ``failed`` with the error before it propagates
+    (an error that is not an :class:`~core.errors.InspectorError` is re-raised as a
+    BranchError ``replay RID failed: TYPE: MESSAGE``), so no replay is left ``running``."""
+    attempt = Attempt(number=len(record.attempts) + 1, kind=kind, started_at=_now())
+    record.attempts.append(attempt)
+    record.status = "running"
+    record.executor = executor_name
+    record.updated_at = _now()
+    ws.save_replay_state(record)
+    try:
+        decisions = {r.id: r for r in ws.requirements(replay_id=record.id)}
+        engine = ReplayEngine(
+            base,
+            branch,
+            replay_id=record.id,
+            fixtures=ws.fixture_gateway(),
+            executor=executor,
+            executor_name=executor_name,
+            decisions=decisions,
+            live_cache=live_cache,
+            hooks=hooks,
+            **engine_kw,
+        )
+        outcome = engine.run()
+        _record_from_outcome(record, outcome)
+        attempt.ended_at, attempt.outcome = _now(), outcome.status
+        attempt.live_durations = {str(k): v for k, v in sorted(outcome.live_durations.items())}
+        reqs = [outcome.requirement] if outcome.requirement else []
+        ws.save_replay_outputs(record, outcome, reqs)
+    except CanonicalizationError as exc:  # a stored value without a canonical form
+        _fail_attempt(ws, record, attempt, exc)
+        raise BranchError(
+            f"replay {record.id} (branch {branch.id}, workspace {getattr(ws, 'path', '?')}) failed: {exc}"
+        ) from None
+    except InspectorError as exc:
+        _fail_attempt(ws, record, attempt, exc)
+        raise
+    except Exception as exc:  # any failure ends the attempt as failed
+        _fail_attempt(ws, record, attempt, exc)
+        raise BranchError(f"replay {record.id} failed: {type(exc).__name__}: {record.error.message}") from exc
+    except BaseException as exc:  # KeyboardInterrupt, SystemExit: record, then let it through
+        _fail_attempt(ws, record, attempt, exc)
+        raise
+    return record, outcome
+
+
+def start_replay(
+    ws: Any,
+    base_path: str | Path,
+    branch: Branch,
+    *,
+    executor: str | None = None,
+    fixtures: list[Fixture] | None = None,
+    fixtures_path: str | Path | None = None,
+    base: Recording | None = None,
+    hooks: ToolHooks | None = None,
+    replay_id: str | None = None,
+    on_event: Callable[[Any, str], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> tuple[ReplayRecord, ReplayOutcome]:
+    """Create a replay of ``branch`` in workspace ``ws``, run it, store every output in
+    one transaction, and return ``(record, outcome)``.
+
+    ``on_event`` / ``cancel``: see :class:`ReplayEngine` (progress and cancellation for
+    a UI worker). ``fixtures`` are stored first as they are; ``fixtures_path`` (``--fixtures FILE``, see
+    :func:`core.replay.fixtures.load_fixture_file`) too, its entries without a ``scope`` scoped
+    to this replay. ``executor`` is ``None``, ``recorded`` or ``module:function``.
+
+    Raises:
+        FormatError: the base cannot be loaded. BranchError: the branch is invalid
+        against the base, or the executor cannot be loaded (checked before anything is
+        stored: no replay is created), or the attempt failed unexpectedly (the replay is
+        stored as ``failed`` first).
+    """
+    if base is None:
+        base = Recording.load(base_path)
+    validate_branch(branch, base)
+    # resolved before anything is stored: a bad --executor leaves no replay behind
+    executor_obj, executor_name = resolve_executor(executor, base)
+    rid = replay_id or "rp-" + uuid.uuid4().hex[:12]
+    extra = list(fixtures or [])
+    if fixtures_path is not None:  # read before anything is stored: a bad file changes nothing
+        extra += load_fixture_file(Path(fixtures_path), default_scope=f"replay:{rid}")
+    ws.put_branch(branch)
+    digest = ws.put_recording(base, str(base_path))
+    for f in extra:
+        ws.put_fixture(f)
+    record = ReplayRecord(
+        id=rid, base_digest=digest, base_path=str(base_path), branch_id=branch.id, policy=branch.policy, status="queued"
+    )
+    ws.create_replay(record)
+    return _run_attempt(
+        ws,
+        record,
+        base,
+        branch,
+        kind="start",
+        executor=executor_obj,
+        executor_name=executor_name,
+        hooks=hooks,
+        on_event=on_event,
+        cancel=cancel,
+    )
+
+
+def resume_replay(
+    ws: Any,
+    replay_id: str,
+    *,
+    executor: str | None = None,
+    hooks: ToolHooks | None = None,
+    on_event: Callable[[Any, str], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> tuple[ReplayRecord, ReplayOutcome]:
+    """Resume a paused (or failed) replay: re-run its branch from the start with the
+    workspace's current fixtures and requirement decisions, reusing earlier live
+    answers; a new attempt is appended. ``executor`` defaults to the one the replay
+    was started with.
+
+    Raises:
+        WorkspaceError: unknown replay id, or the replay already completed.
+    """
+    record = ws.get_replay(replay_id)
+    if record.status == "completed":
+        raise WorkspaceError(f"replay {replay_id} is already completed; start a new replay instead")
+    if record.status == "running":
+        pass  # a crashed attempt: run it again
+    branch = ws.get_branch(record.branch_id)
+    base = ws.get_recording(record.base_digest)
+    prev = ws.replay_events(replay_id)
+    live = [r for r in prev.records if r.live_fallback] if prev is not None else []
+    record.error = None
+    record.pause = None
+    executor_obj, executor_name = resolve_executor(executor if executor is not None else record.executor, base)
+    return _run_attempt(
+        ws,
+        record,
+        base,
+        branch,
+        kind="resume",
+        executor=executor_obj,
+        executor_name=executor_name,
+        live_cache=live,
+        hooks=hooks,
+        on_event=on_event,
+        cancel=cancel,
+    )
+
+
+def dry_run(ws: Any | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:
+    """:func:`predict` with the workspace's fixtures (or none)."""
+    gw = ws.fixture_gateway() if ws is not None else FixtureGateway()
+    return predict(base, branch, fixtures=gw, executor_wired=executor_wired)

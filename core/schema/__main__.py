@@ -1,3 +1,0 @@
-from core.schema import main
-
-main()
