@@ -234,19 +234,57 @@ def _tool_content_text(r: ToolRecord) -> str:
 _MIN_CONTAINED = 8
 
 
-def _content_candidates(
-    text: str, by_text: dict[str, list[int]], texts: list[tuple[int, str]], *, allow_exact: bool
-) -> list[int]:
+class _ContainedIndex:
+    """Which earlier tool results (8+ characters) a message text contains, latest first.
+
+    Text-mode agents wrap observations in a ``user`` message with decorations around the
+    tool's output, so a message is traced to every earlier result it contains. Cost is
+    linear: a text seen before is only checked against the results added since
+    (``extend``); a new text is scanned once through an index of the results' first
+    :data:`_MIN_CONTAINED` characters (one dictionary lookup per character of the text)
+    instead of testing every earlier result in turn.
+    """
+
+    def __init__(self) -> None:
+        self.texts: list[tuple[int, str]] = []  # (seq, result text), in record order
+        self._by_prefix: dict[str, list[int]] = {}  # first 8 chars -> indexes into texts
+        self._cache: dict[str, tuple[int, list[int]]] = {}  # text -> (texts seen, seqs latest first)
+
+    def add(self, seq: int, text: str) -> None:
+        self._by_prefix.setdefault(text[:_MIN_CONTAINED], []).append(len(self.texts))
+        self.texts.append((seq, text))
+
+    def contained(self, text: str) -> list[int]:
+        hit = self._cache.get(text)
+        if hit is not None:
+            seen, seqs = hit
+            if seen == len(self.texts):
+                return seqs
+            newer = [s for s, t in reversed(self.texts[seen:]) if t in text]
+            seqs = newer + seqs if newer else seqs
+        elif len(self.texts) <= 64:
+            seqs = [s for s, t in reversed(self.texts) if t in text]
+        else:
+            found: set[int] = set()
+            by_prefix, texts = self._by_prefix, self.texts
+            for i in range(len(text) - _MIN_CONTAINED + 1):
+                for k in by_prefix.get(text[i : i + _MIN_CONTAINED], ()):
+                    if k not in found and text.startswith(texts[k][1], i):
+                        found.add(k)
+            seqs = [texts[k][0] for k in sorted(found, reverse=True)]
+        self._cache[text] = (len(self.texts), seqs)
+        return seqs
+
+
+def _content_candidates(text: str, by_text: dict[str, list[int]], contained: _ContainedIndex) -> list[int]:
     """Every earlier tool record whose result could be ``text``, best first: those whose
     result *is* ``text`` (latest first), then those whose result (8+ characters) is
-    contained in ``text`` (latest first) — text-mode agents wrap observations in a
-    ``user`` message with decorations around the tool's output."""
-    out: list[int] = list(reversed(by_text.get(text, ()))) if allow_exact and text else []
-    seen = set(out)
-    for seq, t in reversed(texts):
-        if seq not in seen and t in text:
-            out.append(seq)
-    return out
+    contained in ``text`` (latest first)."""
+    exact = list(reversed(by_text.get(text, ()))) if text else []
+    if not exact:
+        return contained.contained(text)
+    seen = set(exact)
+    return exact + [s for s in contained.contained(text) if s not in seen]
 
 
 def _walk_redacted(value: Any, path: list[Any], out: list[str]) -> None:
@@ -303,9 +341,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
     issuer: dict[str, int] = {}  # tool_call_id -> model seq that requested it
     response_fp: dict[tuple[str, tuple[str, ...]], list[int]] = {}
     tool_by_text: dict[str, list[int]] = {}
-    tool_texts: list[tuple[int, str]] = []  # tool results seen so far (long enough to search for)
-    n_tools = 0  # tool records seen so far (part of the content-match cache key)
-    content_cache: dict[tuple[str, int], list[int]] = {}
+    tool_texts = _ContainedIndex()  # tool results seen so far (long enough to search for)
     edges: set[tuple[int, int, str]] = set()
     deps: dict[int, set[int]] = {}
     included_at: dict[int, int] = {}
@@ -320,10 +356,9 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                     edges.add((src, r.seq, "issued"))
                     deps.setdefault(r.seq, set()).add(src)
             text = _tool_content_text(r)
-            n_tools += 1
             tool_by_text.setdefault(text, []).append(r.seq)
             if len(text) >= _MIN_CONTAINED:
-                tool_texts.append((r.seq, text))
+                tool_texts.add(r.seq, text)
             continue
         # a model call: trace its request messages to earlier calls
         mine = deps.setdefault(r.seq, set())
@@ -345,11 +380,9 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                 # name): an earlier model response with the same text, or an earlier
                 # tool result it equals or contains. An assistant message prefers the
                 # model response, any other role an exactly equal tool result.
-                resp = [s for s in response_fp.get(_message_fp(m), ()) if s < r.seq]
-                ck = (m.text, n_tools)
-                if ck not in content_cache:
-                    content_cache[ck] = _content_candidates(m.text, tool_by_text, tool_texts, allow_exact=True)
-                cands_c = content_cache[ck]
+                # responses are added after their own request is traced: all are earlier
+                resp = response_fp.get(_message_fp(m), ())
+                cands_c = _content_candidates(m.text, tool_by_text, tool_texts)
                 exact_tool = bool(m.text) and m.text in tool_by_text
                 if resp and (m.role == "assistant" or not exact_tool):
                     src_seq, via = resp[-1], "transcript"
@@ -396,9 +429,12 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
         out_value = final_output(rec, source="transcript") if final is not None else None
         final_text = _text(final_output(rec))
     reached: dict[int, set[int]] = {}
+    out_edges: dict[int, list[tuple[int, str]]] = {}
     for src, dst, edge_via in edges:
+        out_edges.setdefault(src, []).append((dst, edge_via))
         if edge_via != "issued":
             reached.setdefault(src, set()).add(dst)
+    trailing_seqs = {t.seq for t in trailing}
 
     lineage_calls: list[CallLineage] = []
     redactions: list[Redaction] = []
@@ -418,12 +454,12 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
                     _walk_redacted(m.to_json_obj(), ["request", "messages", i], hidden)
         on = r.seq in lineage
         redactions.extend(Redaction(r.seq, p, on) for p in hidden)
-        via_kinds = sorted({v for s, t, v in edges if s == r.seq and (t in lineage)})
+        via_kinds = sorted({v for dst, v in out_edges.get(r.seq, ()) if dst in lineage})
         if r.seq == final_seq:
             status, reason = "final", ""
         elif on:
             status, reason = "contributed", ""
-        elif any(t.seq == r.seq for t in trailing):
+        elif r.seq in trailing_seqs:
             status = "unknown"
             reason = (
                 f"cannot tell (an action of the last model response, seq {final.seq}; "  # type: ignore[union-attr]

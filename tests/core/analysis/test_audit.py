@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from core.analysis.audit import KnockoutResult, KnockoutRunner, audit
 from core.importers import import_file
 from core.record.recording import Recording
@@ -315,3 +318,37 @@ def test_swe_agent_submit_is_the_final_output():
     assert rep.final_seq == 23 and str(rep.final_output).lstrip().startswith("diff --git")
     assert calls[22].status == "contributed" and "issued" in calls[22].via
     assert rep.unused() == []
+
+
+# ------------------------------------------------------------ content tracing index
+
+_ALPHABET = "ab xy\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    results=st.lists(st.text(_ALPHABET, min_size=8, max_size=14), min_size=66, max_size=100),
+    noise=st.lists(st.text(_ALPHABET, max_size=20), min_size=1, max_size=6),
+    picks=st.lists(st.integers(0, 99), max_size=6),
+    order=st.lists(st.integers(0, 99), max_size=12),
+)
+def test_contained_index_equals_the_plain_scan(results, noise, picks, order):
+    """The index (prefix lookups past 64 results, incremental for a text seen before)
+    finds exactly the earlier results a text contains, latest first, as testing every
+    result in turn does — whatever the interleaving of adds and lookups. Messages are
+    noise with whole results at the start, middle and end."""
+    from core.analysis.audit import _ContainedIndex
+
+    chosen = [results[i % len(results)] for i in picks] if results else []
+    messages = [*noise, *(n + c for n, c in zip(noise, chosen)), *(c + n + c for n, c in zip(noise, chosen))]
+    index = _ContainedIndex()
+    added: list[tuple[int, str]] = []
+    cuts = set(order)
+    for seq, text in enumerate(results):
+        index.add(seq, text)
+        added.append((seq, text))
+        if seq in cuts or seq == len(results) - 1:
+            # texts seen before (incremental) and texts new at this point (scanned)
+            for m in [*messages, *(f"{seq}|{m}" for m in messages)]:
+                want = [s for s, t in reversed(added) if t in m]
+                assert index.contained(m) == want
