@@ -167,8 +167,9 @@ class InspectorApp(App[None]):
             ("copy.", "Copy to clipboard"),
         ):
             groups.append((title, [b for b in screen_bindings if (b.id or "").startswith(prefix)]))
+        app_bindings = [b for b in self.BINDINGS if isinstance(b, Binding)]
         groups.append(
-            ("App", [*self.BINDINGS, Binding("ctrl+p", "command_palette", "Command palette", id="app.palette")])
+            ("App", [*app_bindings, Binding("ctrl+p", "command_palette", "Command palette", id="app.palette")])
         )
         return groups
 

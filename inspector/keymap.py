@@ -21,13 +21,15 @@ DEFAULT_KEYMAP_PATH = Path("~/.config/chassis-inspector/keymap.json")
 
 def binding_ids() -> set[str]:
     """Every binding id of the app (timeline table, timeline screen, app)."""
+    from textual.binding import Binding
+
     from .app import InspectorApp
     from .screens.timeline import TimelineScreen
     from .widgets.timeline_table import TimelineTable
 
-    ids = set()
+    ids: set[str] = set()
     for cls in (InspectorApp, TimelineScreen, TimelineTable):
-        ids.update(b.id for b in cls.BINDINGS if getattr(b, "id", None))
+        ids.update(b.id for b in cls.BINDINGS if isinstance(b, Binding) and b.id)
     return ids
 
 

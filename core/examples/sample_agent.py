@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,7 +203,7 @@ def get_order(order_id: str) -> dict[str, Any]:
     order = ORDERS.get(order_id)
     if order is None:
         raise ToolFailure(f"no order {order_id!r}")
-    out = orjson.loads(orjson.dumps(order))
+    out: dict[str, Any] = orjson.loads(orjson.dumps(order))
     out["total"] = _money(sum(i["price"] * i["qty"] for i in order["items"]))
     return out
 
@@ -211,7 +212,8 @@ def _item(order_id: str, sku: str) -> dict[str, Any]:
     order = ORDERS.get(order_id)
     if order is None:
         raise ToolFailure(f"no order {order_id!r}")
-    for item in order["items"]:
+    items: list[dict[str, Any]] = order["items"]
+    for item in items:
         if item["sku"] == sku:
             return item
     raise ToolFailure(f"order {order_id} has no item {sku!r}")
@@ -280,7 +282,7 @@ def cancel_order(order_id: str) -> dict[str, Any]:
     return {"order_id": order_id, "status": "cancelled"}
 
 
-TOOLS = {
+TOOLS: dict[str, Callable[..., dict[str, Any]]] = {
     "lookup_customer": lookup_customer,
     "get_order": get_order,
     "check_refund_policy": check_refund_policy,
@@ -672,8 +674,8 @@ class _FaultPlanter:
             index = self.tool_calls
             self.tool_calls += 1
             f = self.fault
-            hit = f is not None and self.step == f.step and self.applied is None
-            if hit and f.kind == "tool-error":
+            hit_kind = f.kind if f is not None and self.step == f.step and self.applied is None else None
+            if hit_kind == "tool-error":
                 self.applied = {
                     "tool_index": index,
                     "tool": name,
@@ -681,7 +683,7 @@ class _FaultPlanter:
                 }
                 raise ServiceUnavailable(f"{name} backend timed out after 30s")
             out = fn(**arguments)
-            if hit and f.kind == "corrupted-result":
+            if hit_kind == "corrupted-result":
                 out, desc = _corrupt(name, out)
                 self.applied = {"tool_index": index, "tool": name, "description": desc}
             return out
@@ -739,7 +741,7 @@ def _approver(harness_ref: list[Harness], task: dict[str, Any]) -> Any:
                 "question": f"Supervisor approval needed for {inv.tool}",
             }
         )
-        return task.get("supervisor", "approve") != "deny"
+        return bool(task.get("supervisor", "approve") != "deny")
 
     return approve
 
@@ -830,11 +832,11 @@ def record_run(
                 + (" and the step requested no tool call" if fault.kind != "wrong-tool" else "")
             )
         if "model_index" in planter.applied:
-            recs = [r for r in session.recording.records if isinstance(r, ModelRecord)]
-            seq = recs[planter.applied["model_index"]].seq
+            model_recs = [r for r in session.recording.records if isinstance(r, ModelRecord)]
+            seq = model_recs[planter.applied["model_index"]].seq
         else:
-            recs = [r for r in session.recording.records if isinstance(r, ToolRecord)]
-            seq = recs[planter.applied["tool_index"]].seq
+            tool_recs = [r for r in session.recording.records if isinstance(r, ToolRecord)]
+            seq = tool_recs[planter.applied["tool_index"]].seq
         session.metadata["fault"] = {
             "seq": seq,
             "kind": fault.kind,
@@ -946,16 +948,16 @@ def _command(args: argparse.Namespace) -> None:
         for path in write_samples(args.folder):
             print(str(path))
     else:
-        run = replay_run(args.recording)
-        outcome, reason = evaluate(run.session.metadata.get("task"), run.output)
+        replayed = replay_run(args.recording)
+        outcome, reason = evaluate(replayed.session.metadata.get("task"), replayed.output)
         print(
             orjson.dumps(
                 {
                     "outcome": outcome,
                     "reason": reason,
-                    "replayed": run.session.stats.replayed,
-                    "live_calls": run.live_calls,
-                    "output": run.output,
+                    "replayed": replayed.session.stats.replayed,
+                    "live_calls": replayed.live_calls,
+                    "output": replayed.output,
                 },
                 option=orjson.OPT_INDENT_2,
             ).decode()

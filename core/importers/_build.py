@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -68,7 +68,7 @@ from ..record.recording import (
     Usage,
 )
 from ..record.redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
-from ._source import SourceFile
+from ._source import SourceFile, as_object
 from .base import ImportedRun, ImportWarning
 
 MAX_STORED_WARNINGS = 200
@@ -384,7 +384,7 @@ class RunBuilder:
 
     def scrub(self, value: Any, place: str) -> Any:
         """Redact ``value`` (field names + secret-looking values); note where."""
-        if not self.redact_enabled:
+        if not self.redact_enabled or self.redactor is None:  # redact_enabled implies a redactor
             return value
         if type(value) is str and not _TRIGGER.search(value) and not self.redactor.secrets:
             return value  # no pattern can match: skip the six-pattern scan
@@ -716,7 +716,7 @@ def openai_message(b: RunBuilder, d: Any, place: str) -> ChatMessage:
             if not isinstance(tc, dict):
                 b.warn(f"{place}.tool_calls[{j}]", "tool call is not an object; skipped")
                 continue
-            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            fn = as_object(tc.get("function"))
             name = fn.get("name", tc.get("name"))
             args = fn.get("arguments", tc.get("arguments")) if fn else tc.get("arguments")
             calls.append(b.tool_call(tc.get("id"), name, args, f"{place}.tool_calls[{j}]"))
@@ -733,7 +733,7 @@ class JsonImporter:
     ``incomplete``).
     """
 
-    name = ""
+    name: ClassVar[str] = ""
 
     def load(self, path: Any) -> list[ImportedRun]:
         """Import every run; see :meth:`core.importers.base.Importer.load`.

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from ..errors import FormatError
 from ..record.jsonvalues import BIGINT_TAG, decode_value, display_text, is_tagged, load_json_lenient
 from ..record.recording import ChatMessage, ErrorInfo, ToolCall, Usage
+from ._source import as_object
 from .base import ImportWarning
 
 __all__ = [
@@ -52,7 +53,7 @@ __all__ = [
 _ERROR_TEXT = re.compile(r"^\s*(?:(?:Error|ERROR|Exception)\b[^\n]*?:|Traceback \(most recent call last\))")
 
 
-class Warnings(list):
+class Warnings(list[ImportWarning]):
     """A list of :class:`ImportWarning` with a ``add(place, message)`` shortcut."""
 
     def add(self, place: str, message: str) -> None:
@@ -358,7 +359,7 @@ def _api_error(body: Any, type_keys: tuple[str, ...], *, is_error: bool) -> Pars
         )
     if not is_error:
         return None
-    e = body.get("error") if isinstance(body.get("error"), dict) else {}
+    e = as_object(body.get("error"))
     etype = next((e[k] for k in type_keys if e.get(k)), None) or "api_error"
     return ParsedResponse(None, error=ErrorInfo(type=str(etype), message=display_text(e.get("message", ""))))
 

@@ -59,6 +59,16 @@ class SourceFile:
         return self._big
 
 
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object (a dict), else a new empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_array(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array (a list), else a new empty one."""
+    return value if isinstance(value, list) else []
+
+
 def read_source(path: str | Path) -> SourceFile:
     """Read ``path`` and hash it.
 
@@ -227,6 +237,7 @@ def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
     from ..record.jsonvalues import encode_value, json_loads_exact, might_hold_big_int
 
     data = src.data
+    orjson_exc: orjson.JSONDecodeError | None
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

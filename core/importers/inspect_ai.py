@@ -42,7 +42,7 @@ from ..errors import FormatError
 from ..record.jsonvalues import load_json_lenient
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, attach_value_warnings, id_text, truncated_error, usage_pair
-from ._source import SourceFile, TruncatedSourceError, Truncation, read_source, salvage_zip
+from ._source import SourceFile, TruncatedSourceError, Truncation, as_array, as_object, read_source, salvage_zip
 from .base import ImportedRun, Importer
 
 _JSON_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,')
@@ -176,7 +176,7 @@ class InspectAIImporter(JsonImporter, Importer):
         epoch = sample.get("epoch", 1)
         run_id = f"{id_text(sid)}_epoch_{id_text(epoch)}"
         b = RunBuilder(self.name, src, run_id, index)
-        attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+        attachments = as_object(sample.get("attachments"))
         missing: set[str] = set()
         body = {k: v for k, v in sample.items() if k != "attachments"}
         body = _resolve(body, attachments, missing)
@@ -208,8 +208,8 @@ class InspectAIImporter(JsonImporter, Importer):
     def _metadata(
         self, header: dict[str, Any], s: dict[str, Any], sid: Any, epoch: Any, spans: list[Any]
     ) -> dict[str, Any]:
-        ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
-        ds = ev.get("dataset") if isinstance(ev.get("dataset"), dict) else {}
+        ev = as_object(header.get("eval"))
+        ds = as_object(ev.get("dataset"))
         meta: dict[str, Any] = {
             "task": ev.get("task"),
             "model": ev.get("model"),
@@ -250,7 +250,7 @@ class InspectAIImporter(JsonImporter, Importer):
     def _events(
         self, b: RunBuilder, s: dict[str, Any], events: list[Any], place: str, spans: list[dict[str, Any]]
     ) -> None:
-        pool = s.get("message_pool") if isinstance(s.get("message_pool"), list) else []
+        pool = as_array(s.get("message_pool"))
         unmapped: Counter[str] = Counter()
         open_spans: dict[str, dict[str, Any]] = {}
         step_stack: list[dict[str, Any]] = []
@@ -293,9 +293,9 @@ class InspectAIImporter(JsonImporter, Importer):
                 open_spans[str(ev.get("id"))] = span
                 spans.append(span)
             elif t == "span_end":
-                span = open_spans.pop(str(ev.get("id")), None)
-                if span is not None:
-                    span["seq_to"] = len(b.records) - 1
+                ended = open_spans.pop(str(ev.get("id")), None)
+                if ended is not None:
+                    ended["seq_to"] = len(b.records) - 1
             elif t == "step":
                 if ev.get("action") == "begin":
                     span = {"name": ev.get("name"), "type": ev.get("type"), "seq_from": len(b.records)}
@@ -367,8 +367,8 @@ class InspectAIImporter(JsonImporter, Importer):
         options = dict(ev.get("config") or {}) if isinstance(ev.get("config"), dict) else {}
         if ev.get("tool_choice") is not None:
             options["tool_choice"] = ev["tool_choice"]
-        out = ev.get("output") if isinstance(ev.get("output"), dict) else {}
-        choices = out.get("choices") if isinstance(out.get("choices"), list) else []
+        out = as_object(ev.get("output"))
+        choices = as_array(out.get("choices"))
         response = None
         finish = None
         if choices:
@@ -384,7 +384,7 @@ class InspectAIImporter(JsonImporter, Importer):
             model=str(ev.get("model") or "unknown"),
             messages=msgs,
             response=response,
-            tools=ev.get("tools") if isinstance(ev.get("tools"), list) else [],
+            tools=as_array(ev.get("tools")),
             options=options,
             finish_reason=finish if isinstance(finish, str) else None,
             usage=usage_pair(out.get("usage")),

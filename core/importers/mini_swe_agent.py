@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import FormatError
 from ..record.recording import STANDARD_ROLES, ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_message, usage_pair
-from ._source import SourceFile, Truncation, read_tail
+from ._source import SourceFile, Truncation, as_array, as_object, read_tail
 from .base import ImportedRun, Importer
 
 
@@ -65,7 +65,7 @@ class MiniSweAgentImporter(JsonImporter, Importer):
     def _run(self, src: SourceFile, doc: dict[str, Any], incomplete: bool) -> ImportedRun:
         run_id = id_text(doc.get("instance_id") or src.path.name.split(".")[0] or "run")
         b = RunBuilder(self.name, src, run_id)
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = as_object(doc.get("info"))
         msgs = doc["messages"]
         default_model = _config_model(info)
         converted: list[ChatMessage] = []
@@ -73,14 +73,14 @@ class MiniSweAgentImporter(JsonImporter, Importer):
             p = f"messages[{j}]"
             cm = openai_message(b, m, p)
             m = m if isinstance(m, dict) else {}
-            extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+            extra = as_object(m.get("extra"))
             at = b.time(extra.get("timestamp"))
             role = cm.role
             if role == "assistant":
                 b.unanswered(p)
-                resp = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+                resp = as_object(extra.get("response"))
                 model = resp.get("model") if isinstance(resp.get("model"), str) else default_model
-                choices = resp.get("choices") if isinstance(resp.get("choices"), list) else []
+                choices = as_array(resp.get("choices"))
                 finish = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
                 b.model(
                     model=model or "unknown",
@@ -154,10 +154,15 @@ class MiniSweAgentImporter(JsonImporter, Importer):
                         place=p,
                         artifact={"from_role": role},
                     )
-                value = {"type": "message", "role": role, "unknown_role": True, "content": m.get("content")}
-                for k in ("exit_status", "submission"):
-                    if extra.get(k) is not None:
-                        value[k] = extra[k]
+                value: dict[str, Any] = {
+                    "type": "message",
+                    "role": role,
+                    "unknown_role": True,
+                    "content": m.get("content"),
+                }
+                for key in ("exit_status", "submission"):
+                    if extra.get(key) is not None:
+                        value[key] = extra[key]
                 b.interrupt(value, at=at, place=p)
             converted.append(cm)
         b.unanswered("messages")
@@ -166,9 +171,9 @@ class MiniSweAgentImporter(JsonImporter, Importer):
             "agent": "mini-swe-agent",
             "trajectory_format": doc.get("trajectory_format"),
         }
-        for k in ("exit_status", "submission", "model_stats", "mini_version"):
-            if info.get(k) is not None:
-                meta[k] = info[k]
+        for key in ("exit_status", "submission", "model_stats", "mini_version"):
+            if info.get(key) is not None:
+                meta[key] = info[key]
         if isinstance(info.get("config"), dict):
             meta["config"] = info["config"]
         return b.build({k: v for k, v in meta.items() if v is not None}, incomplete=incomplete)
@@ -189,7 +194,7 @@ def _artifact(extra: dict[str, Any]) -> Any:
 
 
 def _config_model(info: dict[str, Any]) -> str | None:
-    cfg = info.get("config") if isinstance(info.get("config"), dict) else {}
-    model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
+    cfg = as_object(info.get("config"))
+    model = as_object(cfg.get("model"))
     name = model.get("model_name")
     return name if isinstance(name, str) else None

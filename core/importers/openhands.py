@@ -37,7 +37,7 @@ from typing import Any
 from ..errors import FormatError
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, json_text, openai_message, parse_arguments, usage_pair
-from ._source import SourceFile, Truncation
+from ._source import SourceFile, Truncation, as_array, as_object
 from .base import ImportedRun, Importer
 
 _HEAD = re.compile(rb"^\s*\[\s*\{")
@@ -96,10 +96,10 @@ class OpenHandsImporter(JsonImporter, Importer):
             at = b.time(ev.get("timestamp"))
             if "action" in ev:
                 action = ev.get("action")
-                args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+                args = as_object(ev.get("args"))
                 tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
                 if tcm is not None:
-                    resp = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
+                    resp = as_object(tcm.get("model_response"))
                     rid = str(resp.get("id") or f"event-{i}")
                     if rid not in seen_responses:
                         seen_responses.add(rid)
@@ -107,7 +107,7 @@ class OpenHandsImporter(JsonImporter, Importer):
                         msg = self._response_message(b, resp, p)
                         model = str(resp.get("model") or "unknown")
                         models.add(model)
-                        choices = resp.get("choices") if isinstance(resp.get("choices"), list) else []
+                        choices = as_array(resp.get("choices"))
                         finish = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
                         b.model(
                             model=model,
@@ -143,7 +143,7 @@ class OpenHandsImporter(JsonImporter, Importer):
             elif "observation" in ev:
                 obs = ev.get("observation")
                 if obs == "agent_state_changed":
-                    extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+                    extras = as_object(ev.get("extras"))
                     b.interrupt(
                         {"type": "agent_state", "state": extras.get("agent_state"), "event_id": ev.get("id")},
                         at=at,
@@ -180,13 +180,13 @@ class OpenHandsImporter(JsonImporter, Importer):
         )
         meta: dict[str, Any] = {"agent": "openhands", "models": sorted(models)}
         if first_user is not None:
-            a = first_user.get("args") if isinstance(first_user.get("args"), dict) else {}
+            a = as_object(first_user.get("args"))
             meta["task"] = a.get("content", first_user.get("message"))
         start = next((e.get("timestamp") for e in events if isinstance(e, dict) and e.get("timestamp")), None)
         return b.build(meta, created_at=b.time(start), incomplete=incomplete)
 
     def _response_message(self, b: RunBuilder, resp: dict[str, Any], p: str) -> ChatMessage:
-        choices = resp.get("choices") if isinstance(resp.get("choices"), list) else []
+        choices = as_array(resp.get("choices"))
         m = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         if not isinstance(m, dict):
             b.warn(p, "model response has no message")
@@ -213,12 +213,12 @@ class OpenHandsImporter(JsonImporter, Importer):
             msg = ch.get("message") if isinstance(ch, dict) else None
             for tc in (msg or {}).get("tool_calls") or []:
                 if isinstance(tc, dict) and tc.get("id") == call_id:
-                    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                    fn = as_object(tc.get("function"))
                     arguments, raw = parse_arguments(fn.get("arguments"))
                     if raw:
                         b.warn(p, "tool-call arguments are not a JSON object; kept raw")
         if arguments is None:
-            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            args = as_object(ev.get("args"))
             arguments = {k: v for k, v in args.items() if k not in ("thought",)}
             b.warn(p, f"call {call_id or '(no id)'} not found in its model response; arguments taken from the action")
         hit = by_cause.get(ev.get("id"))
@@ -238,8 +238,8 @@ class OpenHandsImporter(JsonImporter, Importer):
             j, obs = hit
             used.add(j)
             content = obs.get("content")
-            extras = obs.get("extras") if isinstance(obs.get("extras"), dict) else {}
-            meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            extras = as_object(obs.get("extras"))
+            meta = as_object(extras.get("metadata"))
             code = meta.get("exit_code", extras.get("exit_code"))
             if isinstance(code, int) and not isinstance(code, bool):
                 artifact = {"exit_code": code}

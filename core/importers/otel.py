@@ -81,7 +81,7 @@ SPAN_KIND_INTERNAL = 1
 SPAN_KIND_CLIENT = 3
 STATUS_OK = 1
 STATUS_ERROR = 2
-_RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
+_RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
 _MODEL_OPS = ("chat", "text_completion", "generate_content")
 _NUMERIC_OPTIONS = (
     "temperature",
@@ -289,7 +289,7 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
     for r in rec.records:
         start = _nanos(r.at)
         synthetic = start is None
-        if synthetic:
+        if start is None:
             start = cursor + 1_000
         # span start times never go backwards, so readers that order spans by time
         # (every tracing UI) see the records in seq order; exact ``at`` is chassis.at
@@ -642,7 +642,7 @@ def _iter_documents(data: bytes, source: str) -> list[Any]:
         lines = [ln for ln in text.split(b"\n") if ln.strip()]
         if len(lines) < 2:
             raise
-        docs = []
+        docs: list[Any] = []
         for n, ln in enumerate(lines):
             try:
                 d, _ = load_json_lenient(ln, source=source)
@@ -753,7 +753,7 @@ class OtelImporter(Importer):
                         session = SessionInfo.model_validate(sess)
                     except ValueError:
                         warnings.add(place, "chassis.session is not a valid session; ignored")
-            rec = None
+            rec: Record | None = None
             if op in _MODEL_OPS:
                 rec = self._model(sp, a, place, warnings)
             elif op == "execute_tool":
@@ -798,7 +798,7 @@ class OtelImporter(Importer):
             return None
         if not has_tool_spans:
             records = self._recover_tools(records, warnings)
-        rec = finalize_recording(
+        recording = finalize_recording(
             records,
             fmt="otel",
             path=path,
@@ -811,7 +811,7 @@ class OtelImporter(Importer):
             session=session,
             stamp_run_id=not own_export,
         )
-        return ImportedRun(run_id=run_id, recording=rec, warnings=list(warnings))
+        return ImportedRun(run_id=run_id, recording=recording, warnings=list(warnings))
 
     def _model(self, sp: dict[str, Any], a: dict[str, Any], place: str, warnings: Warnings) -> ModelRecord:
         messages: list[ChatMessage] = []
@@ -1035,9 +1035,11 @@ class OtelImporter(Importer):
 
 
 def _span_duration(sp: dict[str, Any]) -> float | None:
+    start: Any = sp.get("startTimeUnixNano", sp.get("start_time_unix_nano"))
+    end: Any = sp.get("endTimeUnixNano", sp.get("end_time_unix_nano"))
     try:
-        s = int(sp.get("startTimeUnixNano", sp.get("start_time_unix_nano")))
-        e = int(sp.get("endTimeUnixNano", sp.get("end_time_unix_nano")))
+        s = int(start)
+        e = int(end)
     except (TypeError, ValueError):
         return None
     if s <= 0 or e <= s:

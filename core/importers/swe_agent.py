@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import FormatError
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, openai_message
-from ._source import SourceFile, Truncation
+from ._source import SourceFile, Truncation, as_array, as_object
 from .base import ImportedRun, Importer
 
 _COMMANDS = re.compile(r"^(\w+):\n\s+docstring:", re.M)
@@ -122,9 +122,9 @@ class SweAgentImporter(JsonImporter, Importer):
     def _run(self, src: SourceFile, doc: dict[str, Any], incomplete: bool) -> ImportedRun:
         run_id = src.path.name.split(".")[0] or "run"
         b = RunBuilder(self.name, src, run_id)
-        history = doc.get("history") if isinstance(doc.get("history"), list) else []
+        history = as_array(doc.get("history"))
         steps = [s for s in doc["trajectory"] if isinstance(s, dict)]
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = as_object(doc.get("info"))
         model = _model_name(doc)
         if model == "unknown":
             b.warn(
@@ -175,7 +175,11 @@ class SweAgentImporter(JsonImporter, Importer):
                 self._function_calls(b, history, j, calls, step, sp)
             elif step.get("action") or (j is not None and history[j].get("action")):
                 text_parsed = True
-                action = step.get("action") if isinstance(step.get("action"), str) else history[j].get("action")
+                action = step.get("action")
+                if not isinstance(action, str):
+                    if j is None:  # a step after the last model reply, its action not text
+                        raise TypeError(f"{sp}.action is a {type(action).__name__}, not a string")
+                    action = history[j].get("action")
                 self._text_action(b, str(action), step, commands, sp)
         if text_parsed:
             b.warn(
@@ -184,9 +188,9 @@ class SweAgentImporter(JsonImporter, Importer):
                 "tool records carry no tool_call_id",
             )
         meta: dict[str, Any] = {"instance_id": run_id, "agent": "swe-agent"}
-        for k in ("exit_status", "submission", "model_stats", "swe_agent_version", "edited_files30"):
-            if info.get(k) is not None:
-                meta[k] = info[k]
+        for key in ("exit_status", "submission", "model_stats", "swe_agent_version", "edited_files30"):
+            if info.get(key) is not None:
+                meta[key] = info[key]
         if doc.get("environment") is not None:
             meta["environment"] = doc["environment"]
         totals = usage_totals_from_model_stats(info.get("model_stats"))
@@ -274,8 +278,9 @@ def _model_name(doc: dict[str, Any]) -> str:
         except ValueError:
             rc = None
     if isinstance(rc, dict):
-        agent = rc.get("agent") if isinstance(rc.get("agent"), dict) else {}
-        model = agent.get("model") if isinstance(agent.get("model"), dict) else {}
-        if isinstance(model.get("name"), str):
-            return model["name"]
+        agent = as_object(rc.get("agent"))
+        model = as_object(agent.get("model"))
+        name = model.get("name")
+        if isinstance(name, str):
+            return name
     return "unknown"

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import FormatError
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_message
-from ._source import SourceFile, Truncation
+from ._source import SourceFile, Truncation, as_object
 from .base import ImportedRun, Importer
 
 _HEAD = re.compile(rb"^\s*\[\s*\{")
@@ -131,8 +131,8 @@ class TauBenchImporter(JsonImporter, Importer):
                     )
             transcript.append(cm)
         b.unanswered(f"[{index}].traj")
-        info = run.get("info") if isinstance(run.get("info"), dict) else {}
-        task = info.get("task") if isinstance(info.get("task"), dict) else {}
+        info = as_object(run.get("info"))
+        task = as_object(info.get("task"))
         reward = run.get("reward")
         meta: dict[str, Any] = {
             "benchmark": "tau-bench",

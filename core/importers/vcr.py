@@ -78,7 +78,7 @@ from ._llm_api import (
     provider_of,
     reassemble_stream,
 )
-from ._source import TruncatedSourceError, read_source
+from ._source import TruncatedSourceError, as_object, read_source
 from .base import ImportedRun, Importer
 
 __all__ = ["VcrImporter", "ToolPairer", "finalize_recording", "parse_sse"]
@@ -253,11 +253,14 @@ def _header(h: dict[str, list[str]], name: str) -> str | None:
     return None
 
 
-def _redact_headers(h: dict[str, list[str]]) -> tuple[dict[str, list[str]], int]:
-    out, n = {}, 0
+def _redact_headers(h: dict[str, list[str]]) -> tuple[dict[str, list[str] | str], int]:
+    """``h`` with each sensitive header's values replaced by the one string ``REDACTED``,
+    and how many were replaced."""
+    out: dict[str, list[str] | str] = {}
+    n = 0
     for k, v in h.items():
         if is_sensitive_header(k):
-            out[k] = REDACTED  # type: ignore[assignment]
+            out[k] = REDACTED
             n += 1
         else:
             out[k] = v
@@ -335,11 +338,12 @@ def _decode_body(msg: dict[str, Any], headers: dict[str, list[str]], place: str,
         elif "base64_string" in body:
             import base64
 
+            encoded = body["base64_string"]
             try:
-                body = base64.b64decode(body["base64_string"])
+                body = base64.b64decode(encoded)
             except (ValueError, TypeError):
                 warnings.add(f"{place}.body", "base64 body could not be decoded")
-                return _Body("undecodable", body["base64_string"])
+                return _Body("undecodable", encoded)
         else:
             value, vw = encode_value(body, place=f"{place}.body")
             warnings.extend_values(vw)
@@ -584,7 +588,7 @@ class VcrImporter(Importer):
                 warnings.add(place, "interaction has no request; skipped")
                 continue
             req_msg = inter["request"]
-            resp_msg = inter.get("response") if isinstance(inter.get("response"), dict) else {}
+            resp_msg = as_object(inter.get("response"))
             uri = str(req_msg.get("uri") or "")
             req_h = _headers(req_msg.get("headers"))
             resp_h = _headers(resp_msg.get("headers"))

@@ -79,7 +79,7 @@ def _epoch_to_rfc3339(ts: Any) -> str | None:
 
 
 def _legacy_message(m: dict[str, Any]) -> dict[str, Any]:
-    out = {k: m[k] for k in ("role", "content", "tool_call_id", "name") if k in m}
+    out: dict[str, Any] = {k: m[k] for k in ("role", "content", "tool_call_id", "name") if k in m}
     if m.get("tool_calls"):
         out["tool_calls"] = [
             {"id": c.get("id", ""), "name": c.get("name", ""), "arguments": c.get("args", {})} for c in m["tool_calls"]

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .canonical import model_key, normalize_stop, tool_key
 
-FORMAT_NAME = "chassis.replay"
-FORMAT_VERSION = 2
+FORMAT_NAME: Final = "chassis.replay"
+FORMAT_VERSION: Final = 2
 
 RECORD_KINDS = ("tool", "model", "interrupt", "snapshot", "lifecycle")
 LIFECYCLE_EVENTS = (

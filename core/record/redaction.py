@@ -147,7 +147,7 @@ def redact(value: Any, redactor: SecretRedactor | None = None) -> tuple[Any, boo
         return (out if changed else value), changed
     if isinstance(value, list):
         header_like = bool(value) and all(_header_pair(i) is not None for i in value)
-        out_list = []
+        out_list: list[Any] = []
         changed = False
         for item in value:
             if header_like:

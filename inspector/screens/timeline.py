@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+from collections.abc import Sequence
 from functools import partial
 
 import orjson
@@ -257,6 +258,7 @@ class TimelineScreen(Screen[None]):
     def _apply_filter(self, keep: int | None = None) -> None:
         table = self.table
         keep = table.cursor_position if keep is None else keep
+        view: Sequence[int]
         if self.kinds == frozenset(RECORD_KINDS) and not self.errors_only:
             view = range(len(self.index))
         else:

@@ -162,7 +162,9 @@ class JsonTree(Tree[JsonNode]):
         self.root.data = JsonNode(None, populated=True)
         self.root.allow_expand = False
 
-    def _add_child(self, parent: TreeNode[JsonNode], key: str | int | None, value: Any, path: list[str | int]) -> None:
+    def _add_json_child(
+        self, parent: TreeNode[JsonNode], key: str | int | None, value: Any, path: list[str | int]
+    ) -> None:
         label = label_for(key, value)
         if isinstance(value, (dict, list)) and not is_tagged(value):
             parent.add(label, JsonNode(value, path=path), allow_expand=bool(value))
@@ -194,10 +196,10 @@ class JsonTree(Tree[JsonNode]):
                     node.add_leaf(Text(chunk, style=STRING_STYLE), JsonNode(chunk, populated=True))
         elif isinstance(value, dict):
             for k, v in value.items():
-                self._add_child(node, k, v, [*data.path, k])
+                self._add_json_child(node, k, v, [*data.path, k])
         elif isinstance(value, list):
             for i, v in enumerate(value):
-                self._add_child(node, i, v, [*data.path, i])
+                self._add_json_child(node, i, v, [*data.path, i])
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[JsonNode]) -> None:
         event.stop()
