@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 import struct
+import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,17 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
+
+if sys.version_info >= (3, 14):  # Zstandard in the standard library (PEP 784)
+    import zipfile as zipfile
+
+    from compression import zstd as zstd
+else:  # the backport of Python 3.14's compression.zstd, with its zipfile module
+    from backports import zstd as zstd
+    from backports.zstd import zipfile as zipfile
+
+#: zip compression method 93 (APPNOTE.TXT 4.4.5): Zstandard, as inspect-ai writes .eval logs
+ZIP_ZSTANDARD = 93
 
 HEAD_BYTES = 64 * 1024
 
@@ -284,8 +296,9 @@ _LOCAL_SIG = 0x04034B50
 def salvage_zip(data: bytes) -> tuple[dict[str, bytes], str]:
     """Read the complete entries of a zip from its local file headers.
 
-    Returns ``({name: content}, reason_stopped)``. Entries stored (method 0) or
-    deflated (method 8) with sizes in the local header are read; reading stops at the
+    Returns ``({name: content}, reason_stopped)``. Entries stored (method 0), deflated
+    (method 8) or Zstandard-compressed (method 93) with sizes in the local header are
+    read; reading stops at the
     first entry that is cut short, fails its CRC, or uses a data descriptor.
     """
     out: dict[str, bytes] = {}
@@ -309,9 +322,11 @@ def salvage_zip(data: bytes) -> tuple[dict[str, bytes], str]:
                 content = raw
             elif method == 8:
                 content = zlib.decompress(raw, -15)
+            elif method == ZIP_ZSTANDARD:
+                content = zstd.decompress(raw)
             else:
                 return out, f"entry {name!r} uses compression method {method}"
-        except zlib.error:
+        except (zlib.error, zstd.ZstdError):
             return out, f"entry {name!r} is damaged"
         if zlib.crc32(content) != crc or len(content) != usize:
             return out, f"entry {name!r} fails its CRC check"

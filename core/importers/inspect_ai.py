@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -42,7 +41,17 @@ from ..errors import FormatError
 from ..record.jsonvalues import load_json_lenient
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, attach_value_warnings, id_text, truncated_error, usage_pair
-from ._source import SourceFile, TruncatedSourceError, Truncation, as_array, as_object, read_source, salvage_zip
+from ._source import (
+    SourceFile,
+    TruncatedSourceError,
+    Truncation,
+    as_array,
+    as_object,
+    read_source,
+    salvage_zip,
+    zipfile,
+    zstd,
+)
 from .base import ImportedRun, Importer
 
 _JSON_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,')
@@ -100,7 +109,7 @@ class InspectAIImporter(JsonImporter, Importer):
         def read(name: str) -> bytes:
             try:
                 return zf.read(name)
-            except (zipfile.BadZipFile, zlib.error, OSError) as e:
+            except (zipfile.BadZipFile, zlib.error, zstd.ZstdError, OSError, NotImplementedError) as e:
                 raise FormatError(f"entry {name!r} is damaged: {e}", file=src.name) from None
 
         return self._from_entries(src, {n: b"" for n in names}, read, names)
@@ -250,7 +259,9 @@ class InspectAIImporter(JsonImporter, Importer):
     def _events(
         self, b: RunBuilder, s: dict[str, Any], events: list[Any], place: str, spans: list[dict[str, Any]]
     ) -> None:
-        pool = as_array(s.get("message_pool"))
+        # the de-duplicated message pool: ``message_pool`` (log version 2 before
+        # inspect-ai 0.3.2xx) or ``events_data.messages`` (current versions)
+        pool = as_array(s.get("message_pool")) or as_array(as_object(s.get("events_data")).get("messages"))
         unmapped: Counter[str] = Counter()
         open_spans: dict[str, dict[str, Any]] = {}
         step_stack: list[dict[str, Any]] = []

@@ -10,7 +10,6 @@ app's table shows, for scripts.
 from __future__ import annotations
 
 import ipaddress
-import shlex
 import sys
 from enum import Enum
 from pathlib import Path
@@ -45,15 +44,18 @@ def resolve_recording(file: Path | None) -> Path:
     return default_recording_path() if file is None else file
 
 
-def _check_bindable(host: str, port: int) -> None:
+def _check_bindable(host: str, port: int, *, shown: str | None = None) -> None:
     """Fail in one line, before starting the server, when ``host:port`` cannot be bound
-    (unknown host name, an address of another machine, a port already in use)."""
+    (unknown host name, an address of another machine, a port already in use). ``host``
+    is the address as the socket layer takes it (``::1``), ``shown`` as the user wrote it
+    (``[::1]``)."""
     import socket
 
+    shown = host if shown is None else shown
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        echo_err(f"--host {host}: cannot resolve ({exc.strerror})")
+        echo_err(f"--host {shown}: cannot resolve ({exc.strerror})")
         raise typer.Exit(2) from None
     family, _, _, _, addr = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as sock:
@@ -61,7 +63,7 @@ def _check_bindable(host: str, port: int) -> None:
         try:
             sock.bind(addr)
         except OSError as exc:
-            echo_err(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
+            echo_err(f"cannot serve on {shown}:{port}: {exc.strerror or exc}")
             raise typer.Exit(2) from None
 
 
@@ -117,11 +119,25 @@ def register(app: typer.Typer) -> None:
         host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
         public: Annotated[bool, typer.Option("--public", help="Allow binding a non-loopback address.")] = False,
+        max_sessions: Annotated[
+            int,
+            typer.Option("--max-sessions", help="Browser tabs (app processes) served at once; more are refused."),
+        ] = 4,
     ) -> None:
-        """Serve the inspector app in a web browser (textual-serve)."""
+        """Serve the inspector app in a web browser (textual-serve), behind a per-start token."""
+        from inspector.serve import GuardedServer, ServeAddress
+
         if not 1 <= port <= 65535:
             echo_err(f"--port {port} is not a TCP port (1–65535)")
             raise typer.Exit(2)
+        if max_sessions < 1:
+            echo_err(f"--max-sessions {max_sessions}: must be at least 1")
+            raise typer.Exit(2)
+        try:
+            address = ServeAddress.parse(host, port)
+        except ValueError as exc:
+            echo_err(f"--host {host}: {exc}")
+            raise typer.Exit(2) from None
         if not is_loopback(host):
             if not public:
                 echo_err(
@@ -134,17 +150,16 @@ def register(app: typer.Typer) -> None:
             )
         path = resolve_recording(file).resolve()
         _load(path, fast_open=False)  # verify now, with the FormatError line, rather than in the browser
-        _check_bindable(host, port)
-        from textual_serve.server import Server
-
-        command = f"{shlex.quote(sys.executable)} -m inspector open {shlex.quote(str(path))}"
-        # our copy of textual-serve's page template, without its Google Fonts link: nothing is
-        # fetched from outside the machine at run time
-        templates = Path(__file__).resolve().parents[1] / "templates"
-        server = Server(
-            command, host=host, port=port, title=f"Chassis Inspector — {path.name}", templates_path=templates
+        _check_bindable(address.bind_host, port, shown=address.url_host)
+        # our copy of textual-serve's page template (inspector/templates), without its Google
+        # Fonts link: nothing is fetched from outside the machine at run time
+        server = GuardedServer(
+            [sys.executable, "-m", "inspector", "open", str(path)],
+            address,
+            title=f"Chassis Inspector — {path.name}",
+            max_sessions=max_sessions,
         )
-        typer.echo(f"serving {path.name} on http://{host}:{port} (ctrl+c to stop)")
+        typer.echo(f"serving {path.name} on {server.url} (ctrl+c to stop)")
         server.serve()
 
     @app.command()

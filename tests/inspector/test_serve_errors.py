@@ -1,4 +1,4 @@
-"""`serve` refuses unusable hosts and ports in one line, before starting anything."""
+"""`serve` refuses unusable hosts, ports and options in one line, before starting anything."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from inspector.cli import main
         (["--port", "70000"], "is not a TCP port"),
         (["--host", "bogus.invalid", "--public"], "cannot resolve"),
         (["--host", "192.0.2.1", "--public"], "cannot serve on 192.0.2.1:8000"),
+        (["--host", "[nope]"], "--host [nope]: '[nope]' is not an IPv6 address in brackets"),
+        (["--host", "[::1"], "is not an IPv6 address in brackets"),
+        (["--max-sessions", "0"], "--max-sessions 0: must be at least 1"),
     ],
 )
 def test_bad_host_or_port(args, reason, capsys):
@@ -31,6 +34,20 @@ def test_port_in_use(capsys):
         port = s.getsockname()[1]
         assert main(["serve", "--port", str(port)]) == 2
     assert f"cannot serve on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_port_in_use_on_a_bracketed_ipv6_loopback(capsys):
+    try:
+        s = socket.socket(socket.AF_INET6)
+        s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback (::1 cannot be bound)")
+    with s:
+        s.listen()
+        port = s.getsockname()[1]
+        assert main(["serve", "--host", "[::1]", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot serve on [::1]:{port}" in err and "cannot resolve" not in err
 
 
 def test_fifo_and_control_characters_in_names(tmp_path, capsys):
