@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         WorkspaceError,
     )
     from .record.canonical import args_hash, canonical_json, model_key, normalize_stop, tool_key
+    from .record.io import recording_digest
     from .record.recording import (
         FORMAT_VERSION,
         ChatMessage,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
         Usage,
     )
     from .record.redaction import REDACTED, SecretRedactor
-    from .replay.branch import Branch, Policy
+    from .replay.branch import Branch, BranchDraft, InterventionFile, Policy, ResolvedBranch, resolve_branch
     from .replay.engine import ReplayEngine
     from .replay.fixtures import Fixture, FixtureGateway, Requirement
     from .replay.replay_record import ReplayRecord
@@ -54,6 +55,7 @@ _API: dict[str, str] = {
     "FORMAT_VERSION": "record.recording",
     "REDACTED": "record.redaction",
     "Branch": "replay.branch",
+    "BranchDraft": "replay.branch",
     "BranchError": "errors",
     "CanonicalizationError": "errors",
     "ChatMessage": "record.recording",
@@ -65,6 +67,7 @@ _API: dict[str, str] = {
     "Harness": "replay.session",
     "InspectorError": "errors",
     "InterruptRecord": "record.recording",
+    "InterventionFile": "replay.branch",
     "LifecycleRecord": "record.recording",
     "ModelRecord": "record.recording",
     "ModelRequest": "record.recording",
@@ -80,6 +83,7 @@ _API: dict[str, str] = {
     "ReplayRecord": "replay.replay_record",
     "ReplaySession": "replay.session",
     "Requirement": "replay.fixtures",
+    "ResolvedBranch": "replay.branch",
     "SecretRedactor": "record.redaction",
     "SessionInfo": "record.recording",
     "SnapshotRecord": "record.recording",
@@ -93,6 +97,8 @@ _API: dict[str, str] = {
     "canonical_json": "record.canonical",
     "model_key": "record.canonical",
     "normalize_stop": "record.canonical",
+    "recording_digest": "record.io",
+    "resolve_branch": "replay.branch",
     "tool_key": "record.canonical",
 }
 
@@ -100,6 +106,7 @@ __all__ = [
     "FORMAT_VERSION",
     "REDACTED",
     "Branch",
+    "BranchDraft",
     "BranchError",
     "CanonicalizationError",
     "ChatMessage",
@@ -111,6 +118,7 @@ __all__ = [
     "Harness",
     "InspectorError",
     "InterruptRecord",
+    "InterventionFile",
     "LifecycleRecord",
     "ModelRecord",
     "ModelRequest",
@@ -126,6 +134,7 @@ __all__ = [
     "ReplayRecord",
     "ReplaySession",
     "Requirement",
+    "ResolvedBranch",
     "SecretRedactor",
     "SessionInfo",
     "SnapshotRecord",
@@ -139,6 +148,8 @@ __all__ = [
     "canonical_json",
     "model_key",
     "normalize_stop",
+    "recording_digest",
+    "resolve_branch",
     "tool_key",
 ]
 

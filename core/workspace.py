@@ -20,6 +20,14 @@ Tables (schema version :data:`SCHEMA_VERSION`, upgraded by the ordered
 * ``diffs``, ``metrics``, ``effects`` (migration 2) — generic JSON rows for comparison
   outputs, keyed by replay (diffs), subject (metrics) and base digest (effects).
 
+Beside the database, ``replays/REPLAY_ID.json`` holds each replay's events as a recording
+file (:meth:`Workspace.write_events_file`; SPEC "Application": workspace). Reads return
+typed values — :class:`~core.replay.branch.Branch`, :class:`~core.replay.replay_record.ReplayRecord`,
+:class:`~core.replay.fixtures.Requirement`, :class:`~core.replay.fixtures.Fixture`,
+:class:`StoredRecording`, and the :class:`BranchTree` of a base — so the command line and
+the app share them. Storage knows no engine: an attempt's outputs come in as a record,
+an events recording and requirements.
+
 Every replay's outputs (record, events, attempts, requirements) are written in one
 transaction (:meth:`Workspace.save_replay_outputs`): a crash at any moment leaves either
 the previous state or the new one.
@@ -27,33 +35,51 @@ the previous state or the new one.
 
 from __future__ import annotations
 
+import codecs
 import gc
+import json
 import os
+import re
 import sqlite3
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
 from .errors import BranchError, FixtureError, FormatError, WorkspaceError
-from .record.io import dumps_recording, recording_to_dict
+from .record.io import atomic_write_bytes, dumps_recording, recording_digest, recording_to_dict
 from .record.recording import Recording
 from .replay.branch import Branch, branch_from_dict
-from .replay.engine import ReplayOutcome
 from .replay.fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_scope
 from .replay.replay_record import ReplayRecord
 
 _M = TypeVar("_M", bound=BaseModel)
 
-__all__ = ["DEFAULT_DIR", "FILE_NAME", "MIGRATIONS", "SCHEMA_VERSION", "NoWorkspace", "Workspace"]
+__all__ = [
+    "DEFAULT_DIR",
+    "EVENTS_DIR",
+    "FILE_NAME",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "BranchNode",
+    "BranchTree",
+    "HasEvents",
+    "NoWorkspace",
+    "ReplaySummary",
+    "StoredRecording",
+    "Workspace",
+]
 
 DEFAULT_DIR = ".chassis-inspector"
 FILE_NAME = "workspace.sqlite"
+#: the folder, beside the database, that holds each replay's events as ``REPLAY_ID.json``
+EVENTS_DIR = "replays"
 
 _V1 = """
 CREATE TABLE recordings (
@@ -129,6 +155,39 @@ def _json(obj: Any) -> str:
     return orjson.dumps(obj).decode()
 
 
+def _head_metadata(blob: Any) -> dict[str, Any] | None:
+    """The ``metadata`` object at the start of a zlib-compressed events document written
+    by :meth:`Workspace.save_replay_outputs` (``{"format":…,"format_version":…,
+    "metadata":{…},…,"records":[…]}``), decompressing only as far as it reaches; ``None``
+    when the document does not start that way or cannot be read so (the caller then
+    reads it whole and reports what is wrong)."""
+    if not isinstance(blob, bytes):
+        return None
+    inflate = zlib.decompressobj()
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    decoder = json.JSONDecoder()
+    text, pending, want = "", blob, 1 << 14
+    try:
+        while True:
+            text += utf8.decode(inflate.decompress(pending, want))
+            pending = inflate.unconsumed_tail
+            head = _EVENTS_HEAD.match(text)
+            if head is not None:
+                try:
+                    meta, _ = decoder.raw_decode(text, head.end())
+                except json.JSONDecodeError:
+                    pass  # not all of it yet
+                else:
+                    return meta if isinstance(meta, dict) else None
+            elif len(text) > 256:
+                return None
+            if not pending:
+                return None
+            want *= 2
+    except (zlib.error, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
 class NoWorkspace(WorkspaceError):
     """A read-only command found no workspace at ``path`` (nothing was stored there yet).
     The message reads ``no workspace at PATH (…)``; list commands print it and exit 0,
@@ -191,6 +250,100 @@ _TABLES = (
     "metrics",
     "effects",
 )
+
+
+class HasEvents(Protocol):
+    """What :meth:`Workspace.save_replay_outputs` needs of an attempt's result (the
+    engine's ``ReplayOutcome`` is one): its ``events`` recording."""
+
+    @property
+    def events(self) -> Recording: ...
+
+
+@dataclass(frozen=True)
+class StoredRecording:
+    """A recording stored in the workspace (a base, by digest): ``digest``
+    (``sha256:<hex>``), ``path`` as first given (or ``None``), ``records`` (count),
+    ``added_at`` (RFC 3339), ``metadata`` (its free JSON object), ``replays`` (how many
+    replays of it are stored)."""
+
+    digest: str
+    path: str | None
+    records: int
+    added_at: str
+    metadata: dict[str, Any]
+    replays: int
+
+
+@dataclass(frozen=True)
+class ReplaySummary:
+    """One replay in a :class:`BranchTree`: ``id``, ``status`` (``queued``, ``running``,
+    ``paused``, ``completed``, ``failed``), ``status_line`` (as ``replay show`` prints
+    it: never plain success for a replay that cannot be compared), ``comparability``
+    (``full``, ``partial``, ``none``), ``stop_reason``, ``outcome`` and
+    ``outcome_reason`` (the events' ``metadata.outcome`` / ``outcome_reason``, set when
+    an executor's evaluator judged the run; ``None`` otherwise or before the first
+    attempt ends), ``steps``, ``created_at`` (RFC 3339). Rules: docs/replay.md, "Replay
+    states"."""
+
+    id: str
+    status: str
+    status_line: str
+    comparability: str
+    stop_reason: str | None
+    outcome: str | None
+    outcome_reason: str | None
+    steps: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class BranchNode:
+    """One branch in a :class:`BranchTree`: ``id``, ``label``, ``checkpoint`` (the base
+    seq it departs at), ``interventions`` (how many), ``parent`` (branch id or ``None``),
+    ``base_digest`` and ``base_path`` of its own base (a branch of a replay's events has
+    those events as its base), ``created_at``, its ``replays`` (oldest first) and its
+    ``children`` (the branches whose parent it is, oldest first)."""
+
+    id: str
+    label: str | None
+    checkpoint: int
+    interventions: int
+    parent: str | None
+    base_digest: str
+    base_path: str
+    created_at: str
+    replays: tuple[ReplaySummary, ...]
+    children: tuple[BranchNode, ...]
+
+
+@dataclass(frozen=True)
+class BranchTree:
+    """The branches of one base (SPEC glossary: branch; branches form a tree through
+    ``parent``): ``base_digest``, ``base_path`` (as stored, or ``None`` when the base is
+    not stored), and ``roots`` — the branches of this base whose parent is not a branch
+    of it — each with its descendants, whatever their own base (replay events a child
+    was branched from)."""
+
+    base_digest: str
+    base_path: str | None
+    roots: tuple[BranchNode, ...]
+
+    def walk(self) -> Iterator[tuple[int, BranchNode]]:
+        """Every node depth first, parents before children, with its depth (roots 0)."""
+        stack = [(0, n) for n in reversed(self.roots)]
+        while stack:
+            depth, node = stack.pop()
+            yield depth, node
+            stack.extend((depth + 1, c) for c in reversed(node.children))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.walk())
+
+
+#: the start of an events document as the workspace writes it (keys in this order)
+_EVENTS_HEAD = re.compile(r'\{"format":"[^"\\]*","format_version":[0-9]+,"metadata":')
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
 
 class Workspace:
@@ -406,20 +559,30 @@ class Workspace:
     # ------------------------------------------------------------------ recordings
 
     def put_recording(self, rec: Recording, path: str | None = None) -> str:
-        """Store a base recording by digest (no-op when already stored); return the digest."""
-        data = dumps_recording(rec)
-        digest = rec.digest or orjson.loads(data)["digest"]
-        row = self._conn.execute("SELECT 1 FROM recordings WHERE digest=?", (digest,)).fetchone()
-        if row:
+        """Store a base recording under its digest (:func:`core.record.io.recording_digest`;
+        no-op when already stored); return the digest.
+
+        Raises:
+            CanonicalizationError: the recording holds a value without a canonical form.
+        """
+        digest = recording_digest(rec)
+        if self._has_recording(digest):
             return digest
-        body = zlib.compress(data, 1)
+        row = self._recording_row(rec, digest, path)
         with self._tx() as c:
             c.execute(
                 "INSERT OR IGNORE INTO recordings(digest, path, metadata, records, body, added_at) "
                 "VALUES (?,?,?,?,?,?)",
-                (digest, path, _json(rec.metadata), len(rec.records), body, _now()),
+                row,
             )
         return digest
+
+    def _has_recording(self, digest: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM recordings WHERE digest=?", (digest,)).fetchone() is not None
+
+    def _recording_row(self, rec: Recording, digest: str, path: str | None) -> tuple[Any, ...]:
+        body = zlib.compress(dumps_recording(rec), 1)
+        return (digest, path, _json(rec.metadata), len(rec.records), body, _now())
 
     def get_recording(self, digest: str) -> Recording:
         """The stored recording with ``digest``. Raises WorkspaceError if unknown."""
@@ -433,60 +596,110 @@ class Workspace:
         except (FormatError, zlib.error, TypeError) as exc:
             raise WorkspaceError(f"{self.path}: stored recording {digest} is damaged: {exc}") from None
 
-    def list_recordings(self) -> list[dict[str, Any]]:
-        """``[{digest, path, records, added_at, metadata}]`` in insertion order."""
+    def list_recordings(self) -> list[StoredRecording]:
+        """Every stored recording (without its body), in the order they were added."""
         rows = self._conn.execute(
-            "SELECT digest, path, records, added_at, metadata FROM recordings ORDER BY rowid"
+            "SELECT r.digest, r.path, r.records, r.added_at, r.metadata, "
+            "(SELECT COUNT(*) FROM replays p WHERE p.base_digest = r.digest) FROM recordings r ORDER BY r.rowid"
         ).fetchall()
-        return [
-            {
-                "digest": d,
-                "path": p,
-                "records": n,
-                "added_at": a,
-                "metadata": self._load(m, f"table recordings, row {d}, column metadata"),
-            }
-            for d, p, n, a, m in rows
-        ]
+        out = []
+        for d, p, n, a, m, replays in rows:
+            meta = self._load(m, f"table recordings, row {d}, column metadata")
+            if not isinstance(meta, dict):
+                raise WorkspaceError(
+                    f"{self.path}: the workspace is damaged: table recordings, row {d}, column metadata: "
+                    "not a JSON object"
+                )
+            out.append(StoredRecording(digest=d, path=p, records=n, added_at=a, metadata=meta, replays=replays))
+        return out
+
+    def recording_path(self, digest: str) -> str | None:
+        """The path a stored recording was first given with (``None`` when it was given
+        none, or is not stored)."""
+        row = self._conn.execute("SELECT path FROM recordings WHERE digest=?", (digest,)).fetchone()
+        return None if row is None else row[0]
 
     # ------------------------------------------------------------------ branches
 
-    def put_branch(self, branch: Branch) -> None:
+    def put_branch(self, branch: Branch, *, base_digest: str | None = None) -> None:
         """Store a branch. Storing the same branch again is a no-op; a branch is
         immutable once stored (replays refer to it by id, and resuming one re-runs it).
+        ``base_digest``: the digest its base is stored under, when known (default the
+        branch's own ``base.digest``, empty for a base that had none). Its parent is not
+        checked (see :meth:`add_branch`).
 
         Raises:
             WorkspaceError: a branch with this id is stored with different content.
         """
-        row = self._conn.execute("SELECT body FROM branches WHERE id=?", (branch.id,)).fetchone()
-        if row is not None:
-            try:
-                same = (
-                    branch_from_dict(self._load(row[0], f"table branches, row {branch.id}"), source="").to_json_obj()
-                    == branch.to_json_obj()
-                )
-            except BranchError:
-                same = False
-            if same:
-                return
-            raise WorkspaceError(
-                f"{self.path}: branch {branch.id} already exists in the workspace with different content "
-                "(a stored branch cannot change: give the new branch another id)"
-            )
+        if self._branch_stored(branch):
+            return
         with self._tx() as c:
-            c.execute(
-                "INSERT OR REPLACE INTO branches(id, base_digest, parent_id, label, checkpoint, created_at, body) "
-                "VALUES (?,?,?,?,?,?,?)",
-                (
-                    branch.id,
-                    branch.base.digest,
-                    branch.parent,
-                    branch.label,
-                    branch.checkpoint,
-                    branch.created_at,
-                    branch.dumps().decode(),
-                ),
+            self._insert_branch(c, branch, base_digest or branch.base.digest)
+
+    def add_branch(self, branch: Branch, base: Recording, base_path: str | None = None) -> str:
+        """Store a new branch and its base recording (what ``branch new`` stores; SPEC
+        "Application"), in one transaction; return the base's digest. The branch is
+        expected valid against ``base`` (:func:`core.replay.branch.resolve_branch`).
+
+        Raises:
+            WorkspaceError: ``branch.parent`` is not a branch of the workspace, or a
+                branch with this id is stored with different content.
+            CanonicalizationError: the base holds a value without a canonical form.
+        """
+        digest = recording_digest(base)
+        row = None if self._has_recording(digest) else self._recording_row(base, digest, base_path)
+        if branch.parent is not None and not self.has_branch(branch.parent):
+            raise WorkspaceError(f"{self.path}: no branch {branch.parent!r} (the parent of branch {branch.id})")
+        stored = self._branch_stored(branch)
+        with self._tx() as c:
+            if row is not None:
+                c.execute(
+                    "INSERT OR IGNORE INTO recordings(digest, path, metadata, records, body, added_at) "
+                    "VALUES (?,?,?,?,?,?)",
+                    row,
+                )
+            if not stored:
+                self._insert_branch(c, branch, digest)
+        return digest
+
+    def _branch_stored(self, branch: Branch) -> bool:
+        """``True`` when this very branch is stored; WorkspaceError when its id is stored
+        with different content."""
+        row = self._conn.execute("SELECT body FROM branches WHERE id=?", (branch.id,)).fetchone()
+        if row is None:
+            return False
+        try:
+            same = (
+                branch_from_dict(self._load(row[0], f"table branches, row {branch.id}"), source="").to_json_obj()
+                == branch.to_json_obj()
             )
+        except BranchError:
+            same = False
+        if same:
+            return True
+        raise WorkspaceError(
+            f"{self.path}: branch {branch.id} already exists in the workspace with different content "
+            "(a stored branch cannot change: give the new branch another id)"
+        )
+
+    def _insert_branch(self, c: sqlite3.Connection, branch: Branch, base_digest: str) -> None:
+        c.execute(
+            "INSERT OR REPLACE INTO branches(id, base_digest, parent_id, label, checkpoint, created_at, body) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (
+                branch.id,
+                base_digest,
+                branch.parent,
+                branch.label,
+                branch.checkpoint,
+                branch.created_at,
+                branch.dumps().decode(),
+            ),
+        )
+
+    def has_branch(self, branch_id: str) -> bool:
+        """Whether a branch ``branch_id`` is stored."""
+        return self._conn.execute("SELECT 1 FROM branches WHERE id=?", (branch_id,)).fetchone() is not None
 
     def get_branch(self, branch_id: str) -> Branch:
         """The branch ``branch_id``. Raises WorkspaceError if unknown."""
@@ -543,11 +756,17 @@ class Workspace:
             )
 
     def save_replay_outputs(
-        self, record: ReplayRecord, outcome: ReplayOutcome | None, requirements: list[Requirement]
+        self, record: ReplayRecord, outcome: HasEvents | None, requirements: list[Requirement]
     ) -> None:
         """Write everything one attempt produced in ONE transaction: the record, the
-        events (replacing earlier ones), the attempts, and the requirements (a requirement
-        met again is reopened)."""
+        events of ``outcome`` (replacing earlier ones; ``None`` keeps them), the attempts,
+        and the requirements (a requirement met again is reopened). Sets
+        ``record.events_digest``.
+
+        Raises:
+            CanonicalizationError: an event holds a value without a canonical form
+                (nothing is written).
+        """
         events_blob = None
         n_events = 0
         digest = None
@@ -632,6 +851,152 @@ class Workspace:
         ).fetchall()
         return [dict(zip(("number", "kind", "started_at", "ended_at", "outcome"), r)) for r in rows]
 
+    def count_replays(self, *, base_digest: str | None = None, branch_id: str | None = None) -> int:
+        """How many replays are stored (of one base, of one branch)."""
+        q = "SELECT COUNT(*) FROM replays"
+        cond, args = [], []
+        if base_digest is not None:
+            cond.append("base_digest=?")
+            args.append(base_digest)
+        if branch_id is not None:
+            cond.append("branch_id=?")
+            args.append(branch_id)
+        if cond:
+            q += " WHERE " + " AND ".join(cond)
+        row = self._conn.execute(q, args).fetchone()
+        return int(row[0]) if row else 0
+
+    def events_file(self, replay_id: str) -> Path:
+        """Where a replay's events are written as a recording file:
+        ``FOLDER/replays/REPLAY_ID.json`` beside the database (it may not exist yet).
+
+        Raises:
+            WorkspaceError: ``replay_id`` cannot be a file name (``/``, a leading ``.``).
+        """
+        if not _SAFE_ID.fullmatch(replay_id):
+            raise WorkspaceError(
+                f"{self.path}: replay id {replay_id!r} cannot name an events file "
+                "(letters, digits, '.', '_', '-'; no '/', not starting with '.')"
+            )
+        return self.path.parent / EVENTS_DIR / f"{replay_id}.json"
+
+    def write_events_file(self, replay_id: str) -> Path | None:
+        """Write a replay's events (as stored) to :meth:`events_file`, atomically, and
+        return that path; ``None`` when the replay has no events yet.
+
+        Raises:
+            OutputError: the file cannot be written. WorkspaceError: the stored events
+                are damaged, or the id cannot name a file.
+        """
+        data = self.replay_events_bytes(replay_id)
+        if data is None:
+            return None
+        out = self.events_file(replay_id)
+        atomic_write_bytes(out, data)
+        return out
+
+    def export_events(self, replay_id: str, output: str | os.PathLike[str]) -> Path:
+        """Write a replay's events (a recording, as stored) to ``output`` atomically and
+        return its path. Whether ``output`` may be overwritten is the caller's rule.
+
+        Raises:
+            WorkspaceError: no replay ``replay_id``, or it has no events yet (its first
+                attempt has not ended), or the stored events are damaged.
+            OutputError: ``output`` cannot be written.
+        """
+        data = self.replay_events_bytes(replay_id)
+        if data is None:
+            self.get_replay(replay_id)  # unknown id: WorkspaceError naming it
+            raise WorkspaceError(f"{self.path}: replay {replay_id} has no events yet (its first attempt has not ended)")
+        atomic_write_bytes(output, data)
+        return Path(output)
+
+    def replay_events_metadata(self, replay_id: str) -> dict[str, Any] | None:
+        """The ``metadata`` object of a replay's events (outcome, final output, replay
+        links; docs/replay.md, "Replay events"), read from the start of the stored
+        document without parsing its records; ``None`` when the replay has no events yet.
+
+        Raises:
+            WorkspaceError: the stored events are damaged (table, row, reason).
+        """
+        row = self._conn.execute("SELECT body FROM replay_events WHERE replay_id=?", (replay_id,)).fetchone()
+        if row is None:
+            return None
+        where = f"table replay_events, row {replay_id}"
+        meta = _head_metadata(row[0])
+        if meta is None:  # not the layout this module writes: read it all
+            doc = self._load(self._unzip(row[0], where), where)
+            meta = doc.get("metadata") if isinstance(doc, dict) else None
+        if not isinstance(meta, dict):
+            raise WorkspaceError(f"{self.path}: the workspace is damaged: {where}: the events have no metadata object")
+        return meta
+
+    def branch_tree(self, base_digest: str) -> BranchTree:
+        """The tree of branches of the base ``base_digest`` (SPEC glossary: branch,
+        replay; what the app's side panel draws): the branches of that base whose parent
+        is not one of them are the roots; each node holds its label, checkpoint, number
+        of interventions and replays (status, comparability, outcome), and its children —
+        the branches whose parent it is, including branches of its replays' events.
+        An unknown digest gives a tree without roots.
+
+        Raises:
+            WorkspaceError: a stored row is damaged (table, row, reason).
+        """
+        rows = self._conn.execute(
+            "SELECT id, base_digest, parent_id, body FROM branches ORDER BY created_at, rowid"
+        ).fetchall()
+        bodies = {bid: body for bid, _, _, body in rows}
+        digests = {bid: digest for bid, digest, _, _ in rows}
+        children: dict[str, list[str]] = {}
+        for bid, _, parent, _ in rows:
+            if parent is not None:
+                children.setdefault(parent, []).append(bid)
+        of_base = {bid: parent for bid, digest, parent, _ in rows if digest == base_digest}
+        # oldest first, so a branch of this base whose parent descends from an older
+        # root is drawn under that parent, not again as a root
+        roots = [bid for bid, parent in of_base.items() if parent not in of_base]
+        replays: dict[str, list[ReplayRecord]] = {}
+        for record in self.list_replays():
+            replays.setdefault(record.branch_id, []).append(record)
+        seen: set[str] = set()
+
+        def node(bid: str) -> BranchNode:
+            seen.add(bid)
+            where = f"table branches, row {bid}"
+            br = branch_from_dict(self._load(bodies[bid], where), source=f"{self.path}: {where}")
+            kids = [node(c) for c in children.get(bid, []) if c not in seen]
+            return BranchNode(
+                id=br.id,
+                label=br.label,
+                checkpoint=br.checkpoint,
+                interventions=len(br.interventions),
+                parent=br.parent,
+                base_digest=digests[bid],
+                base_path=br.base.path,
+                created_at=br.created_at,
+                replays=tuple(self._replay_summary(r) for r in replays.get(bid, [])),
+                children=tuple(kids),
+            )
+
+        tree_roots = [node(r) for r in roots if r not in seen]
+        tree_roots += [node(b) for b in of_base if b not in seen]  # a parent cycle (damaged rows): flat
+        return BranchTree(base_digest=base_digest, base_path=self.recording_path(base_digest), roots=tuple(tree_roots))
+
+    def _replay_summary(self, record: ReplayRecord) -> ReplaySummary:
+        meta = self.replay_events_metadata(record.id) or {}
+        outcome, reason = meta.get("outcome"), meta.get("outcome_reason")
+        return ReplaySummary(
+            id=record.id,
+            status=record.status,
+            status_line=record.status_line,
+            comparability=record.comparability.level,
+            stop_reason=record.stop_reason,
+            outcome=outcome if isinstance(outcome, str) else None,
+            outcome_reason=reason if isinstance(reason, str) else None,
+            steps=record.steps,
+            created_at=record.created_at,
+        )
+
     # ------------------------------------------------------------------ fixtures
 
     def put_fixture(self, fixture: Fixture) -> Fixture:
@@ -653,6 +1018,13 @@ class Workspace:
         """Every fixture, in insertion order."""
         rows = self._conn.execute("SELECT id, body FROM fixtures ORDER BY n").fetchall()
         return [self._model(Fixture, r[1], f"table fixtures, row {r[0]}") for r in rows]
+
+    def get_fixture(self, fixture_id: str) -> Fixture:
+        """The fixture ``fixture_id``. Raises FixtureError if unknown."""
+        row = self._conn.execute("SELECT body FROM fixtures WHERE id=?", (fixture_id,)).fetchone()
+        if row is None:
+            raise FixtureError(f"no fixture {fixture_id!r} in {self.path}")
+        return self._model(Fixture, row[0], f"table fixtures, row {fixture_id}")
 
     def fixture_gateway(self) -> FixtureGateway:
         """A :class:`FixtureGateway` over every stored fixture (scopes applied at match)."""

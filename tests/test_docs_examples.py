@@ -19,7 +19,7 @@ from tests.builders import ROOT, SAMPLES
 
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
-SESSION_PRELUDE = '''
+SESSION_PRELUDE = """
 from core import ChatMessage, ModelRequest, ModelResponse, ToolCall
 
 TOOL_RUNS = []
@@ -48,7 +48,7 @@ def my_agent(harness):
         for call in response.message.tool_calls:
             result = harness.call_tool(call.name, call.arguments, call.id)
             messages.append(ChatMessage(role="tool", content=str(result.content), tool_call_id=call.id))
-'''
+"""
 
 
 def blocks(page: str) -> str:

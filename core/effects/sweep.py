@@ -43,7 +43,7 @@ from typing import Any
 
 from ..analysis.metrics import load_predicate, run_metrics_row
 from ..errors import AnalysisError, BranchError, FixtureError
-from ..record.io import dumps_recording
+from ..record.io import dumps_recording, recording_digest
 from ..record.recording import (
     ChatMessage,
     ErrorInfo,
@@ -55,10 +55,11 @@ from ..record.recording import (
 )
 from ..replay.boundary import load_executor
 from ..replay.branch import (
+    BranchDraft,
     ModelResponseIntervention,
     Policy,
     ToolResultIntervention,
-    new_branch,
+    resolve_branch,
 )
 from ..replay.fixtures import FixtureGateway, load_fixture_file
 from .causal import compare_replay, workspace_effects
@@ -292,14 +293,16 @@ def _run_candidate(task: dict[str, Any]) -> dict[str, Any]:
         )
         try:
             iv = candidate_intervention(base, seq, task["strategy"], executor=executor, fixtures=fixtures)
-            branch = new_branch(
-                base,
-                task["base_path"],
+            draft = BranchDraft(
+                base_path=task["base_path"],
                 at=seq,
                 interventions=[iv],
                 policy=sweep_policy(executor is not None),
                 label=f"sweep {task['strategy']} seq {seq}" + (f" #{attempt}" if task["repeat"] > 1 else ""),
             )
+            # validated once here; start_replay and the engine run it as resolved. No
+            # workspace: a sweep's branches are generated, their parent is not checked
+            branch = resolve_branch(None, draft, base)
         except (_Skip, BranchError) as exc:
             return {"seq": seq, "attempt": attempt, "skipped": str(exc)}
         if ws is not None:
@@ -462,11 +465,7 @@ def run_sweep(
     _executor_of(spec)  # fail early, in this process, on a bad executor
     pred = _predicate_of(predicate)
     data = dumps_recording(base)
-    digest = base.digest
-    if digest is None:
-        import orjson
-
-        digest = orjson.loads(data)["digest"]
+    digest = recording_digest(base)
     _BASES.clear()
     _BASES[digest] = base
     fixtures_json: list[Any] = []

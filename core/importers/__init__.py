@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import FormatError, InspectorError, SourceImportError
-from ..record.io import load_recording, records_digest
+from ..errors import CanonicalizationError, FormatError, InspectorError, SourceImportError
+from ..record.io import load_recording, recording_digest
 from ._source import TruncatedSourceError, read_head
 from .base import ImportedRun, Importer, ImportWarning, fold_warnings
 from .inspect_ai import InspectAIImporter
@@ -284,8 +284,8 @@ def open_any(
     chosen = select_run(runs, run, source=str(p))
     if chosen.recording.digest is None:
         try:
-            chosen.recording.digest = records_digest([r.to_json_obj() for r in chosen.recording.records])
-        except FormatError:
+            chosen.recording.digest = recording_digest(chosen.recording)
+        except (FormatError, CanonicalizationError):
             pass  # shown without a digest; saving reports the value that has no canonical form
     every = damage + list(chosen.warnings)
     return Opened(

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def _pointer(loc: tuple[Any, ...]) -> str:
     return "/" + "/".join(parts) if parts else "/"
 
 
-def _describe(err: dict[str, Any]) -> str:
+def _describe(err: Mapping[str, Any]) -> str:
     typ = err.get("type", "")
     if typ == "missing":
         return f"missing required field {err['loc'][-1]!r}" if err.get("loc") else "missing required field"
@@ -149,25 +150,53 @@ def _prepare_record(raw: dict[str, Any], i: int) -> Any:
     return out
 
 
-def records_digest(raw_records: list[Any], *, source: str = "<records>") -> str:
-    """``sha256:<hex>`` of the RFC 8785 canonical JSON of ``raw_records`` (validated dicts).
-
-    Byte-identical to ``canonical_hash(raw_records)``; faster on chat histories.
+def _records_sha256(raw_records: list[Any]) -> str:
+    """``sha256:<hex>`` of the RFC 8785 canonical JSON of ``raw_records`` (validated record
+    dicts): the one digest computation of the package. Byte-identical to
+    ``canonical_hash(raw_records)`` (a property test holds the fast path to the ``rfc8785``
+    package); faster on chat histories.
 
     Raises:
-        FormatError: a value cannot be canonicalized (record index and JSON Pointer given).
+        CanonicalizationError: a value has no canonical form (its JSON Pointer relative to
+            the list, ``/<record index>/...``).
     """
     try:
-        try:
-            prepared = [
-                _prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}") for i, r in enumerate(raw_records)
-            ]
-            data = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
-        except (_NeedsReference, orjson.JSONEncodeError, CanonicalizationError):
-            data = canonical_json(raw_records)  # slow path: exact order / exact error place
+        prepared = [
+            _prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}") for i, r in enumerate(raw_records)
+        ]
+        data = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+    except (_NeedsReference, orjson.JSONEncodeError, CanonicalizationError):
+        data = canonical_json(raw_records)  # slow path: exact order / exact error place
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def records_digest(raw_records: list[Any], *, source: str = "<records>") -> str:
+    """The ``digest`` of a document whose records are ``raw_records`` (validated dicts):
+    ``sha256:<hex>`` of their RFC 8785 canonical JSON (SPEC "Recording format": digest).
+
+    Raises:
+        FormatError: a value cannot be canonicalized (``source``, record index and JSON
+            Pointer given).
+    """
+    try:
+        return _records_sha256(raw_records)
     except CanonicalizationError as exc:
         raise _canonical_failure(exc, source) from None
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def recording_digest(rec: Recording) -> str:
+    """The digest a recording is known by (SPEC "Recording format": digest): its own
+    ``digest`` when it has one (verified when it was loaded, written when it was saved),
+    else ``sha256:<hex>`` of the canonical JSON of its records — the value :func:`save_recording`
+    would write. The workspace stores bases under it, branches name their base by it.
+
+    Raises:
+        CanonicalizationError: the recording has no digest and a record holds a value
+            without a canonical form.
+    """
+    if rec.digest:
+        return rec.digest
+    return _records_sha256([r.to_json_obj() for r in rec.records])
 
 
 class _MessageMemo:
@@ -214,7 +243,7 @@ class _MessageMemo:
                 err.reason,
                 file=source,
                 record=record,
-                path=f"/records/{record}/request/messages/{j}" + ("" if err.path == "/" else err.path),
+                path=f"/records/{record}/request/messages/{j}" + ("" if err.path in (None, "/") else err.path),
             ) from None
 
 
@@ -359,7 +388,7 @@ def _suspicious_float(value: Any) -> bool:
     of an integer literal beyond 64 bits."""
     t = type(value)
     if t is float:
-        return abs(value) >= 9.223372036854776e18 and value.is_integer()
+        return bool(abs(value) >= 9.223372036854776e18 and value.is_integer())
     if t is dict:
         return any(_suspicious_float(v) for v in value.values())
     if t is list:
@@ -482,7 +511,7 @@ def recording_to_dict(rec: Recording) -> dict[str, Any]:
             except CanonicalizationError as exc:
                 raise CanonicalizationError(exc.reason, f"/{i}/meta{exc.path}") from None
     records = [r.to_json_obj() for r in rec.records]
-    digest = "sha256:" + hashlib.sha256(canonical_json(records)).hexdigest()
+    digest = _records_sha256(records)
     doc: dict[str, Any] = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -581,5 +610,6 @@ def save_recording(
         rec.session = SessionInfo()
     doc = recording_to_dict(rec)
     atomic_write_bytes(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0))
-    rec.digest = doc["digest"]
-    return doc["digest"]
+    digest: str = doc["digest"]
+    rec.digest = digest
+    return digest

@@ -24,21 +24,30 @@ intervention (its index), the target and the reason: a target that does not exis
 base, or lies before the checkpoint, and any edit of provider-signed reasoning blocks
 (providers verify their signature, so an edited block would be a forgery the provider
 rejects — the engine refuses rather than replaying something no provider would accept).
+
+Resolving (:func:`resolve_branch`) is the one way in for the command line and the app: a
+new branch (:class:`BranchDraft`), a branch file, a stored branch id or a branch document
+is parsed, validated against the base once (digest included), and returned as a
+:class:`ResolvedBranch`, which the engine runs without validating it again.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import orjson
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     TypeAdapter,
     ValidationError,
     model_validator,
@@ -46,7 +55,7 @@ from pydantic import (
 
 from ..errors import BranchError, CanonicalizationError
 from ..record.canonical import args_hash as compute_args_hash
-from ..record.io import atomic_write_bytes
+from ..record.io import atomic_write_bytes, recording_digest
 from ..record.recording import (
     ChatMessage,
     ModelRecord,
@@ -57,20 +66,30 @@ from ..record.recording import (
 )
 from ..record.userjson import loads_user_json
 
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+
 __all__ = [
     "BaseRef",
     "Branch",
+    "BranchDraft",
+    "BranchSpec",
     "Intervention",
+    "InterventionFile",
     "MessagesIntervention",
     "ModelResponseIntervention",
     "OptionsIntervention",
     "Policy",
+    "ResolvedBranch",
     "ToolPolicyIntervention",
     "ToolResultIntervention",
+    "branch_from_dict",
     "load_branch",
     "load_interventions",
     "load_policy",
     "new_branch",
+    "parse_interventions",
+    "resolve_branch",
     "save_branch",
     "signed_reasoning_parts",
     "validate_branch",
@@ -341,6 +360,55 @@ class Branch(_Model):
         """The branch as indented JSON bytes."""
         return orjson.dumps(self.to_json_obj(), option=orjson.OPT_INDENT_2) + b"\n"
 
+    def is_resolved_for(self, base: Recording) -> bool:
+        """Whether this branch was already validated against ``base``: ``False`` for a
+        plain branch; a :class:`ResolvedBranch` says whether ``base`` is the recording it
+        was resolved with (same digest). The engine validates a branch only when not."""
+        return False
+
+
+class ResolvedBranch(Branch):
+    """A branch parsed and validated once against one base (:func:`resolve_branch`).
+
+    It is a :class:`Branch` (every function taking a branch takes it; its JSON is the
+    branch's), frozen, plus ``base_digest`` — the digest of the base it was validated
+    against (:func:`core.record.io.recording_digest`, the one the workspace stores that
+    base under) — and ``source``, where it came from (a file path, ``branch ID of the
+    workspace PATH``, ``new branch of PATH``, ``<branch JSON>``) for messages. The replay
+    engine and :func:`core.replay.replays.start_replay` run it without validating it
+    again. A changed copy (``model_copy(update=...)``) is not re-validated: resolve the
+    change instead.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    _base_digest: str = PrivateAttr(default="")
+    _source: str = PrivateAttr(default="")
+
+    @classmethod
+    def _of(cls, branch: Branch, *, base_digest: str, source: str) -> ResolvedBranch:
+        fields = {name: getattr(branch, name) for name in Branch.model_fields}
+        fields["interventions"] = list(branch.interventions)
+        out = cls.model_construct(_fields_set=set(branch.model_fields_set), **fields)
+        out._base_digest = base_digest
+        out._source = source
+        return out
+
+    @property
+    def base_digest(self) -> str:
+        """``sha256:<hex>`` of the base this branch was validated against."""
+        return self._base_digest
+
+    @property
+    def source(self) -> str:
+        """Where the branch came from, as messages name it."""
+        return self._source
+
+    def is_resolved_for(self, base: Recording) -> bool:
+        """``True`` when ``base`` is the recording this branch was validated against
+        (its digest, computed when the recording has none, is :attr:`base_digest`)."""
+        return recording_digest(base) == self._base_digest
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -461,15 +529,25 @@ def _base_index(base: Recording) -> tuple[dict[int, Any], list[ModelRecord]]:
     return by_seq, models
 
 
-def validate_branch(branch: Branch, base: Recording) -> None:
-    """Check every intervention against the base; raise :class:`BranchError` on the first
-    problem, naming the intervention index, its target and the reason.
+def validate_branch(
+    branch: Branch, base: Recording, *, sources: Sequence[tuple[str, int] | None] | None = None
+) -> None:
+    """Check the branch against its base (SPEC "Replay engine": interventions); raise
+    :class:`BranchError` on the first problem, naming the intervention index, its target
+    and the reason.
 
-    Rules: the checkpoint must be the seq of a base record; ``seq`` targets must exist,
-    be of the right kind and not lie before the checkpoint; ``step`` targets must be a
-    model call of the base at or after the checkpoint; ``tool`` targets must name a tool
-    the base knows; ``messages`` needs a model request at or after the checkpoint and an
-    index inside it; signed reasoning blocks may not be edited.
+    Rules: the branch's base digest, when it has one, must be the base's; the checkpoint
+    must be the seq of a base record; ``seq`` targets must exist, be of the right kind and
+    not lie before the checkpoint; ``step`` targets must be a model call of the base at or
+    after the checkpoint; ``tool`` targets must name a tool the base knows; ``messages``
+    needs a model request at or after the checkpoint and an index inside it; signed
+    reasoning blocks may not be edited.
+
+    ``sources``: for each intervention, ``(file, index in that file)`` — or ``None`` — so
+    an error names the file the intervention was read from and its index there
+    (``fix.json: intervention 0 (...) against base.json: ...``) instead of its index in
+    the branch. Every intervention is checked against the base alone, so checking the
+    whole branch once finds the same first problem as checking each file by itself.
     """
     if branch.base.digest and base.digest and branch.base.digest != base.digest:
         raise BranchError(
@@ -501,7 +579,12 @@ def validate_branch(branch: Branch, base: Recording) -> None:
                     known_tools.add(tc.name)
 
     for i, iv in enumerate(branch.interventions):
-        where = f"intervention {i} ({iv.describe()}) against {branch.base.path}"
+        src = sources[i] if sources is not None and i < len(sources) else None
+        where = (
+            f"{src[0]}: intervention {src[1]} ({iv.describe()}) against {branch.base.path}"
+            if src is not None
+            else f"intervention {i} ({iv.describe()}) against {branch.base.path}"
+        )
         if isinstance(iv, ToolResultIntervention):
             if iv.seq is not None:
                 target = by_seq.get(iv.seq)
@@ -567,6 +650,48 @@ def validate_branch(branch: Branch, base: Recording) -> None:
                 raise BranchError(f"{where}: the base never uses or offers a tool named {iv.tool!r}")
 
 
+def _produced_by(base: Recording) -> str | None:
+    """The id of the branch whose replay produced ``base`` (``metadata.replay.branch.id``
+    of replay events), or ``None``."""
+    replay = base.metadata.get("replay")
+    produced_by = replay.get("branch") if isinstance(replay, dict) else None
+    if isinstance(produced_by, dict) and isinstance(produced_by.get("id"), str):
+        return str(produced_by["id"])
+    return None
+
+
+def _build_branch(
+    base: Recording,
+    base_path: str,
+    *,
+    at: int,
+    interventions: Sequence[Any],
+    policy: Policy | None,
+    label: str | None,
+    parent: str | None,
+    branch_id: str | None,
+) -> Branch:
+    """The branch :func:`new_branch` describes, shaped but not yet validated against ``base``."""
+    if parent is None:
+        parent = _produced_by(base)
+    if at < 0:
+        raise BranchError(f"checkpoint {at} is not the seq of a record of {base_path} (seqs are >= 0)")
+    try:
+        return Branch(
+            id=branch_id or "br-" + uuid.uuid4().hex[:12],
+            base=BaseRef(path=str(base_path), digest=base.digest or ""),
+            checkpoint=at,
+            label=label,
+            parent=parent,
+            interventions=list(interventions),
+            policy=policy or Policy(),
+            created_at=_now(),
+        )
+    except ValidationError as exc:
+        where, reason = _pydantic_reason(exc)
+        raise BranchError(f"new branch of {base_path}: at {where}: {reason}") from None
+
+
 def new_branch(
     base: Recording,
     base_path: str,
@@ -587,27 +712,174 @@ def new_branch(
     Raises:
         BranchError: the checkpoint or an intervention is invalid against ``base``.
     """
-    if parent is None:
-        produced_by = (
-            (base.metadata.get("replay") or {}).get("branch") if isinstance(base.metadata.get("replay"), dict) else None
-        )
-        if isinstance(produced_by, dict) and isinstance(produced_by.get("id"), str):
-            parent = produced_by["id"]
-    if at < 0:
-        raise BranchError(f"checkpoint {at} is not the seq of a record of {base_path} (seqs are >= 0)")
-    try:
-        branch = Branch(
-            id=branch_id or "br-" + uuid.uuid4().hex[:12],
-            base=BaseRef(path=str(base_path), digest=base.digest or ""),
-            checkpoint=at,
-            label=label,
-            parent=parent,
-            interventions=list(interventions or []),
-            policy=policy or Policy(),
-            created_at=_now(),
-        )
-    except ValidationError as exc:
-        where, reason = _pydantic_reason(exc)
-        raise BranchError(f"new branch of {base_path}: at {where}: {reason}") from None
+    branch = _build_branch(
+        base,
+        base_path,
+        at=at,
+        interventions=interventions or [],
+        policy=policy,
+        label=label,
+        parent=parent,
+        branch_id=branch_id,
+    )
     validate_branch(branch, base)
     return branch
+
+
+# --------------------------------------------------------------------------- resolving
+
+
+@dataclass(frozen=True)
+class InterventionFile:
+    """The interventions read from one file (one object or a JSON list; ``[]`` is valid):
+    ``path`` as given and the parsed ``interventions``. In a :class:`BranchDraft`,
+    validation errors name ``path`` and the index inside the file."""
+
+    path: str
+    interventions: tuple[Any, ...]
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> InterventionFile:
+        """Read and parse an intervention file (strict user JSON, see
+        :func:`load_interventions`). Raises BranchError naming the file, the JSON Pointer
+        and the reason."""
+        return cls(str(path), tuple(load_interventions(Path(path))))
+
+
+@dataclass(frozen=True)
+class BranchDraft:
+    """A branch to create (what ``branch new`` takes), for :func:`resolve_branch`.
+
+    ``base_path``: the base recording's path as the branch will name it; ``at``: the
+    checkpoint (a base seq); ``interventions``: intervention objects and
+    :class:`InterventionFile` groups, in order; ``policy``, ``label``, ``parent`` (a branch
+    id; by default the branch that produced the base, when the base is replay events),
+    ``branch_id`` (default ``br-`` + 12 random hex digits). Built and validated by
+    :func:`resolve_branch`, once.
+    """
+
+    base_path: str
+    at: int
+    interventions: Sequence[Any] = ()
+    policy: Policy | None = None
+    label: str | None = None
+    parent: str | None = None
+    branch_id: str | None = None
+
+
+#: what :func:`resolve_branch` accepts: a :class:`Branch` (a :class:`ResolvedBranch` of
+#: the same base comes back as is), a :class:`BranchDraft`, a parsed branch document
+#: (a mapping), branch JSON text (bytes), or a branch file path / stored branch id (str)
+BranchSpec: TypeAlias = Branch | BranchDraft | Mapping[str, Any] | bytes | str | os.PathLike[str]
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return p.exists()
+    except OSError:  # a name the OS cannot even look up (too long, say) is no file
+        return False
+
+
+def _draft_branch(draft: BranchDraft, base: Recording) -> tuple[Branch, list[tuple[str, int] | None]]:
+    """The branch of a draft and, per intervention, the file and index it came from."""
+    flat: list[Any] = []
+    sources: list[tuple[str, int] | None] = []
+    for item in draft.interventions:
+        if isinstance(item, InterventionFile):
+            flat.extend(item.interventions)
+            sources.extend((item.path, j) for j in range(len(item.interventions)))
+        else:
+            flat.append(item)
+            sources.append(None)
+    branch = _build_branch(
+        base,
+        draft.base_path,
+        at=draft.at,
+        interventions=flat,
+        policy=draft.policy,
+        label=draft.label,
+        parent=draft.parent,
+        branch_id=draft.branch_id,
+    )
+    return branch, sources
+
+
+def resolve_branch(
+    workspace: Workspace | None,
+    spec: BranchSpec,
+    base: Recording,
+) -> ResolvedBranch:
+    """Parse a branch, validate it against ``base`` once (digest included), and return
+    it as a :class:`ResolvedBranch` the engine runs without validating again (SPEC
+    "Replay engine": branch, interventions; "Application": ``branch new``, ``replay
+    --branch``).
+
+    ``spec`` (see :data:`BranchSpec`):
+
+    * a :class:`BranchDraft` — a new branch (checkpoint, interventions, policy, label,
+      parent); an invalid intervention read from an :class:`InterventionFile` is named by
+      that file and its index there;
+    * a branch file path (``str`` or path-like) — read strictly (errors name the file);
+      a ``str`` that is no file and does not end in ``.json`` is a branch id stored in
+      ``workspace``;
+    * a parsed branch document (mapping) or branch JSON text (bytes);
+    * a :class:`Branch` (a :class:`ResolvedBranch` already resolved for ``base`` is
+      returned as is).
+
+    ``workspace`` (or ``None``): where stored ids are looked up and where ``parent`` must
+    be a branch (a stored branch's own parent is not checked again). With ``None``,
+    ``parent`` is not checked — :meth:`core.workspace.Workspace.add_branch` checks it
+    when the branch is stored.
+
+    Raises:
+        BranchError: the file cannot be read or is not a branch (file, JSON Pointer,
+            reason), the parent is not a branch of the workspace, a stored id was given
+            without a workspace, or the branch is invalid against ``base`` — wrong base
+            digest, checkpoint or intervention (its index and target; the file it came
+            from). WorkspaceError: the stored branch id is unknown, or the workspace is
+            damaged.
+        CanonicalizationError: ``base`` has no digest and holds a value without a
+            canonical form.
+    """
+    if isinstance(spec, Branch) and spec.is_resolved_for(base):
+        assert isinstance(spec, ResolvedBranch)  # only a resolved branch says it is
+        return spec
+    sources: list[tuple[str, int] | None] | None = None
+    prefix: str | None = None  # put before validation errors, naming where the branch came from
+    check_parent = workspace is not None
+    if isinstance(spec, BranchDraft):
+        branch, sources = _draft_branch(spec, base)
+        source = f"new branch of {spec.base_path}"
+    elif isinstance(spec, Branch):
+        branch, source = spec, f"branch {spec.id}"
+    elif isinstance(spec, Mapping):
+        source = prefix = "<branch>"
+        branch = branch_from_dict(dict(spec), source=source)
+    elif isinstance(spec, (bytes, bytearray)):
+        source = prefix = "<branch JSON>"
+        branch = branch_from_dict(loads_user_json(bytes(spec), source, BranchError), source=source)
+    else:
+        path = Path(spec)
+        if _is_file(path):
+            branch = load_branch(path)
+            source = prefix = str(spec)
+        elif isinstance(spec, str) and not spec.endswith(".json") and workspace is not None:
+            branch = workspace.get_branch(spec)
+            source = f"branch {spec} of the workspace {workspace.path}"
+            check_parent = False  # stored: its parent was checked then
+        elif isinstance(spec, str) and not spec.endswith(".json"):
+            raise BranchError(f"{spec}: no such branch file (and no workspace to look up a branch id in)")
+        else:
+            raise BranchError(f"{spec}: no such branch file")
+    if check_parent and workspace is not None and branch.parent is not None:
+        if not workspace.has_branch(branch.parent):
+            raise BranchError(
+                f"{prefix or source}: parent {branch.parent!r} is not a branch of the workspace {workspace.path}"
+            )
+    try:
+        validate_branch(branch, base, sources=sources)
+    except BranchError as exc:
+        if prefix is None:
+            raise
+        raise BranchError(f"{prefix}: {exc}") from None
+    return ResolvedBranch._of(branch, base_digest=recording_digest(base), source=source)

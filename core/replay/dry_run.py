@@ -60,9 +60,11 @@ def predict(
     ``{"status": "failed"|"ok", "reason", "predictions": [...], "counts": {...}}``.
 
     Raises:
-        BranchError: the branch is invalid against ``base``.
+        BranchError: the branch is invalid against ``base`` (not checked again for a
+            :class:`~core.replay.branch.ResolvedBranch` of ``base``).
     """
-    validate_branch(branch, base)
+    if not branch.is_resolved_for(base):  # a ResolvedBranch was validated once, by resolve_branch
+        validate_branch(branch, base)
     gw = fixtures or FixtureGateway()
     pol = branch.policy
     calls = [r for r in base.records if r.kind in ("tool", "model")]

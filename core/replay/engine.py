@@ -13,16 +13,22 @@ Rules (SPEC "Replay engine" and the second seed document):
    branch transcript (the previous request's messages + the branch's response + the
    branch's tool results, as :func:`tool_message` renders them), with the base's tools,
    stop sequences and options at the same step.
-3. Every call is answered, in order, from: an intervention → an unconsumed recorded call
-   with the same canonical key (per-key cursor) → a fixture → the base's answer at the
-   same step when drift is ``lenient`` (comparability ``partial``) → the wired executor
-   when the policy is ``live``. Each answer is tagged with its source: ``recorded``,
-   ``intervention``, ``fixture``, ``drift``, ``live`` (``policy`` for a denied call).
-   With policy ``fixture`` recorded calls do not answer from the checkpoint on.
+3. Every call, model or tool, goes through one *answer chain* (:data:`ANSWER_CHAIN`, one
+   method per source, :meth:`ReplayEngine._answer`): an intervention → an unconsumed
+   recorded call with the same canonical key (per-key cursor) → a fixture → the base's
+   answer at the same step when drift is ``lenient`` (comparability ``partial``) → the
+   wired executor when the policy is ``live``; the first source that answers wins. Each
+   answer carries its source — ``recorded``, ``intervention``, ``fixture``, ``drift``,
+   ``live`` (``policy`` for a denied call; docs/replay.md "Replay states": answer
+   sources) — and a short reason (``fixture fx-… matched the call's arguments``), kept
+   per call in :attr:`ReplayOutcome.reasons` and, for every answer not ``recorded``, in
+   the events' ``metadata.replay.answer_reasons`` next to ``answer_sources``. With policy
+   ``fixture`` recorded calls do not answer from the checkpoint on.
 4. No answer: a requirement is opened and the replay pauses (``require_fixtures``), or
    the replay fails with :class:`~core.errors.ReplayMismatch`. Never an implicit live call.
 5. Authorization, approval and budget run on every tool call, answered from the recording
-   or not, in the replay session's order (:class:`core.replay.session.Harness`): ``before`` hook
+   or not, through the replay session's own gate (:class:`core.replay.gate.ToolGate`, the
+   one :class:`core.replay.session.Harness` uses): ``before`` hook
    → authorization (``tool_policy`` deny, ``authorize`` hook) → approval
    (``tool_policy`` require_approval — an approval requirement until approved — and the
    ``approve`` hook) → budget (``policy.max_tool_calls``) → a ``tool.execute`` span
@@ -30,6 +36,12 @@ Rules (SPEC "Replay engine" and the second seed document):
    :class:`~core.errors.PolicyDenied` to the agent exactly as live.
 6. The loop ends on a final response (no tool calls), ``max_steps`` model calls (with no
    ``max_steps``, a safety net of 10 x the base's model calls + 100), or an error.
+7. Progress and cancellation: ``on_progress`` receives :class:`ReplayProgress` events —
+   ``started``, one ``call`` per answered call (``calls_answered`` never decreases),
+   then ``paused`` or ``finished``; ``on_event`` receives ``(record, source)`` per event.
+   ``cancel`` is polled after each event and stops the replay between two calls, as
+   ``failed`` with error type ``Cancelled`` (docs/replay.md, "Answer sources and
+   progress").
 
 Outputs (:class:`ReplayOutcome`): the record's status, comparability, first divergence,
 pause/error; the *replay events* — themselves a valid format-v1 recording
@@ -56,7 +68,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal, NoReturn
 
 import orjson
 
@@ -96,6 +108,7 @@ from .fixtures import (
     nearest_model_call,
     nearest_tool_call,
 )
+from .gate import ToolGate, ToolHooks, ToolInvocation
 from .replay_record import (
     ANSWER_SOURCES,
     Comparability,
@@ -105,14 +118,30 @@ from .replay_record import (
 )
 
 __all__ = [
+    "ANSWER_CHAIN",
+    "AnswerSource",
     "ModelCallError",
+    "ProgressKind",
     "ReplayEngine",
     "ReplayOutcome",
+    "ReplayProgress",
     "ToolHooks",
     "tool_message",
 ]
 
 _ATTRIBUTION = ("interrupt", "snapshot", "lifecycle")
+
+#: where an answer came from (docs/replay.md, "Replay states": answer sources); ``policy``
+#: tags a denied call, ``user`` is reserved for an answer a person pins (not built yet)
+AnswerSource = Literal["recorded", "intervention", "fixture", "drift", "live", "policy", "user"]
+
+#: the answer chain (SPEC "Replay engine"): the sources asked, in this order, for every
+#: model and tool call that passed the tool gate; the first that answers wins
+ANSWER_CHAIN: tuple[AnswerSource, ...] = ("intervention", "recorded", "fixture", "drift", "live")
+
+#: the kinds of :class:`ReplayProgress` event, in the order a replay sends them:
+#: ``started``, then one ``call`` per answered call, then ``paused`` or ``finished``
+ProgressKind = Literal["started", "call", "paused", "finished"]
 
 
 # =========================================================================== engine internals
@@ -144,17 +173,102 @@ class _Halt(BaseException):
         self.error = error
 
 
-@dataclass
-class ToolHooks:
-    """Optional tool-boundary hooks, as in :class:`core.replay.session.Harness`: ``before`` and
-    ``after`` observers, ``authorize`` (raise :class:`PolicyDenied` or return ``False``
-    to deny), ``approve`` (return ``False`` to deny). Each receives a
-    :class:`core.replay.session.ToolInvocation`; ``after`` also the result."""
+@dataclass(frozen=True, slots=True)
+class ReplayProgress:
+    """One progress event of a replay, for a progress bar (the ``on_progress`` callback
+    of :class:`ReplayEngine`).
 
-    before: Callable[[Any], Any] | None = None
-    authorize: Callable[[Any], Any] | None = None
-    approve: Callable[[Any], bool] | None = None
-    after: Callable[[Any, ToolResult], Any] | None = None
+    A replay sends ``started`` (nothing answered yet), one ``call`` per answered model or
+    tool call (denied calls included, source ``policy``), and last either ``paused`` (an
+    open requirement) or ``finished`` (status ``completed`` or ``failed`` — a cancelled
+    replay is ``failed`` with error type ``Cancelled``).
+
+    Fields: ``kind`` (:data:`ProgressKind`); ``calls_answered`` (calls answered so far,
+    never decreasing); ``base_calls`` (the base's number of calls: a progress bar's scale,
+    which a branch may overrun or stop short of); ``steps`` (model calls made so far);
+    for ``call``: ``current_seq`` (the event's seq), ``call_kind`` (``model`` | ``tool``),
+    ``call_name`` (model or tool name), ``source`` (:data:`AnswerSource`) and ``reason``
+    (a short sentence: why that source answered); for ``paused``: ``requirements`` (open
+    requirements, 1) and ``requirement_id``; for ``paused`` and ``finished``: ``status``,
+    ``stop_reason`` and ``error`` (:class:`~core.replay.replay_record.ReplayErrorInfo` or
+    ``None``).
+    """
+
+    kind: ProgressKind
+    calls_answered: int
+    base_calls: int
+    steps: int = 0
+    current_seq: int | None = None
+    call_kind: Literal["model", "tool"] | None = None
+    call_name: str | None = None
+    source: AnswerSource | None = None
+    reason: str | None = None
+    requirements: int = 0
+    requirement_id: str | None = None
+    status: Literal["paused", "completed", "failed"] | None = None
+    stop_reason: str | None = None
+    error: ReplayErrorInfo | None = None
+
+
+@dataclass(slots=True)
+class _Call:
+    """One call on its way through the tool gate and the answer chain: ``kind``,
+    ``name`` (model or tool), canonical ``key``, call position ``pos``, model ``step``
+    (a tool call: model calls made before it), ``after`` (at or after the checkpoint),
+    ``rec_pos`` (the next unconsumed recorded call with this key, peeked), and the
+    model ``request`` or the tool's ``arguments`` and ``tool_call_id``."""
+
+    kind: Literal["model", "tool"]
+    name: str
+    key: str
+    pos: int
+    step: int
+    after: bool
+    rec_pos: int | None
+    request: ModelRequest | None = None
+    arguments: Any = None
+    tool_call_id: str | None = None
+    _hash: str | None = None
+    _hashed: bool = False
+
+    def args_hash(self) -> str | None:
+        """The tool arguments' args hash, ``None`` when they have no canonical form."""
+        if not self._hashed:
+            self._hashed = True
+            try:
+                self._hash = compute_args_hash(self.arguments)
+            except CanonicalizationError:
+                self._hash = None
+        return self._hash
+
+    def fixture_hash(self) -> str:
+        """What fixtures and requirements match a tool call by: its args hash, or its
+        key when the arguments have no canonical form."""
+        h = self.args_hash()
+        return h if h is not None else self.key
+
+
+@dataclass(slots=True)
+class _Answer:
+    """An answer from one source of the chain: ``source``, ``reason``, the model
+    ``response``/``error`` or the tool ``result``, and where it came from (``used_pos``:
+    the base call consumed; ``duration``/``at`` of a recorded answer; ``fixture_id``;
+    ``live_measured``: seconds an executor call took, kept out of the events)."""
+
+    source: AnswerSource
+    reason: str
+    response: ModelResponse | None = None
+    error: ErrorInfo | None = None
+    result: ToolResult | None = None
+    used_pos: int | None = None
+    duration: float | None = None
+    at: str | None = None
+    fixture_id: str | None = None
+    live_measured: float | None = None
+
+
+#: one source of the answer chain: ``(engine, call) -> answer``, or ``None`` to pass it on
+_ChainStep = Callable[["ReplayEngine", _Call], "_Answer | None"]
 
 
 def _take_call(open_calls: list[Any], record: ToolRecord) -> Any:
@@ -191,7 +305,9 @@ class ReplayOutcome:
     ``interventions_applied``, ``live_durations`` (``{seq: seconds}`` measured around
     each executor call this run made — kept here, not in the events, whose live records
     carry ``duration_seconds: null``; answers reused from an earlier attempt are not
-    measured again)."""
+    measured again), ``reasons`` (``{seq: reason}`` for every call event: a short
+    sentence saying why its source answered, e.g. ``fixture fx-… matched the call's
+    arguments``)."""
 
     status: str
     stop_reason: str
@@ -207,6 +323,7 @@ class ReplayOutcome:
     output: Any
     interventions_applied: list[int]
     live_durations: dict[int, float] = field(default_factory=dict)
+    reasons: dict[int, str] = field(default_factory=dict)
 
 
 class ReplayEngine:
@@ -214,7 +331,8 @@ class ReplayEngine:
 
     Args:
         base: the base :class:`Recording` (verified).
-        branch: the :class:`Branch` (validated against ``base`` here; BranchError).
+        branch: the :class:`Branch` (validated against ``base`` here unless it is a
+            :class:`~core.replay.branch.ResolvedBranch` of ``base``; BranchError).
         replay_id: the replay's id (requirement ids derive from it; not in the events).
         fixtures: a :class:`FixtureGateway` (fixtures already filtered or not: the gateway
             applies scopes with this branch and replay id).
@@ -226,9 +344,12 @@ class ReplayEngine:
             executor so a resume never repeats a side effect.
         hooks: :class:`ToolHooks`.
         tracer: a :class:`core.replay.session.SpanRecorder` (or compatible); ``None`` = none.
-        on_event: called with ``(record, source)`` after each event is produced (progress
-            for a UI; keep it cheap).
-        cancel: polled after each event; returning ``True`` stops the replay as
+        on_event: called with ``(record, source)`` for each event (call records once the
+            call is done, attribution records as they are copied); keep it cheap.
+        on_progress: called with a :class:`ReplayProgress` — ``started``, one ``call``
+            per answered call, then ``paused`` or ``finished`` (for a progress bar).
+        cancel: polled after each event; returning ``True`` stops the replay between
+            two calls (the call in progress is finished and recorded first) as
             ``failed`` with error type ``Cancelled``.
 
     Use :meth:`run` once.
@@ -249,12 +370,14 @@ class ReplayEngine:
         tracer: Any = None,
         on_event: Callable[[Any, str], None] | None = None,
         cancel: Callable[[], bool] | None = None,
+        on_progress: Callable[[ReplayProgress], None] | None = None,
     ) -> None:
         # indexing allocates a container per call: pause the cyclic GC (see run())
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            validate_branch(branch, base)
+            if not branch.is_resolved_for(base):  # a ResolvedBranch was validated once, by resolve_branch
+                validate_branch(branch, base)
             self.base = base
             self.branch = branch
             self.policy = branch.policy
@@ -267,6 +390,9 @@ class ReplayEngine:
             self.tracer = tracer
             self.on_event = on_event
             self.cancel = cancel
+            self.on_progress = on_progress
+            #: whether a finished call is reported or polled (on_event, on_progress, cancel)
+            self._reporting = on_event is not None or on_progress is not None or cancel is not None
             n_models = sum(1 for r in base.records if type(r) is ModelRecord)
             #: most model calls this run may make: ``policy.max_steps``, or a safety net of
             #: 10 x the base's model calls + 100 (a model-wide fixture asking for tools
@@ -279,6 +405,8 @@ class ReplayEngine:
             self._cursors: dict[str, deque[int]] = {}
             for pos, r in enumerate(self.base_calls):
                 self._cursors.setdefault(self._base_key(pos, r), deque()).append(pos)
+            #: how often each repeated key was recorded (for "recorded answer … (2 of 3)")
+            self._key_repeats = {k: len(dq) for k, dq in self._cursors.items() if len(dq) > 1}
             self._consumed = bytearray(len(self.base_calls))
             self._live_cache: dict[tuple[str, str], deque[Any]] = {}
             self._live_durations: dict[int, float] = {}  # seq -> seconds measured this run
@@ -322,11 +450,14 @@ class ReplayEngine:
             # run state
             self._pos = 0
             self._step = 0
-            self._tool_calls = 0
+            self._gate = ToolGate(self.hooks, max_tool_calls=branch.policy.max_tool_calls)
             self._aligned = True
             self._next_base_attr = 0  # index into base.records of the next attribution candidate
             self._events: list[Any] = []
             self._sources: dict[int, str] = {}
+            self._reasons: dict[int, str] = {}  # seq -> why its source answered (call events)
+            self._chains: dict[str, tuple[_ChainStep, ...]] = {}  # per call kind: the sources that may answer
+            self._cancel_requested = False
             self._fixture_uses: list[dict[str, Any]] = []
             self._answers: dict[str, int] = dict.fromkeys(ANSWER_SOURCES, 0)
             self._drift_steps: list[int] = []
@@ -368,7 +499,9 @@ class ReplayEngine:
 
     def _emit_attribution_until(self, seq_limit: int | None) -> None:
         """While aligned, copy base attribution records with seq below ``seq_limit``
-        (``None``: all remaining)."""
+        (``None``: all remaining, after the last call). Each is reported to ``on_event``
+        and ``cancel`` is polled; inside a call (``seq_limit`` set) a cancellation takes
+        effect once the call is done, so it always stops the replay between calls."""
         recs = self.base.records
         i = self._next_base_attr
         n = len(recs)
@@ -377,9 +510,15 @@ class ReplayEngine:
             if seq_limit is not None and r.seq >= seq_limit:
                 break
             if r.kind in _ATTRIBUTION:
-                self._append(r.model_copy(update={"replayed": True}), "recorded")
+                rec = r.model_copy(update={"replayed": True})
+                self._append(rec, "recorded")
+                if self.on_event is not None:
+                    self.on_event(rec, "recorded")
+                self._poll_cancel()
             i += 1
         self._next_base_attr = i
+        if seq_limit is None and self._cancel_requested:
+            raise _Halt("failed", error=ReplayErrorInfo(type="Cancelled", message="the replay was cancelled"))
 
     def _skip_base_attr_through(self, seq: int) -> None:
         recs = self.base.records
@@ -394,10 +533,6 @@ class ReplayEngine:
     def _append(self, rec: Any, source: str) -> None:
         self._events.append(rec)
         self._sources[rec.seq] = source
-        if self.on_event is not None:
-            self.on_event(rec, source)
-        if self.cancel is not None and self.cancel():
-            raise _Halt("failed", error=ReplayErrorInfo(type="Cancelled", message="the replay was cancelled"))
         if rec.run_id is not None:
             self._last_run_id = rec.run_id
         if rec.generation_id is not None:
@@ -424,9 +559,6 @@ class ReplayEngine:
             k = (run_id, tool_call_id)
         self._used_call_ids.add(k)
         return tool_call_id
-
-    def _count(self, source: str) -> None:
-        self._answers[source] += 1
 
     # ------------------------------------------------------------------ requirements
 
@@ -464,18 +596,10 @@ class ReplayEngine:
             reason=reason,
         )
 
-    def _no_answer(
-        self,
-        kind: str,
-        pos: int,
-        name: str,
-        key: str,
-        *,
-        arguments: Any = None,
-        ahash: str | None = None,
-        request: ModelRequest | None = None,
-    ) -> None:
-        """Open a requirement (pause) or fail; never returns."""
+    def _no_answer(self, call: _Call) -> NoReturn:
+        """No source of the chain answered ``call``: open a requirement (pause), or fail
+        (``require_fixtures`` false, or the requirement was waived); never returns."""
+        kind, pos, name, key = call.kind, call.pos, call.name, call.key
         rid = Requirement.make_id(self.replay_id, pos, kind, key)
         prior = self.decisions.get(rid)
         if prior is not None and prior.status == "waived":
@@ -498,9 +622,9 @@ class ReplayEngine:
             pos,
             name,
             key,
-            arguments=arguments,
-            ahash=ahash,
-            request=request,
+            arguments=call.arguments,
+            ahash=call.fixture_hash() if kind == "tool" else None,
+            request=call.request,
             reason=f"no recorded call, intervention or fixture answers this {kind} call: attach a {what} fixture",
         )
         raise _Halt("paused", requirement=req)
@@ -542,7 +666,8 @@ class ReplayEngine:
     # ------------------------------------------------------------------ AgentRuntime
 
     def call_model(self, model: str, request: ModelRequest) -> ModelResponse:
-        """Answer one model call (the :class:`~core.replay.boundary.AgentRuntime` method).
+        """Answer one model call (the :class:`~core.replay.boundary.AgentRuntime` method)
+        through the answer chain (:data:`ANSWER_CHAIN`).
 
         Raises:
             ModelCallError: the answer is a model error (recorded, fixture or live).
@@ -568,114 +693,18 @@ class ReplayEngine:
                     "failed",
                     error=ReplayErrorInfo(type="CanonicalizationError", message=f"model request at step {step}: {exc}"),
                 ) from None
-        after = pos >= self.cp_pos
-        response: ModelResponse | None = None
-        error: ErrorInfo | None = None
-        source = ""
-        used_pos: int | None = None
-        duration: float | None = None
-        live_measured: float | None = None  # kept out of the events (determinism)
-        at: str | None = None
-        fixture_id: str | None = None
-
-        rec_pos = self._peek(key)
-        iv = self._model_step_iv.get(step) if after else None
-        if iv is not None:
-            idx, mi = iv
-            response = mi.response.model_copy(deep=True)
-            source = "intervention"
-            self._applied.add(idx)
-            if rec_pos is not None:
-                self._consume(rec_pos)
-        elif rec_pos is not None and (not after or self.policy.model != "fixture"):
-            self._consume(rec_pos)
-            r = self.base_calls[rec_pos]
-            response, error, duration, at = r.response, r.error, r.duration_seconds, r.at
-            source, used_pos = "recorded", rec_pos
-        if not source:
-            fx = self.fixtures.match("model", model, key, branch_id=self.branch.id, replay_id=self.replay_id)
-            if fx is not None:
-                response = fx.model_response()
-                source, fixture_id = "fixture", fx.id
-        if not source and self.policy.drift == "lenient" and step < len(self.base_models):
-            b = self.base_models[step]
-            response, error = b.response, b.error
-            source = "drift"
-            self._drift_steps.append(step)
-        if not source and self.policy.model == "live" and self.executor is not None:
-            cached = self._live_cache.get(("model", key))
-            if cached:
-                r = cached.popleft()
-                response, error = r.response, r.error
-            else:
-                t0 = time.perf_counter()
-                try:
-                    response = self.executor.live_model(model, request)
-                    if not isinstance(response, ModelResponse):
-                        response = ModelResponse.model_validate(response)
-                except Exception as exc:  # the live model failed: recorded as an error
-                    error = ErrorInfo(type=type(exc).__name__, message=str(exc))
-                live_measured = time.perf_counter() - t0
-            source = "live"
-        if not source:
-            self._no_answer("model", pos, model, key, request=request)
-
-        seq, b = self._seq_for(pos, "model")
-        run_id = b.run_id if b is not None else self._last_run_id
-        gen_id = b.generation_id if b is not None else self._last_generation_id
-        if source == "recorded" and used_pos == pos and b is not None and b.seq == seq:
-            rec = b.model_copy(update={"replayed": True})
-            if request is not b.request:
-                rec = rec.model_copy(update={"request": request, "key": key})
-        else:
-            rec = ModelRecord(
-                seq=seq,
-                at=at if source == "recorded" else None,
-                run_id=run_id,
-                generation_id=gen_id,
-                replayed=True,
-                live_fallback=source == "live",
-                key=key,
-                model=model,
-                request=request,
-                response=response,
-                error=error,
-                duration_seconds=duration,
-            )
-        if self.tracer is not None:
-            with self.tracer.span(
-                "model.call",
-                {
-                    "model": model,
-                    "key": key,
-                    "run_id": run_id,
-                    "generation_id": gen_id,
-                    "replayed": source != "live",
-                    "source": source,
-                    "step": step,
-                },
-            ):
-                pass
-        self._append(rec, source)
-        self._count(source)
-        if live_measured is not None:
-            self._live_durations[seq] = live_measured
-        if fixture_id:
-            self._fixture_uses.append({"seq": seq, "fixture_id": fixture_id})
-        # alignment: same call as the base at this position, with the base's answer
-        if self._aligned:
-            if (
-                b is None
-                or key != self._base_key(pos, b)
-                or not (used_pos == pos or (rec.response == b.response and rec.error == b.error))
-            ):
-                self._aligned = False
-        if error is not None or response is None:
-            raise ModelCallError(model, error or ErrorInfo(type="NoResponse", message="no response"))
-        return response
+        call = _Call("model", model, key, pos, step, pos >= self.cp_pos, self._peek(key), request=request)
+        answer = self._answer(call)
+        rec = self._emit(call, answer)
+        if self._reporting:
+            self._call_done(rec, call, answer)
+        if answer.error is not None or answer.response is None:
+            raise ModelCallError(model, answer.error or ErrorInfo(type="NoResponse", message="no response"))
+        return answer.response
 
     def call_tool(self, name: str, arguments: Any, tool_call_id: str | None = None) -> ToolResult:
-        """Answer one tool call (the :class:`~core.replay.boundary.AgentRuntime` method).
+        """Answer one tool call (the :class:`~core.replay.boundary.AgentRuntime` method):
+        the tool gate (:class:`~core.replay.gate.ToolGate`), then the answer chain.
 
         Raises:
             PolicyDenied: a ``tool_policy`` deny, a refused approval, the ``authorize``/
@@ -700,117 +729,304 @@ class ReplayEngine:
                     error=ReplayErrorInfo(type="CanonicalizationError", message=f"tool {name!r} arguments: {exc}"),
                 ) from None
         after = pos >= self.cp_pos
-        rec_pos = self._peek(key)
+        call = _Call(
+            "tool", name, key, pos, self._step, after, self._peek(key), arguments=arguments, tool_call_id=tool_call_id
+        )
 
-        # authorization, approval, budget: on every call, replayed or not
-        denial = self._authorize(name, arguments, tool_call_id, key, pos, after, rec_pos is not None)
+        # the tool gate, on every call, answered from the recording or not
+        pol = self._policy_iv.get(name) if after else None
+        denial = self._gate.admit(
+            name,
+            lambda: self._invocation(call, replayed=call.rec_pos is not None),
+            deny=None if pol is None else lambda: self._policy_deny(call, pol),
+            approval=None if pol is None else lambda: self._policy_approval(call, pol),
+        )
         if denial is not None:
             denied = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(denial)))
-            self._emit_tool(pos, name, arguments, tool_call_id, key, denied, "policy", None, None, None)
+            answer = _Answer("policy", f"the tool gate denied the call: {denial.reason}", result=denied)
+            rec = self._emit(call, answer)
             self._aligned = False
+            self._call_done(rec, call, answer)
             raise denial
 
-        result: ToolResult | None = None
-        source = ""
-        used_pos: int | None = None
-        duration: float | None = None
-        live_measured: float | None = None  # kept out of the events (determinism)
-        at: str | None = None
-        fixture_id: str | None = None
-        if after:
-            iv = None
-            if rec_pos is not None and rec_pos in self._tool_seq_iv:
-                iv = self._tool_seq_iv[rec_pos]
-            elif name in self._tool_name_iv:
-                try:
-                    h = compute_args_hash(arguments)
-                except CanonicalizationError:
-                    h = None
-                for cand in self._tool_name_iv[name]:
-                    if cand[1].args_hash is None or cand[1].args_hash == h:
-                        iv = cand
-            if iv is not None:
-                idx, ti = iv
-                result = ti.result.model_copy(deep=True)
-                source = "intervention"
-                self._applied.add(idx)
-                if rec_pos is not None:
-                    self._consume(rec_pos)
-        if not source and rec_pos is not None and (not after or self.policy.tool != "fixture"):
-            self._consume(rec_pos)
-            r = self.base_calls[rec_pos]
-            result, duration, at = r.result, r.duration_seconds, r.at
-            source, used_pos = "recorded", rec_pos
-        ahash: str | None = None
-        if not source:
-            try:
-                ahash = compute_args_hash(arguments)
-            except CanonicalizationError:
-                ahash = key
-            fx = self.fixtures.match("tool", name, ahash, branch_id=self.branch.id, replay_id=self.replay_id)
-            if fx is not None:
-                result = fx.tool_result()
-                source, fixture_id = "fixture", fx.id
-        if not source and self.policy.drift == "lenient":
-            b = self.base_calls[pos] if pos < len(self.base_calls) else None
-            if b is not None and type(b) is ToolRecord and b.tool == name:
-                result = b.result
-                source = "drift"
-                self._drift_steps.append(self._step)
-        if not source and self.policy.tool == "live" and self.executor is not None:
-            cached = self._live_cache.get(("tool", key))
-            if cached:
-                r = cached.popleft()
-                result = r.result
-            else:
-                t0 = time.perf_counter()
-                try:
-                    result = self.executor.live_tool(name, arguments)
-                    if not isinstance(result, ToolResult):
-                        result = ToolResult.model_validate(result)
-                except PolicyDenied:
-                    raise
-                except Exception as exc:
-                    result = ToolResult(error=ErrorInfo(type=type(exc).__name__, message=str(exc)))
-                live_measured = time.perf_counter() - t0
-            source = "live"
-        if not source:
-            self._no_answer("tool", pos, name, key, arguments=arguments, ahash=ahash)
-
-        rec = self._emit_tool(pos, name, arguments, tool_call_id, key, result, source, used_pos, duration, at)
-        if live_measured is not None:
-            self._live_durations[rec.seq] = live_measured
-        if fixture_id:
-            self._fixture_uses.append({"seq": rec.seq, "fixture_id": fixture_id})
+        answer = self._answer(call)
+        rec = self._emit(call, answer)
+        result = answer.result
+        assert result is not None  # every tool answer carries a result
         if self.hooks.after is not None:
-            self.hooks.after(self._invocation(name, arguments, tool_call_id, key, pos, source == "recorded"), result)
+            self._gate.after(lambda: self._invocation(call, replayed=answer.source == "recorded"), result)
+        if self._reporting:
+            self._call_done(rec, call, answer)
         return result
 
-    def _emit_tool(
-        self,
-        pos: int,
-        name: str,
-        arguments: Any,
-        tool_call_id: str | None,
-        key: str,
-        result: ToolResult,
-        source: str,
-        used_pos: int | None,
-        duration: float | None,
-        at: str | None,
-    ) -> ToolRecord:
-        seq, b = self._seq_for(pos, "tool")
+    # ------------------------------------------------------------------ the answer chain
+
+    def _answer(self, call: _Call) -> _Answer:
+        """The first source of :data:`ANSWER_CHAIN` that answers ``call``; none: a
+        requirement (pause) or a failure (:meth:`_no_answer`, which raises)."""
+        chain = self._chains.get(call.kind)
+        if chain is None:
+            chain = self._chains[call.kind] = tuple(
+                step for source, step in zip(ANSWER_CHAIN, self._CHAIN) if self._may_answer(source, call.kind)
+            )
+        for step in chain:
+            answer = step(self, call)
+            if answer is not None:
+                return answer
+        self._no_answer(call)
+
+    def _may_answer(self, source: AnswerSource, kind: str) -> bool:
+        """Whether ``source`` can answer any ``kind`` call of this replay at all; the
+        others are left out of that kind's chain (the order of the rest is unchanged)."""
+        if source == "intervention":
+            return bool(self._model_step_iv) if kind == "model" else bool(self._tool_seq_iv or self._tool_name_iv)
+        if source == "drift":
+            return self.policy.drift == "lenient"
+        if source == "live":
+            return (self.policy.model if kind == "model" else self.policy.tool) == "live" and self.executor is not None
+        return True
+
+    def _from_intervention(self, call: _Call) -> _Answer | None:
+        """An intervention targeting this call (from the checkpoint on): a model call by
+        its step, a tool call by the base record it would consume (``seq``) or by tool
+        name (and args hash). It also consumes the recorded answer it replaces."""
+        if not call.after:
+            return None
+        answer: _Answer
+        if call.kind == "model":
+            found_m = self._model_step_iv.get(call.step)
+            if found_m is None:
+                return None
+            idx, mi = found_m
+            answer = _Answer(
+                "intervention",
+                f"intervention {idx} ({mi.describe()}) answers model step {call.step}",
+                response=mi.response.model_copy(deep=True),
+            )
+        else:
+            found_t: tuple[int, ToolResultIntervention] | None = None
+            if call.rec_pos is not None and call.rec_pos in self._tool_seq_iv:
+                found_t = self._tool_seq_iv[call.rec_pos]
+            elif call.name in self._tool_name_iv:
+                h = call.args_hash()
+                for cand in self._tool_name_iv[call.name]:
+                    if cand[1].args_hash is None or cand[1].args_hash == h:
+                        found_t = cand
+            if found_t is None:
+                return None
+            idx, ti = found_t
+            answer = _Answer(
+                "intervention",
+                f"intervention {idx} ({ti.describe()}) answers this call of tool {call.name!r}",
+                result=ti.result.model_copy(deep=True),
+            )
+        self._applied.add(idx)
+        if call.rec_pos is not None:
+            self._consume(call.rec_pos)
+        return answer
+
+    def _from_recorded(self, call: _Call) -> _Answer | None:
+        """The next unconsumed recorded call with the same canonical key (per-key cursor,
+        repeated keys in recording order); not from the checkpoint on under policy
+        ``fixture``."""
+        rec_pos = call.rec_pos
+        if rec_pos is None:
+            return None
+        key = call.key
+        if call.after and (self.policy.model if call.kind == "model" else self.policy.tool) == "fixture":
+            return None
+        # (this is the hot path of a replay: positional arguments, no helper calls)
+        reason = "recorded answer for key " + (key if len(key) <= 16 else key[:15] + "…")
+        total = self._key_repeats.get(key)
+        if total is not None:
+            reason += f" ({total - len(self._cursors[key]) + 1} of {total})"
+        if not call.after:
+            reason += ", before the checkpoint"
+        self._consumed[rec_pos] = 1
+        r = self.base_calls[rec_pos]
+        if type(r) is ModelRecord:  # _Answer(source, reason, response, error, result, used_pos, duration, at)
+            return _Answer("recorded", reason, r.response, r.error, None, rec_pos, r.duration_seconds, r.at)
+        return _Answer("recorded", reason, None, None, r.result, rec_pos, r.duration_seconds, r.at)
+
+    def _from_fixture(self, call: _Call) -> _Answer | None:
+        """The fixture gateway's best fixture for the call (scope, then exact over
+        tool-wide, then the one added last; :class:`~core.replay.fixtures.FixtureGateway`)."""
+        match_hash = call.key if call.kind == "model" else call.fixture_hash()
+        fx = self.fixtures.match(call.kind, call.name, match_hash, branch_id=self.branch.id, replay_id=self.replay_id)
+        if fx is None:
+            return None
+        if fx.args_hash is not None:
+            reason = f"fixture {fx.id} matched the call's {'request key' if call.kind == 'model' else 'arguments'}"
+        elif call.kind == "model":
+            reason = f"fixture {fx.id} answers any request to model {call.name!r} (model-wide)"
+        else:
+            reason = f"fixture {fx.id} answers any call of tool {call.name!r} (tool-wide)"
+        if call.kind == "model":
+            return _Answer("fixture", reason, response=fx.model_response(), fixture_id=fx.id)
+        return _Answer("fixture", reason, result=fx.tool_result(), fixture_id=fx.id)
+
+    def _from_drift(self, call: _Call) -> _Answer | None:
+        """With ``drift: lenient``: the base's answer at the same step (a model call) or
+        at the same call position with the same tool name (a tool call)."""
+        if self.policy.drift != "lenient":
+            return None
+        if call.kind == "model":
+            if call.step >= len(self.base_models):
+                return None
+            bm = self.base_models[call.step]
+            self._drift_steps.append(call.step)
+            return _Answer(
+                "drift",
+                f"lenient drift: the base's answer at seq {bm.seq} (model step {call.step}) "
+                "stands in for a request that differs",
+                response=bm.response,
+                error=bm.error,
+            )
+        b = self.base_calls[call.pos] if call.pos < len(self.base_calls) else None
+        if b is None or type(b) is not ToolRecord or b.tool != call.name:
+            return None
+        self._drift_steps.append(call.step)
+        return _Answer(
+            "drift",
+            f"lenient drift: the base's answer at seq {b.seq} (the call of tool {call.name!r} at this position) "
+            "stands in for a call that differs",
+            result=b.result,
+        )
+
+    def _from_live(self, call: _Call) -> _Answer | None:
+        """With a ``live`` policy for the call's kind and a wired executor: the answer an
+        earlier attempt got live (reused, so a resume repeats no side effect), else the
+        executor's ``live_model`` / ``live_tool``, timed (kept out of the events)."""
+        mode = self.policy.model if call.kind == "model" else self.policy.tool
+        executor = self.executor
+        if mode != "live" or executor is None:
+            return None
+        # one reason whether reused or asked now: the events of a resume equal a fresh run's
+        reason = f"answered live by the executor ({'live_model' if call.kind == 'model' else 'live_tool'})"
+        cached = self._live_cache.get((call.kind, call.key))
+        if cached:
+            r = cached.popleft()
+            if call.kind == "model":
+                return _Answer("live", reason, response=r.response, error=r.error)
+            return _Answer("live", reason, result=r.result)
+        t0 = time.perf_counter()
+        if call.kind == "model":
+            assert call.request is not None  # a model call always has its request
+            response: ModelResponse | None = None
+            error: ErrorInfo | None = None
+            try:
+                out = executor.live_model(call.name, call.request)
+                response = out if isinstance(out, ModelResponse) else ModelResponse.model_validate(out)
+            except Exception as exc:  # the live model failed: recorded as an error
+                error = ErrorInfo(type=type(exc).__name__, message=str(exc))
+            return _Answer("live", reason, response=response, error=error, live_measured=time.perf_counter() - t0)
+        try:
+            res = executor.live_tool(call.name, call.arguments)
+            result = res if isinstance(res, ToolResult) else ToolResult.model_validate(res)
+        except PolicyDenied:
+            raise
+        except Exception as exc:
+            result = ToolResult(error=ErrorInfo(type=type(exc).__name__, message=str(exc)))
+        return _Answer("live", reason, result=result, live_measured=time.perf_counter() - t0)
+
+    #: the answer chain, in the order of :data:`ANSWER_CHAIN` (a new source: one method here)
+    _CHAIN: ClassVar[tuple[_ChainStep, ...]] = (
+        _from_intervention,
+        _from_recorded,
+        _from_fixture,
+        _from_drift,
+        _from_live,
+    )
+
+    # ------------------------------------------------------------------ events of calls
+
+    def _emit(self, call: _Call, answer: _Answer) -> ToolRecord | ModelRecord:
+        """Append the event of an answered call (its seq, attribution, span) and do the
+        bookkeeping: source count, reason, live duration, fixture use, alignment."""
+        pos = call.pos
+        seq, b = self._seq_for(pos, call.kind)
         run_id = b.run_id if b is not None else self._last_run_id
         gen_id = b.generation_id if b is not None else self._last_generation_id
-        call_id = self._unique_call_id(run_id, tool_call_id, seq)
+        source = answer.source
+        rec: ToolRecord | ModelRecord
+        if call.kind == "model":
+            rec = self._model_event(call, answer, seq, b, run_id, gen_id)
+        else:
+            rec = self._tool_event(call, answer, seq, b, run_id, gen_id)
+        self._append(rec, source)
+        self._answers[source] += 1
+        self._reasons[seq] = answer.reason
+        if answer.live_measured is not None:
+            self._live_durations[seq] = answer.live_measured
+        if answer.fixture_id:
+            self._fixture_uses.append({"seq": seq, "fixture_id": answer.fixture_id})
+        # alignment: same call as the base at this position, with the base's answer
+        if self._aligned:
+            if b is None or call.key != self._base_key(pos, b):
+                self._aligned = False
+            elif answer.used_pos != pos:
+                if isinstance(rec, ModelRecord):
+                    same = rec.response == b.response and rec.error == b.error
+                else:
+                    same = rec.result == b.result
+                if not same:
+                    self._aligned = False
+        return rec
+
+    def _model_event(
+        self, call: _Call, answer: _Answer, seq: int, b: Any, run_id: str | None, gen_id: str | None
+    ) -> ModelRecord:
+        source = answer.source
+        request = call.request
+        rec: ModelRecord
+        if source == "recorded" and answer.used_pos == call.pos and b is not None and b.seq == seq:
+            rec = b.model_copy(update={"replayed": True})
+            if request is not b.request:
+                rec = rec.model_copy(update={"request": request, "key": call.key})
+        else:
+            rec = ModelRecord(
+                seq=seq,
+                at=answer.at if source == "recorded" else None,
+                run_id=run_id,
+                generation_id=gen_id,
+                replayed=True,
+                live_fallback=source == "live",
+                key=call.key,
+                model=call.name,
+                request=request,
+                response=answer.response,
+                error=answer.error,
+                duration_seconds=answer.duration,
+            )
+        if self.tracer is not None:
+            with self.tracer.span(
+                "model.call",
+                {
+                    "model": call.name,
+                    "key": call.key,
+                    "run_id": run_id,
+                    "generation_id": gen_id,
+                    "replayed": source != "live",
+                    "source": source,
+                    "step": call.step,
+                },
+            ):
+                pass
+        return rec
+
+    def _tool_event(
+        self, call: _Call, answer: _Answer, seq: int, b: Any, run_id: str | None, gen_id: str | None
+    ) -> ToolRecord:
+        source = answer.source
+        call_id = self._unique_call_id(run_id, call.tool_call_id, seq)
         span = None
         if self.tracer is not None:
             span = self.tracer.span(
                 "tool.execute",
                 {
-                    "tool": name,
+                    "tool": call.name,
                     "tool_call_id": call_id,
-                    "key": key,
+                    "key": call.key,
                     "run_id": run_id,
                     "generation_id": gen_id,
                     "replayed": source != "live",
@@ -818,102 +1034,112 @@ class ReplayEngine:
                 },
             )
             span.__enter__()
+        rec: ToolRecord
         if (
             source == "recorded"
-            and used_pos == pos
+            and answer.used_pos == call.pos
             and b is not None
             and b.seq == seq
             and b.tool_call_id == call_id
-            and b.arguments is arguments
+            and b.arguments is call.arguments
         ):
             rec = b.model_copy(update={"replayed": True})
         else:
             rec = ToolRecord(
                 seq=seq,
-                at=at if source == "recorded" else None,
+                at=answer.at if source == "recorded" else None,
                 run_id=run_id,
                 generation_id=gen_id,
                 replayed=True,
                 live_fallback=source == "live",
-                key=key,
-                tool=name,
-                arguments=arguments,
+                key=call.key,
+                tool=call.name,
+                arguments=call.arguments,
                 tool_call_id=call_id,
-                result=result,
-                duration_seconds=duration,
+                result=answer.result,
+                duration_seconds=answer.duration,
             )
         if span is not None:
             span.__exit__(None, None, None)
-        self._append(rec, source)
-        self._count(source)
-        if self._aligned:
-            if b is None or key != self._base_key(pos, b) or not (used_pos == pos or rec.result == b.result):
-                self._aligned = False
         return rec
 
-    def _invocation(
-        self, name: str, arguments: Any, tool_call_id: str | None, key: str, pos: int, replayed: bool
-    ) -> Any:
-        from .session import ToolInvocation
+    def _call_done(self, rec: ToolRecord | ModelRecord, call: _Call, answer: _Answer) -> None:
+        """A call is finished: report it (``on_event``, ``on_progress``), then poll
+        ``cancel`` — so a cancellation always stops the replay between two calls."""
+        if self.on_event is not None:
+            self.on_event(rec, answer.source)
+        if self.on_progress is not None:
+            self.on_progress(
+                ReplayProgress(
+                    kind="call",
+                    calls_answered=sum(self._answers.values()),
+                    base_calls=len(self.base_calls),
+                    steps=self._step,
+                    current_seq=rec.seq,
+                    call_kind=call.kind,
+                    call_name=call.name,
+                    source=answer.source,
+                    reason=answer.reason,
+                )
+            )
+        self._poll_cancel()
+        if self._cancel_requested:
+            raise _Halt("failed", error=ReplayErrorInfo(type="Cancelled", message="the replay was cancelled"))
 
+    def _poll_cancel(self) -> None:
+        if not self._cancel_requested and self.cancel is not None and self.cancel():
+            self._cancel_requested = True
+
+    # ------------------------------------------------------------------ the tool gate's engine rules
+
+    def _invocation(self, call: _Call, *, replayed: bool) -> ToolInvocation:
         return ToolInvocation(
-            tool=name,
-            arguments=arguments,
-            tool_call_id=tool_call_id,
+            tool=call.name,
+            arguments=call.arguments,
+            tool_call_id=call.tool_call_id,
             run_id=self._last_run_id,
             generation_id=self._last_generation_id,
-            key=key,
-            redacted_arguments=arguments,
+            key=call.key,
+            redacted_arguments=call.arguments,
             replayed=replayed,
-            index=pos,
+            index=call.pos,
         )
 
-    def _authorize(
-        self, name: str, arguments: Any, tool_call_id: str | None, key: str, pos: int, after: bool, replayed: bool
-    ) -> PolicyDenied | None:
-        hooks = self.hooks
-        inv = None
-        if hooks.before or hooks.authorize or hooks.approve:
-            inv = self._invocation(name, arguments, tool_call_id, key, pos, replayed)
-        if hooks.before is not None:
-            hooks.before(inv)
-        pol = self._policy_iv.get(name) if after else None
-        if pol is not None and pol[1].action == "deny":
-            self._applied.add(pol[0])
-            return PolicyDenied(name, pol[1].reason or f"denied by intervention {pol[0]} (tool_policy)")
-        if hooks.authorize is not None:
-            try:
-                if hooks.authorize(inv) is False:
-                    return PolicyDenied(name, "not authorized")
-            except PolicyDenied as exc:
-                return exc
-        if pol is not None and pol[1].action == "require_approval":
-            self._applied.add(pol[0])
-            ahash = compute_args_hash(arguments)
-            rid = Requirement.make_id(self.replay_id, pos, "approval", key)
-            prior = self.decisions.get(rid)
-            if prior is None or prior.status == "open":
-                req = Requirement(
-                    id=rid,
-                    replay_id=self.replay_id,
-                    step=max(self._step - 1, 0),
-                    position=pos,
-                    kind="approval",
-                    name=name,
-                    arguments=arguments,
-                    args_hash=ahash,
-                    nearest=nearest_tool_call(self.base, name, arguments),
-                    reason=pol[1].reason or f"tool {name!r} requires approval (intervention {pol[0]})",
-                )
-                raise _Halt("paused", requirement=req)
-            if prior.status == "waived":
-                return PolicyDenied(name, f"approval refused (requirement {rid} waived)")
-        if hooks.approve is not None and not hooks.approve(inv):
-            return PolicyDenied(name, "approval refused")
-        budget = self.policy.max_tool_calls
-        if budget is not None and self._tool_calls >= budget:
-            return PolicyDenied(name, f"budget exceeded: at most {budget} tool call(s) allowed")
-        self._tool_calls += 1
+    def _policy_deny(self, call: _Call, pol: tuple[int, ToolPolicyIntervention]) -> PolicyDenied | None:
+        """Authorization step: a ``tool_policy`` deny intervention."""
+        idx, iv = pol
+        if iv.action != "deny":
+            return None
+        self._applied.add(idx)
+        return PolicyDenied(call.name, iv.reason or f"denied by intervention {idx} (tool_policy)")
+
+    def _policy_approval(self, call: _Call, pol: tuple[int, ToolPolicyIntervention]) -> PolicyDenied | None:
+        """Approval step: a ``tool_policy`` require_approval intervention — pauses on an
+        approval requirement until it is approved; a waived one is a denial."""
+        idx, iv = pol
+        if iv.action != "require_approval":
+            return None
+        self._applied.add(idx)
+        name, arguments, pos = call.name, call.arguments, call.pos
+        ahash = compute_args_hash(arguments)
+        rid = Requirement.make_id(self.replay_id, pos, "approval", call.key)
+        prior = self.decisions.get(rid)
+        if prior is None or prior.status == "open":
+            req = Requirement(
+                id=rid,
+                replay_id=self.replay_id,
+                step=max(self._step - 1, 0),
+                position=pos,
+                kind="approval",
+                name=name,
+                arguments=arguments,
+                args_hash=ahash,
+                nearest=nearest_tool_call(self.base, name, arguments),
+                reason=iv.reason or f"tool {name!r} requires approval (intervention {idx})",
+            )
+            raise _Halt("paused", requirement=req)
+        if prior.status == "waived":
+            return PolicyDenied(name, f"approval refused (requirement {rid} waived)")
         return None
 
     # ------------------------------------------------------------------ loops
@@ -965,6 +1191,7 @@ class ReplayEngine:
             pending: list[Any] = []
             need_model = True
         else:
+            assert last_request is not None  # set together with last_response
             transcript = list(last_request.messages) + [last_response.message] + tool_msgs
             pending = unanswered
             # tool results the model has not seen yet (the difference may be one of them)
@@ -988,7 +1215,9 @@ class ReplayEngine:
             except ModelCallError:
                 return "model_error", None
             last_response = resp
-            transcript = list(self.last_request.messages) + [resp.message]
+            made = self.last_request
+            assert made is not None  # call_model sets it before answering
+            transcript = list(made.messages) + [resp.message]
             pending = list(resp.message.tool_calls or [])
             need_model = bool(pending)
 
@@ -1019,7 +1248,9 @@ class ReplayEngine:
 
     def _executor_loop(self) -> tuple[str, Any]:
         task = self.base.metadata.get("task")
-        output = self.executor.run(self, task)
+        executor = self.executor
+        assert executor is not None  # _run only takes this loop with an executor
+        output = executor.run(self, task)
         if self._aligned and self._pos == len(self.base_calls):
             self._emit_attribution_until(None)
         return "final", output
@@ -1051,6 +1282,9 @@ class ReplayEngine:
         requirement: Requirement | None = None
         output: Any = None
         stop_reason = "final"
+        self._reporting = self.on_event is not None or self.on_progress is not None or self.cancel is not None
+        if self.on_progress is not None:
+            self.on_progress(ReplayProgress(kind="started", calls_answered=0, base_calls=len(self.base_calls)))
         if self.policy.wants_live and self.executor is None:
             which = " and ".join(b for b in ("model", "tool") if getattr(self.policy, b) == "live")
             status, stop_reason = "failed", "error"
@@ -1093,6 +1327,20 @@ class ReplayEngine:
             [r for r in self._events if r.kind in ("tool", "model")],
             complete=status == "completed" and stop_reason != "max_steps",
         )
+        if self.on_progress is not None:
+            self.on_progress(
+                ReplayProgress(
+                    kind="paused" if status == "paused" else "finished",
+                    calls_answered=sum(self._answers.values()),
+                    base_calls=len(self.base_calls),
+                    steps=self._step,
+                    requirements=1 if requirement is not None else 0,
+                    requirement_id=requirement.id if requirement is not None else None,
+                    status="paused" if status == "paused" else "failed" if status == "failed" else "completed",
+                    stop_reason=stop_reason,
+                    error=error,
+                )
+            )
         return ReplayOutcome(
             status=status,
             stop_reason=stop_reason,
@@ -1108,6 +1356,7 @@ class ReplayEngine:
             output=output,
             interventions_applied=sorted(self._applied),
             live_durations=dict(self._live_durations),
+            reasons=dict(self._reasons),
         )
 
     def _comparability(
@@ -1117,7 +1366,7 @@ class ReplayEngine:
         partial: list[str] = []
         if status == "failed":
             none.append(f"the replay failed: {error.message if error else 'unknown error'}")
-        elif status == "paused":
+        elif status == "paused" and requirement is not None:
             none.append(
                 f"the replay is paused on requirement {requirement.id} "
                 f"({requirement.kind} {requirement.name}); it has not finished"
@@ -1174,6 +1423,7 @@ class ReplayEngine:
                 "executor": self.executor_name,
                 "stop_reason": stop_reason,
                 "answer_sources": {str(s): src for s, src in self._sources.items() if src != "recorded"},
+                "answer_reasons": {str(s): self._reasons[s] for s, src in self._sources.items() if src != "recorded"},
                 "fixture_uses": list(self._fixture_uses),
             },
         }

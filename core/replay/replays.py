@@ -1,9 +1,10 @@
-"""Running replays in a workspace: start, resume, dry run.
+"""Running replays in a workspace: start, resume, dry run (SPEC "Replay engine").
 
-:func:`start_replay` creates the replay record (``queued``), marks it ``running`` with a
-new attempt, runs :class:`~core.replay.engine.ReplayEngine`, and stores every output in one
-transaction; :func:`resume_replay` runs a paused replay's branch again with the
-workspace's current fixtures and decisions. Rules: ``docs/replay.md``.
+:func:`start_replay` resolves the branch against the base once
+(:func:`~core.replay.branch.resolve_branch`), creates the replay record (``queued``), marks
+it ``running`` with a new attempt, runs :class:`~core.replay.engine.ReplayEngine`, and stores
+every output in one transaction; :func:`resume_replay` runs a paused replay's branch again
+with the workspace's current fixtures and decisions. Rules: ``docs/replay.md``.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import BranchError, CanonicalizationError, InspectorError, WorkspaceError
 from ..record.recording import Recording
 from .boundary import Executor, load_executor
-from .branch import Branch, validate_branch
+from .branch import Branch, ResolvedBranch, resolve_branch
 from .dry_run import predict
-from .engine import ReplayEngine, ReplayOutcome, ToolHooks
+from .engine import ReplayEngine, ReplayOutcome, ReplayProgress, ToolHooks
 from .fixtures import Fixture, FixtureGateway, load_fixture_file
 from .replay_record import (
     Attempt,
@@ -29,6 +30,9 @@ from .replay_record import (
     ReplayErrorInfo,
     ReplayRecord,
 )
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 __all__ = ["dry_run", "resolve_executor", "resume_replay", "start_replay"]
 
@@ -69,7 +73,7 @@ def _record_from_outcome(record: ReplayRecord, outcome: ReplayOutcome) -> Replay
     return record
 
 
-def _fail_attempt(ws: Any, record: ReplayRecord, attempt: Attempt, exc: BaseException) -> None:
+def _fail_attempt(ws: Workspace, record: ReplayRecord, attempt: Attempt, exc: BaseException) -> None:
     """Mark the attempt and the replay ``failed`` with ``exc`` as the error, and store it
     (best effort: the original error is what the caller reports)."""
     message = " ".join(str(exc).split()) or type(exc).__name__
@@ -84,12 +88,12 @@ def _fail_attempt(ws: Any, record: ReplayRecord, attempt: Attempt, exc: BaseExce
 
 
 def _run_attempt(
-    ws: Any,
+    ws: Workspace,
     record: ReplayRecord,
     base: Recording,
-    branch: Branch,
+    branch: ResolvedBranch,
     *,
-    kind: str,
+    kind: Literal["start", "resume"],
     executor: Executor | None,
     executor_name: str | None,
     live_cache: Iterable[Any] = (),
@@ -129,15 +133,14 @@ def _run_attempt(
         ws.save_replay_outputs(record, outcome, reqs)
     except CanonicalizationError as exc:  # a stored value without a canonical form
         _fail_attempt(ws, record, attempt, exc)
-        raise BranchError(
-            f"replay {record.id} (branch {branch.id}, workspace {getattr(ws, 'path', '?')}) failed: {exc}"
-        ) from None
+        raise BranchError(f"replay {record.id} (branch {branch.id}, workspace {ws.path}) failed: {exc}") from None
     except InspectorError as exc:
         _fail_attempt(ws, record, attempt, exc)
         raise
     except Exception as exc:  # any failure ends the attempt as failed
         _fail_attempt(ws, record, attempt, exc)
-        raise BranchError(f"replay {record.id} failed: {type(exc).__name__}: {record.error.message}") from exc
+        message = record.error.message if record.error is not None else str(exc)
+        raise BranchError(f"replay {record.id} failed: {type(exc).__name__}: {message}") from exc
     except BaseException as exc:  # KeyboardInterrupt, SystemExit: record, then let it through
         _fail_attempt(ws, record, attempt, exc)
         raise
@@ -145,9 +148,9 @@ def _run_attempt(
 
 
 def start_replay(
-    ws: Any,
+    ws: Workspace,
     base_path: str | Path,
-    branch: Branch,
+    branch: Branch | ResolvedBranch,
     *,
     executor: str | None = None,
     fixtures: list[Fixture] | None = None,
@@ -157,60 +160,73 @@ def start_replay(
     replay_id: str | None = None,
     on_event: Callable[[Any, str], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    on_progress: Callable[[ReplayProgress], None] | None = None,
 ) -> tuple[ReplayRecord, ReplayOutcome]:
     """Create a replay of ``branch`` in workspace ``ws``, run it, store every output in
     one transaction, and return ``(record, outcome)``.
 
-    ``on_event`` / ``cancel``: see :class:`ReplayEngine` (progress and cancellation for
-    a UI worker). ``fixtures`` are stored first as they are; ``fixtures_path`` (``--fixtures FILE``, see
-    :func:`core.replay.fixtures.load_fixture_file`) too, its entries without a ``scope`` scoped
-    to this replay. ``executor`` is ``None``, ``recorded`` or ``module:function``.
+    ``branch``: a :class:`~core.replay.branch.ResolvedBranch` of ``base`` runs as it is; a
+    plain :class:`Branch` is resolved first (:func:`~core.replay.branch.resolve_branch`:
+    validated against the base once, its parent a branch of ``ws``). ``on_event`` /
+    ``cancel`` / ``on_progress``: see :class:`ReplayEngine` (progress and cancellation
+    for a UI worker).
+    ``fixtures`` are stored first as they are; ``fixtures_path`` (``--fixtures FILE``,
+    see :func:`core.replay.fixtures.load_fixture_file`) too, its entries without a
+    ``scope`` scoped to this replay. ``executor`` is ``None``, ``recorded`` or
+    ``module:function``.
 
     Raises:
         FormatError: the base cannot be loaded. BranchError: the branch is invalid
         against the base, or the executor cannot be loaded (checked before anything is
         stored: no replay is created), or the attempt failed unexpectedly (the replay is
-        stored as ``failed`` first).
+        stored as ``failed`` first). FixtureError: the fixtures file is invalid.
     """
     if base is None:
         base = Recording.load(base_path)
-    validate_branch(branch, base)
+    resolved = resolve_branch(ws, branch, base)  # as is when already resolved for this base
     # resolved before anything is stored: a bad --executor leaves no replay behind
     executor_obj, executor_name = resolve_executor(executor, base)
     rid = replay_id or "rp-" + uuid.uuid4().hex[:12]
     extra = list(fixtures or [])
     if fixtures_path is not None:  # read before anything is stored: a bad file changes nothing
         extra += load_fixture_file(Path(fixtures_path), default_scope=f"replay:{rid}")
-    ws.put_branch(branch)
     digest = ws.put_recording(base, str(base_path))
+    ws.put_branch(resolved, base_digest=digest)
     for f in extra:
         ws.put_fixture(f)
     record = ReplayRecord(
-        id=rid, base_digest=digest, base_path=str(base_path), branch_id=branch.id, policy=branch.policy, status="queued"
+        id=rid,
+        base_digest=digest,
+        base_path=str(base_path),
+        branch_id=resolved.id,
+        policy=resolved.policy,
+        status="queued",
     )
     ws.create_replay(record)
     return _run_attempt(
         ws,
         record,
         base,
-        branch,
+        resolved,
         kind="start",
         executor=executor_obj,
         executor_name=executor_name,
         hooks=hooks,
         on_event=on_event,
         cancel=cancel,
+        on_progress=on_progress,
     )
 
 
 def resume_replay(
-    ws: Any,
+    ws: Workspace,
     replay_id: str,
     *,
     executor: str | None = None,
     hooks: ToolHooks | None = None,
     on_event: Callable[[Any, str], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    on_progress: Callable[[ReplayProgress], None] | None = None,
 ) -> tuple[ReplayRecord, ReplayOutcome]:
     """Resume a paused (or failed) replay: re-run its branch from the start with the
     workspace's current fixtures and requirement decisions, reusing earlier live
@@ -219,14 +235,14 @@ def resume_replay(
 
     Raises:
         WorkspaceError: unknown replay id, or the replay already completed.
+        BranchError: the stored branch no longer validates against the stored base.
     """
     record = ws.get_replay(replay_id)
     if record.status == "completed":
         raise WorkspaceError(f"replay {replay_id} is already completed; start a new replay instead")
-    if record.status == "running":
-        pass  # a crashed attempt: run it again
-    branch = ws.get_branch(record.branch_id)
+    # a replay left ``running`` is a crashed attempt: it is run again
     base = ws.get_recording(record.base_digest)
+    branch = resolve_branch(None, ws.get_branch(record.branch_id), base)  # stored: its parent was checked then
     prev = ws.replay_events(replay_id)
     live = [r for r in prev.records if r.live_fallback] if prev is not None else []
     record.error = None
@@ -244,10 +260,13 @@ def resume_replay(
         hooks=hooks,
         on_event=on_event,
         cancel=cancel,
+        on_progress=on_progress,
     )
 
 
-def dry_run(ws: Any | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:
-    """:func:`predict` with the workspace's fixtures (or none)."""
+def dry_run(ws: Workspace | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:
+    """:func:`predict` with the workspace's fixtures (or none): ``{"status", "reason",
+    "predictions", "counts"}``, nothing stored. Raises BranchError for a branch invalid
+    against ``base``."""
     gw = ws.fixture_gateway() if ws is not None else FixtureGateway()
     return predict(base, branch, fixtures=gw, executor_wired=executor_wired)

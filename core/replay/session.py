@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InspectorError, PolicyDenied, ReplayMismatch
 from ..record.canonical import model_key, tool_key
@@ -65,6 +65,7 @@ from ..record.recording import (
     ToolResult,
 )
 from ..record.redaction import SecretRedactor, redact
+from .gate import ToolGate, ToolInvocation
 
 __all__ = [
     "ReplayMode",
@@ -273,7 +274,7 @@ class ReplaySession:
     def _index(self) -> None:
         """Build the per-key positions; records without a key (imports) never answer."""
         for pos, rec in enumerate(self.recording.records):
-            if rec.kind in ANSWERING_KINDS and rec.key is not None:
+            if isinstance(rec, (ToolRecord, ModelRecord)) and rec.key is not None:
                 self._positions.setdefault((rec.kind, rec.key), []).append(pos)
                 self._recorded_by_kind[rec.kind] += 1
 
@@ -364,7 +365,7 @@ class ReplaySession:
             if pos is None:
                 return None
             i = self._cursors.get((kind, key), 0)
-            return self.recording.records[pos[i]] if i < len(pos) else None
+            return self._answer_at(pos[i]) if i < len(pos) else None
 
     def take(self, kind: str, key: str, *, detail: str = "") -> ToolRecord | ModelRecord:
         """Consume and return the next recorded answer of ``(kind, key)``.
@@ -389,7 +390,11 @@ class ReplaySession:
                     f"{detail}; {more}" if detail else more,
                 )
             self._cursors[(kind, key)] = i + 1
-            return self.recording.records[pos[i]]
+            return self._answer_at(pos[i])
+
+    def _answer_at(self, pos: int) -> ToolRecord | ModelRecord:
+        """The record at ``pos``, one the index holds (so a tool or model record)."""
+        return cast(ToolRecord | ModelRecord, self.recording.records[pos])
 
     def recorded_count(self, kind: str) -> int:
         """Number of recorded interactions of ``kind`` available to answer calls."""
@@ -401,7 +406,7 @@ class ReplaySession:
             out: list[int] = []
             for k, pos in self._positions.items():
                 out.extend(pos[self._cursors.get(k, 0) :])
-            return [self.recording.records[p] for p in sorted(out)]
+            return [self._answer_at(p) for p in sorted(out)]
 
     def rewind(self) -> None:
         """Reset every cursor: the next calls are answered from the first records again."""
@@ -464,6 +469,7 @@ class ReplaySession:
             if self.has_remaining("tool", key):
                 t0 = self.clock()
                 rec = self.take("tool", key)
+                assert isinstance(rec, ToolRecord)  # keys of tool calls index tool records
                 result = rec.result.model_copy(deep=True)
                 served = ToolRecord(
                     seq=0,
@@ -548,6 +554,7 @@ class ReplaySession:
             if self.has_remaining("model", key):
                 t0 = self.clock()
                 rec = self.take("model", key)
+                assert isinstance(rec, ModelRecord)  # keys of model calls index model records
                 served = ModelRecord(
                     seq=0,
                     at=self.now(),
@@ -742,9 +749,9 @@ class ReplayChatModel:
         for name in ("generate", "invoke"):
             meth = getattr(inner, name, None)
             if callable(meth):
-                return meth
+                return cast(Callable[[ModelRequest], Any], meth)
         if callable(inner):
-            return inner
+            return cast(Callable[[ModelRequest], Any], inner)
         raise TypeError(f"inner model of {self.model_name!r} is neither callable nor has generate()/invoke()")
 
     def generate(
@@ -778,29 +785,6 @@ class ReplayChatModel:
 # ====================================================================== tool boundary
 
 
-@dataclass
-class ToolInvocation:
-    """One tool call as the boundary's hooks see it.
-
-    ``arguments`` are what the agent passed; ``redacted_arguments`` and ``key`` what is
-    recorded and matched. ``replayed`` is True when a recorded answer will serve the call
-    (known before the hooks run). ``record`` is set once answered (``None`` in live mode):
-    the stored/served :class:`ToolRecord` with fresh attribution. ``index`` is the
-    0-based number of the call in this harness.
-    """
-
-    tool: str
-    arguments: Any
-    tool_call_id: str | None
-    run_id: str | None
-    generation_id: str | None
-    key: str
-    redacted_arguments: Any
-    replayed: bool
-    index: int
-    record: ToolRecord | None = None
-
-
 def run_tool_function(fn: Callable[..., Any], arguments: Any) -> ToolResult:
     """Run a tool function on ``arguments`` (keyword arguments when they are an object,
     else one positional argument). A returned :class:`ToolResult` is kept; any other value
@@ -820,7 +804,8 @@ def run_tool_function(fn: Callable[..., Any], arguments: Any) -> ToolResult:
 class Harness:
     """The tool boundary and the :class:`~core.replay.boundary.AgentRuntime` an agent calls.
 
-    Order of every tool call (live, recorded or replayed; seed "Matching"):
+    Order of every tool call (live, recorded or replayed; seed "Matching"), steps 1-4 and
+    6 being the shared :class:`~core.replay.gate.ToolGate` the engine uses too:
 
     1. ``before(invocation)`` hook (may raise to stop the call);
     2. authorization: ``authorize(invocation)`` — raises :class:`PolicyDenied` (a
@@ -876,12 +861,29 @@ class Harness:
         self.authorize = authorize
         self.approve = approve
         self.after = after
-        self.max_tool_calls = max_tool_calls
+        self._gate = ToolGate(self, max_tool_calls=max_tool_calls)
         self.tracer = tracer if tracer is not None else SpanRecorder(self.session.clock)
         self.run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
         self.generation_id = generation_id
-        self.tool_calls = 0  # calls that passed the budget
         self._invocations = 0
+
+    @property
+    def max_tool_calls(self) -> int | None:
+        """The budget (``None`` = unlimited); settable."""
+        return self._gate.max_tool_calls
+
+    @max_tool_calls.setter
+    def max_tool_calls(self, value: int | None) -> None:
+        self._gate.max_tool_calls = value
+
+    @property
+    def tool_calls(self) -> int:
+        """Calls that passed the budget so far."""
+        return self._gate.passed
+
+    @tool_calls.setter
+    def tool_calls(self, value: int) -> None:
+        self._gate.passed = value
 
     # ------------------------------------------------------------------ registration
 
@@ -918,15 +920,9 @@ class Harness:
             index=self._invocations,
         )
         self._invocations += 1
-        if self.before is not None:
-            self.before(inv)
-        if self.authorize is not None and self.authorize(inv) is False:
-            raise PolicyDenied(name, "not authorized")
-        if self.approve is not None and not self.approve(inv):
-            raise PolicyDenied(name, "approval refused")
-        if self.max_tool_calls is not None and self.tool_calls >= self.max_tool_calls:
-            raise PolicyDenied(name, f"budget exceeded: at most {self.max_tool_calls} tool call(s) allowed")
-        self.tool_calls += 1
+        denial = self._gate.admit(name, inv)
+        if denial is not None:
+            raise denial
 
         fn = self.tools.get(name)
 
@@ -959,8 +955,7 @@ class Harness:
             span.attributes["live_fallback"] = bool(rec is not None and rec.live_fallback)
             span.attributes["error"] = result.error.type if result.error else None
         inv.record = rec
-        if self.after is not None:
-            self.after(inv, result)
+        self._gate.after(inv, result)
         return result
 
     def call_model(self, model: str, request: ModelRequest) -> ModelResponse:

@@ -14,7 +14,6 @@ Both take ``--workspace DIR`` (default ``./.chassis-inspector``). Rules: docs/ef
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,7 +24,7 @@ from core.effects.causal import workspace_effects
 from core.effects.ranking import Effect
 from core.effects.sweep import CANDIDATE_SETS, STRATEGIES, run_sweep
 from core.errors import AnalysisError
-from core.record.canonical import canonical_json
+from core.record.io import recording_digest
 from core.record.recording import Recording
 from core.workspace import DEFAULT_DIR, Workspace
 
@@ -41,13 +40,6 @@ OutcomeOpt = Annotated[
     str | None,
     typer.Option("--outcome", help="Outcome predicate module:function (default: metadata.outcome)."),
 ]
-
-
-def recording_digest(rec: Recording) -> str:
-    """The digest a recording is stored under (its own, or computed from its records)."""
-    if rec.digest:
-        return rec.digest
-    return "sha256:" + hashlib.sha256(canonical_json([r.to_json_obj() for r in rec.records])).hexdigest()
 
 
 def _fmt(v: float | None) -> str:
@@ -230,29 +222,25 @@ def register(app: typer.Typer) -> None:
             if base is not None:
                 rec = load_any(base)
                 digest = recording_digest(rec)
-                if not ws.list_replays(base_digest=digest):
+                if not ws.count_replays(base_digest=digest):
                     raise AnalysisError(
                         f"{base}: no replay of this recording in {ws.path} "
                         f"(run: chassis-inspector sweep {base} --executor recorded)"
                     )
-                bases = [(str(base), digest, rec)]
+                bases: list[tuple[str, str, Recording | None]] = [(str(base), digest, rec)]
             else:
-                bases = [
-                    (r["path"] or r["digest"], r["digest"], None)
-                    for r in ws.list_recordings()
-                    if ws.list_replays(base_digest=r["digest"])
-                ]
-            docs = []
-            for path, digest, rec in bases:
+                bases = [(r.path or r.digest, r.digest, None) for r in ws.list_recordings() if r.replays]
+            docs: list[dict[str, Any]] = []
+            for path, digest, base_rec in bases:
                 ranked = workspace_effects(
-                    ws, digest, predicate=predicate, predicate_spec=outcome, base=rec, refresh=refresh
+                    ws, digest, predicate=predicate, predicate_spec=outcome, base=base_rec, refresh=refresh
                 )
                 docs.append(
                     {
                         "base": path,
                         "digest": digest,
                         "outcome_base": ranked[0].outcome_base if ranked else None,
-                        "replays": len(ws.list_replays(base_digest=digest)),
+                        "replays": ws.count_replays(base_digest=digest),
                         "effects": [e.to_json() for e in ranked],
                     }
                 )

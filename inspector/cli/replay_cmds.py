@@ -12,8 +12,10 @@
   ``fixture attach REQ_ID FILE [--scope S]``, ``fixture list``.
 
 Every command takes ``--workspace DIR`` (default ``./.chassis-inspector``). The replay
-events of every run are also written to ``DIR/replays/<replay id>.json``, a recording any
-other command can open.
+events of every run are also written to ``DIR/replays/<replay id>.json``
+(:meth:`core.workspace.Workspace.write_events_file`), a recording any other command can
+open. Branches are parsed and validated by :func:`core.replay.branch.resolve_branch`; these
+commands only read options and print.
 """
 
 from __future__ import annotations
@@ -25,21 +27,11 @@ import orjson
 import typer
 from typer.core import TyperGroup
 
-from core.errors import BranchError, FixtureError, WorkspaceError
+from core.errors import FixtureError
 from core.record.canonical import args_hash
-from core.record.io import atomic_write_bytes
-from core.record.recording import Recording
 from core.record.userjson import loads_user_json
-from core.replay.branch import (
-    Branch,
-    load_branch,
-    load_interventions,
-    load_policy,
-    new_branch,
-    save_branch,
-    validate_branch,
-)
-from core.replay.fixtures import Fixture, load_output_file, parse_scope
+from core.replay.branch import BranchDraft, InterventionFile, load_policy, resolve_branch, save_branch
+from core.replay.fixtures import Fixture, Requirement, load_output_file, parse_scope
 from core.replay.replay_record import ReplayRecord
 from core.replay.replays import dry_run, resolve_executor, resume_replay, start_replay
 from core.workspace import NoWorkspace, Workspace
@@ -61,19 +53,6 @@ class _ReplayGroup(TyperGroup):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
-
-
-def _events_file(ws: Workspace, replay_id: str) -> Path:
-    return ws.path.parent / "replays" / f"{replay_id}.json"
-
-
-def _write_events(ws: Workspace, replay_id: str) -> Path | None:
-    data = ws.replay_events_bytes(replay_id)
-    if data is None:
-        return None
-    out = _events_file(ws, replay_id)
-    atomic_write_bytes(out, data)
-    return out
 
 
 def _report_failure(record: ReplayRecord) -> None:
@@ -125,32 +104,7 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> N
         echo(f"events          {events}")
 
 
-def _resolve_branch(ws: Workspace, spec: str, base: Recording, base_path: Path) -> Branch:
-    """The branch of ``--branch``: a branch file (validated against BASE and the
-    workspace, errors naming the file) or a stored branch id."""
-    p = Path(spec)
-    if p.exists():
-        br = load_branch(p)
-        if br.base.digest and br.base.digest != base.digest:
-            raise BranchError(
-                f"{p}: branch {br.id} was made from base {br.base.digest}, but {base_path} is {base.digest}"
-            )
-        if br.parent is not None:
-            try:
-                ws.get_branch(br.parent)
-            except WorkspaceError:
-                raise BranchError(f"{p}: parent {br.parent!r} is not a branch of the workspace {ws.path}") from None
-        try:
-            validate_branch(br, base)
-        except BranchError as exc:
-            raise BranchError(f"{p}: {exc}") from None
-        return br
-    if spec.endswith(".json"):
-        raise BranchError(f"{spec}: no such branch file")
-    return ws.get_branch(spec)
-
-
-def _print_requirement(req: Any) -> None:
+def _print_requirement(req: Requirement) -> None:
     args = orjson.dumps(req.arguments).decode() if req.arguments is not None else ""
     if len(args) > 80:
         args = args[:79] + "…"
@@ -221,24 +175,18 @@ def register(app: typer.Typer) -> None:
         if output is not None:
             check_output(output, force=force, inputs=(base, *(intervention or []), *((policy,) if policy else ())))
         rec = load_any(base)
-        ivs: list[Any] = []
-        for f in intervention or []:
-            file_ivs = load_interventions(f)
-            try:
-                new_branch(rec, str(base), at=at, interventions=file_ivs)
-            except BranchError as exc:
-                if file_ivs:
-                    raise BranchError(f"{f}: {exc}") from None
-                raise
-            ivs.extend(file_ivs)
-        pol = load_policy(policy) if policy else None
+        draft = BranchDraft(
+            base_path=str(base),
+            at=at,
+            interventions=[InterventionFile.read(f) for f in intervention or []],
+            policy=load_policy(policy) if policy else None,
+            label=label,
+            parent=parent,
+        )
         # validated before the workspace is opened: a bad branch creates nothing
-        br = new_branch(rec, str(base), at=at, interventions=ivs, policy=pol, label=label, parent=parent)
+        br = resolve_branch(None, draft, rec)
         with Workspace.open(workspace) as ws:
-            if parent is not None:
-                ws.get_branch(parent)
-            ws.put_branch(br)
-            ws.put_recording(rec, str(base))
+            ws.add_branch(br, rec, str(base))
         if output is not None:
             save_branch(br, output)
         if json:
@@ -294,9 +242,7 @@ def register(app: typer.Typer) -> None:
         """Replay a branch of BASE. Exit 0 completed, 3 paused, 2 failed."""
         rec = load_any(base)
         with Workspace.open(workspace) as ws:
-            br = _resolve_branch(ws, branch, rec, base)
-            if br.base.digest and br.base.digest != rec.digest:
-                raise BranchError(f"branch {br.id} was made from base {br.base.digest}, but {base} is {rec.digest}")
+            br = resolve_branch(ws, branch, rec)
             if dry_run_:
                 wired = False
                 if executor is not None:
@@ -317,7 +263,7 @@ def register(app: typer.Typer) -> None:
                     typer.echo("summary: " + (", ".join(f"{k} {v}" for k, v in result["counts"].items()) or "-"))
                 raise typer.Exit(0 if result["status"] == "ok" else 2)
             record, _ = start_replay(ws, base, br, executor=executor, fixtures_path=fixtures, base=rec)
-            events = _write_events(ws, record.id)
+            events = ws.write_events_file(record.id)
         _print_record(record, events, json)
         _report_failure(record)
         raise typer.Exit(record.exit_code)
@@ -334,7 +280,7 @@ def register(app: typer.Typer) -> None:
         """Resume a paused replay after attaching fixtures (or approving). Exit 0/3/2."""
         with Workspace.open(workspace, create=False) as ws:
             record, _ = resume_replay(ws, replay_id, executor=executor)
-            events = _write_events(ws, record.id)
+            events = ws.write_events_file(record.id)
         _print_record(record, events, json)
         _report_failure(record)
         raise typer.Exit(record.exit_code)
@@ -348,7 +294,7 @@ def register(app: typer.Typer) -> None:
         """Print a replay record."""
         with Workspace.open(workspace, create=False) as ws:
             record = ws.get_replay(replay_id)
-            f = _events_file(ws, replay_id)
+            f = ws.events_file(replay_id)
         _print_record(record, f if f.exists() else None, json)
 
     @replay_app.command("events")
@@ -361,11 +307,7 @@ def register(app: typer.Typer) -> None:
         """Write a replay's events (a recording) to a file."""
         check_output(output, force=force)
         with Workspace.open(workspace, create=False) as ws:
-            data = ws.replay_events_bytes(replay_id)
-            if data is None:
-                ws.get_replay(replay_id)
-                raise BranchError(f"replay {replay_id} has no events yet")
-        atomic_write_bytes(output, data)
+            ws.export_events(replay_id, output)
         typer.echo(f"wrote {output}")
 
     @replay_app.command("list")
@@ -400,15 +342,16 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """List requirements (open work a paused replay waits on), or approve/waive one."""
-        if approve or waive:
+        decided = approve or waive
+        if decided:
             ws_or_none: Workspace | None = Workspace.open(workspace, create=False)
         else:
             ws_or_none = open_to_read(workspace, json, [])
         if ws_or_none is None:
             return
         with ws_or_none as ws:
-            if approve or waive:
-                req = ws.decide_requirement(approve or waive, "satisfied" if approve else "waived")
+            if decided:
+                req = ws.decide_requirement(decided, "satisfied" if approve else "waived")
                 if json:
                     print_json(req.to_json_obj())
                 else:
