@@ -41,6 +41,7 @@ import json
 import os
 import re
 import sqlite3
+import urllib.parse
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -346,6 +347,21 @@ _EVENTS_HEAD = re.compile(r'\{"format":"[^"\\]*","format_version":[0-9]+,"metada
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
 
+def _cannot_write(path: Path) -> bool:
+    """Whether this process cannot write ``path`` or create files beside it (SQLite needs
+    both: the journal and the WAL index live in the folder). ``os.access`` is not enough
+    for root or for immutable files, so this tries: open for append, create a file."""
+    try:
+        with open(path, "ab"):
+            pass
+        probe = path.parent / f".{path.name}.probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError:
+        return True
+    return False
+
+
 class Workspace:
     """An open workspace database.
 
@@ -358,6 +374,8 @@ class Workspace:
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
         self.path = path
         self._conn = conn
+        #: opened for reading only: the file or its folder cannot be written
+        self.read_only = False
 
     # ------------------------------------------------------------------ open / close
 
@@ -369,7 +387,9 @@ class Workspace:
         ``./.chassis-inspector``) and bring its schema to :data:`SCHEMA_VERSION`.
 
         ``create=False`` is for commands that only read: a missing workspace is not
-        created (no folder, no file) and :class:`NoWorkspace` is raised instead.
+        created (no folder, no file) and :class:`NoWorkspace` is raised instead. A
+        workspace whose file or folder cannot be written is opened read-only
+        (:attr:`read_only`): listing works, writes raise :class:`WorkspaceError`.
 
         Raises:
             NoWorkspace: ``create=False`` and there is no ``folder/workspace.sqlite``.
@@ -381,6 +401,9 @@ class Workspace:
             raise WorkspaceError(f"{folder_p}: the workspace must be a folder, and this is a file")
         if not create and not (folder_p / FILE_NAME).is_file():
             raise NoWorkspace(folder_p)
+        if (folder_p / FILE_NAME).is_file() and _cannot_write(folder_p / FILE_NAME):
+            # a read-only mount or an immutable file: readable, and every write says why not
+            return cls._open_read_only(folder_p / FILE_NAME, timeout)
         try:
             folder_p.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -394,12 +417,11 @@ class Workspace:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.OperationalError as exc:
-            raise WorkspaceError(f"{path}: cannot open the workspace database ({exc})") from None
-        except sqlite3.DatabaseError as exc:
-            raise WorkspaceError(f"{path}: not a workspace database ({exc})") from None
-        except WorkspaceError as exc:
-            raise WorkspaceError(f"{path}: not a workspace database ({str(exc).rpartition(': ')[2]})") from None
+        except (sqlite3.DatabaseError, WorkspaceError) as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise WorkspaceError(f"{path}: cannot open the workspace database ({exc})") from None
+            detail = str(exc) if isinstance(exc, sqlite3.DatabaseError) else str(exc).rpartition(": ")[2]
+            raise WorkspaceError(f"{path}: not a workspace database ({detail})") from None
         ws = cls(path, conn)
         try:
             ws._migrate()
@@ -410,6 +432,49 @@ class Workspace:
             conn.close()
             raise
         return ws
+
+    @classmethod
+    def _open_read_only(cls, path: Path, timeout: float) -> Workspace:
+        """A workspace this process cannot write (a read-only mount, an immutable file or
+        folder), opened for reading only (SQLite URI ``mode=ro``; ``immutable=1`` when not
+        even the WAL index can be created, https://www.sqlite.org/uri.html). Its schema must
+        already be current: an upgrade would have to write. Every write then fails with a
+        :class:`WorkspaceError` saying the workspace cannot be written.
+
+        Raises:
+            WorkspaceError: not a workspace, or its schema is not the current one.
+        """
+        uri = "file:" + urllib.parse.quote(str(path.resolve()))
+        last: Exception | None = None
+        for params in ("mode=ro", "mode=ro&immutable=1"):
+            conn = None
+            try:
+                conn = sqlite3.connect(
+                    f"{uri}?{params}",
+                    uri=True,
+                    timeout=timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    factory=_Conn,
+                )
+                conn.ws_path = str(path)
+                row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            except (sqlite3.DatabaseError, WorkspaceError) as exc:
+                if conn is not None:
+                    conn.close()
+                last = exc
+                continue
+            ws = cls(path, conn)
+            ws.read_only = True
+            version = ws._parse_version(row[0]) if row else 0
+            if version != SCHEMA_VERSION:
+                conn.close()
+                raise WorkspaceError(
+                    f"{path}: the workspace cannot be written and its schema version {version} is not this "
+                    f"program's ({SCHEMA_VERSION}); open it where it can be written to upgrade it"
+                )
+            return ws
+        raise WorkspaceError(f"{path}: cannot read the workspace database ({last})")
 
     def close(self) -> None:
         """Close the connection."""
@@ -423,7 +488,13 @@ class Workspace:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE``; rolled back on any error)."""
+        """One write transaction (``BEGIN IMMEDIATE``; rolled back on any error).
+
+        Raises:
+            WorkspaceError: the workspace was opened read-only, or the write failed.
+        """
+        if self.read_only:
+            raise WorkspaceError(f"{self.path}: the workspace cannot be written (its file or folder is read-only)")
         c = self._conn
         try:
             c.execute("BEGIN IMMEDIATE")
