@@ -30,6 +30,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "effects_sweep_jobs": ([], ["--latency-ms", "2", "--jobs", "1,2"]),
     "attribution": ([], []),
     "vcr_otel_bench": ([], ["--turns", "40", "--repeat", "1"]),
+    "redaction_bench": ([], ["--mb", "5", "--repeat", "1"]),
     "app_latency": ([], ["--sizes", "2000"]),
 }
 

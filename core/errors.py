@@ -17,6 +17,47 @@ def printable(name: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
+_POINTER_HEAD = 8
+_POINTER_TAIL = 2
+
+
+def short_pointer(path: str) -> str:
+    """A JSON Pointer (RFC 6901) for a one-line message: ``path`` itself when it has at
+    most 12 reference tokens, else its first 8 and last 2 tokens around ``/…(N more)…``
+    (a pointer into a value nested hundreds of levels deep is mostly one repeated
+    chain). A reference token never holds a raw ``/`` (RFC 6901 §3 escapes it as ``~1``),
+    so splitting on ``/`` finds the tokens."""
+    tokens = path.split("/")[1:] if path.startswith("/") else []
+    if len(tokens) <= _POINTER_HEAD + _POINTER_TAIL + 2:
+        return path
+    head = "".join("/" + t for t in tokens[:_POINTER_HEAD])
+    tail = "".join("/" + t for t in tokens[-_POINTER_TAIL:])
+    return f"{head}/…({len(tokens) - _POINTER_HEAD - _POINTER_TAIL} more)…{tail}"
+
+
+def invalid_text(value: object) -> str | None:
+    """The first string inside ``value`` (a string, or a JSON-like dict/list/tuple)
+    that is not valid Unicode text — it holds a lone UTF-16 surrogate, which is how
+    Python decodes the bytes of a file name or command-line argument that are not
+    UTF-8 (PEP 383 ``surrogateescape``) — or ``None``. Such text has no UTF-8 form, so
+    neither SQLite nor a JSON file can store it."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, str):
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return v
+        elif isinstance(v, dict):
+            todo.extend(v.keys())
+            todo.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
+    return None
+
+
 class InspectorError(Exception):
     """Base of every error the core raises on purpose.
 
@@ -44,7 +85,7 @@ class CanonicalizationError(InspectorError, ValueError):
     def __init__(self, reason: str, path: str = "") -> None:
         self.reason = reason
         self.path = path
-        where = path or "/"
+        where = short_pointer(path) if path else "/"
         super().__init__(f"cannot canonicalize value at {where}: {reason}")
 
 
@@ -53,7 +94,9 @@ class FormatError(InspectorError, ValueError):
 
     ``file`` is the path (or ``"<bytes>"``/``"<dict>"``), ``record`` the record index
     (``None`` for the header), ``path`` a JSON Pointer (RFC 6901) inside the document,
-    ``reason`` the cause. ``str()`` joins them: ``FILE: record 3 (/records/3/seq): reason``.
+    ``reason`` the cause. ``str()`` joins them: ``FILE at record 3, /records/3/seq: reason``
+    (a pointer of more than 12 tokens shortened by :func:`short_pointer`; ``path`` keeps
+    it whole).
     """
 
     title = "format"
@@ -83,7 +126,7 @@ class FormatError(InspectorError, ValueError):
         if self.record is not None:
             where.append(f"record {self.record}")
         if self.path:
-            where.append(self.path)
+            where.append(short_pointer(self.path))
         place = " at " + ", ".join(where) if where else ""
         return f"{printable(self.file or '<input>')}{place}: {self.reason}"
 

@@ -31,6 +31,14 @@ an events recording and requirements.
 Every replay's outputs (record, events, attempts, requirements) are written in one
 transaction (:meth:`Workspace.save_replay_outputs`): a crash at any moment leaves either
 the previous state or the new one.
+
+Privacy (docs/format.md, "Redaction"): the database file — and so its ``-wal`` and
+``-shm`` files, which SQLite creates with its mode — is readable by its owner only (0600,
+as recordings are; a wider file left by an older version is narrowed on open), in a
+folder created 0700, and so is ``replays/``. Everything stored is redacted: a base when it
+is stored (:func:`core.record.recording_redaction.ensure_redacted`), a replay's events,
+and every JSON body (branches, replay records, requirements, fixtures, diffs, metrics,
+effects).
 """
 
 from __future__ import annotations
@@ -53,9 +61,12 @@ from typing import Any, Protocol, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from .errors import BranchError, FixtureError, FormatError, WorkspaceError
+from .errors import BranchError, FixtureError, FormatError, WorkspaceError, invalid_text, printable
 from .record.io import atomic_write_bytes, dumps_recording, recording_digest, recording_to_dict
+from .record.nesting import dumps
 from .record.recording import Recording
+from .record.recording_redaction import ensure_redacted, redact_recording
+from .record.redaction import SecretRedactor, redact
 from .replay.branch import Branch, branch_from_dict
 from .replay.fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_scope
 from .replay.replay_record import ReplayRecord
@@ -153,7 +164,37 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _json(obj: Any) -> str:
-    return orjson.dumps(obj).decode()
+    """``obj`` redacted (docs/format.md, "Redaction": everything the workspace stores is)
+    as JSON text."""
+    obj, _ = redact(obj, SecretRedactor())
+    try:
+        return dumps(obj).decode()
+    except TypeError as exc:  # orjson: "str is not valid UTF-8: surrogates not allowed"
+        bad = invalid_text(obj)
+        if bad is None:
+            raise
+        raise WorkspaceError(
+            f"cannot store '{printable(bad)}': it is not valid UTF-8 text (bytes of another encoding, e.g. a file name)"
+        ) from exc
+
+
+def _private_files(path: Path) -> None:
+    """Make the database ``path`` readable by its owner only (mode 0600), as recordings
+    are: created so when it does not exist (SQLite gives its ``-wal`` and ``-shm`` files
+    the database file's mode), narrowed when an older version left it wider."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            try:
+                if p.stat().st_mode & 0o077:
+                    p.chmod(0o600)
+            except OSError:  # gone, or not ours: SQLite reports what matters
+                pass
+    except OSError:  # cannot create it here: sqlite3.connect says why
+        pass
+    else:
+        os.close(fd)
 
 
 def _head_metadata(blob: Any) -> dict[str, Any] | None:
@@ -217,6 +258,8 @@ class _Conn(sqlite3.Connection):
             raise
         except sqlite3.DatabaseError as exc:
             raise WorkspaceError(f"{self.ws_path}: {_describe_sql(sql)}: {exc}") from None
+        except UnicodeEncodeError:
+            raise _not_text(self.ws_path, sql, params) from None
 
     def executemany(self, sql: str, params: Any, /) -> sqlite3.Cursor:
         try:
@@ -225,6 +268,22 @@ class _Conn(sqlite3.Connection):
             raise
         except sqlite3.DatabaseError as exc:
             raise WorkspaceError(f"{self.ws_path}: {_describe_sql(sql)}: {exc}") from None
+        except UnicodeEncodeError:
+            raise _not_text(self.ws_path, sql, list(params)) from None
+
+
+def _not_text(ws_path: str, sql: str, params: Any) -> WorkspaceError:
+    """The error for a statement whose parameters hold text that is not valid UTF-8
+    (:func:`core.errors.invalid_text`: bytes of another encoding, from a file name or an
+    argument): SQLite stores text as UTF-8, so it cannot be stored, nor is anything stored
+    under it."""
+    bad = invalid_text(params)
+    shown = f"'{printable(bad)}'" if bad is not None else "a value"
+    if sql.lstrip().upper().startswith("SELECT"):
+        reason = f"nothing is stored under {shown}: it is not valid UTF-8 text (bytes of another encoding)"
+    else:
+        reason = f"cannot store {shown}: it is not valid UTF-8 text (bytes of another encoding, e.g. a file name)"
+    return WorkspaceError(f"{ws_path}: {reason}")
 
 
 def _describe_sql(sql: str) -> str:
@@ -405,10 +464,13 @@ class Workspace:
             # a read-only mount or an immutable file: readable, and every write says why not
             return cls._open_read_only(folder_p / FILE_NAME, timeout)
         try:
-            folder_p.mkdir(parents=True, exist_ok=True)
+            if not folder_p.is_dir():
+                folder_p.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: it holds runs
+                folder_p.chmod(0o700)
         except OSError as exc:
             raise WorkspaceError(f"{folder_p}: cannot create the workspace folder: {exc.strerror}") from None
         path = folder_p / FILE_NAME
+        _private_files(path)
         try:
             conn = sqlite3.connect(
                 str(path), timeout=timeout, isolation_level=None, check_same_thread=False, factory=_Conn
@@ -631,12 +693,14 @@ class Workspace:
 
     def put_recording(self, rec: Recording, path: str | None = None) -> str:
         """Store a base recording under its digest (:func:`core.record.io.recording_digest`;
-        no-op when already stored); return the digest.
+        no-op when already stored); return the digest. ``rec`` is redacted in place first
+        (:func:`core.record.recording_redaction.ensure_redacted`; a recording this product
+        saved is unchanged), as :func:`core.replay.branch.resolve_branch` redacts a base.
 
         Raises:
             CanonicalizationError: the recording holds a value without a canonical form.
         """
-        digest = recording_digest(rec)
+        digest = recording_digest(ensure_redacted(rec))
         if self._has_recording(digest):
             return digest
         row = self._recording_row(rec, digest, path)
@@ -652,7 +716,7 @@ class Workspace:
         return self._conn.execute("SELECT 1 FROM recordings WHERE digest=?", (digest,)).fetchone() is not None
 
     def _recording_row(self, rec: Recording, digest: str, path: str | None) -> tuple[Any, ...]:
-        body = zlib.compress(dumps_recording(rec), 1)
+        body = zlib.compress(dumps_recording(rec), 1)  # rec was redacted: see put_recording
         return (digest, path, _json(rec.metadata), len(rec.records), body, _now())
 
     def get_recording(self, digest: str) -> Recording:
@@ -717,7 +781,7 @@ class Workspace:
                 branch with this id is stored with different content.
             CanonicalizationError: the base holds a value without a canonical form.
         """
-        digest = recording_digest(base)
+        digest = recording_digest(ensure_redacted(base))
         row = None if self._has_recording(digest) else self._recording_row(base, digest, base_path)
         if branch.parent is not None and not self.has_branch(branch.parent):
             raise WorkspaceError(f"{self.path}: no branch {branch.parent!r} (the parent of branch {branch.id})")
@@ -742,7 +806,7 @@ class Workspace:
         try:
             same = (
                 branch_from_dict(self._load(row[0], f"table branches, row {branch.id}"), source="").to_json_obj()
-                == branch.to_json_obj()
+                == redact(branch.to_json_obj())[0]  # stored redacted
             )
         except BranchError:
             same = False
@@ -764,7 +828,7 @@ class Workspace:
                 branch.label,
                 branch.checkpoint,
                 branch.created_at,
-                branch.dumps().decode(),
+                _json(branch.to_json_obj()),
             ),
         )
 
@@ -843,10 +907,11 @@ class Workspace:
         digest = None
         if outcome is not None:
             with _gc_paused():
+                redact_recording(outcome.events)  # replay events are stored redacted
                 doc = recording_to_dict(outcome.events)
                 digest = doc["digest"]
                 record.events_digest = digest
-                events_blob = zlib.compress(orjson.dumps(doc), 1)
+                events_blob = zlib.compress(dumps(doc), 1)
                 del doc
             n_events = len(outcome.events.records)
         with self._tx() as c:
@@ -963,6 +1028,9 @@ class Workspace:
         if data is None:
             return None
         out = self.events_file(replay_id)
+        if not out.parent.is_dir():
+            out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private, as the database
+            out.parent.chmod(0o700)
         atomic_write_bytes(out, data)
         return out
 
@@ -1147,6 +1215,11 @@ class Workspace:
                 f"requirement {req_id} asks for an approval, not a fixture: use "
                 f"'requirements --approve {req_id}' (or --waive)"
             )
+        if req.kind == "user":
+            raise FixtureError(
+                f"requirement {req_id} is a person's turn, not a tool or model call: answer it with "
+                f"'requirements --answer {req_id} TEXT' (or --approve {req_id} for the recorded answer, --waive to skip it)"
+            )
         out = parse_output(output, req.kind, source=source)
         if scope is None:
             scope = f"branch:{self.get_replay(req.replay_id).branch_id}"
@@ -1165,16 +1238,35 @@ class Workspace:
             self._put_requirement(c, req.model_copy(update={"status": "satisfied", "fixture_id": fx.id}))
         return fx
 
-    def decide_requirement(self, req_id: str, status: str) -> Requirement:
+    def decide_requirement(self, req_id: str, status: str, *, answer: str | None = None) -> Requirement:
         """Approve (``satisfied``) or waive (``waived``) a requirement. Raises FixtureError
         for an unknown id or status; approving a tool/model requirement needs a fixture
-        (use :meth:`attach_fixture`)."""
+        (use :meth:`attach_fixture`).
+
+        A ``user`` requirement (a person's turn after the branch diverged) is satisfied
+        with ``answer`` — the text the person gives — or, without one, with the recorded
+        value it offers (``default``): either way a pinned answer, answer source ``user``
+        when the replay resumes. Waiving it skips the turn. ``answer`` on any other kind
+        is a FixtureError."""
         if status not in ("satisfied", "waived", "open"):
             raise FixtureError(f"requirement status {status!r} must be open, satisfied or waived")
         req = self.get_requirement(req_id)
-        if status == "satisfied" and req.kind != "approval":
+        if answer is not None and (req.kind != "user" or status != "satisfied"):
+            raise FixtureError(
+                f"requirement {req_id} is a {req.kind} requirement: only a person's turn (kind user) takes an answer"
+            )
+        if status == "satisfied" and req.kind not in ("approval", "user"):
             raise FixtureError(f"requirement {req_id} needs a {req.kind} fixture: use 'fixture attach {req_id} FILE'")
-        new = req.model_copy(update={"status": status})
+        update: dict[str, Any] = {"status": status}
+        if req.kind == "user":
+            if status == "satisfied":
+                pinned = answer if answer is not None else req.default
+                if pinned is None:
+                    raise FixtureError(f"requirement {req_id} offers no recorded answer: give one with --answer")
+                update["answer"] = pinned
+            else:
+                update["answer"] = None
+        new = req.model_copy(update=update)
         with self._tx() as c:
             self._put_requirement(c, new)
         return new

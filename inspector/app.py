@@ -9,6 +9,12 @@ Every background task (worker) fails the same way: :meth:`InspectorApp.on_worker
 clears the status the task showed and opens the error screen naming the task and what
 went wrong. Workers therefore run on the app (``self.app.run_worker``), never exit it on
 error, and carry a name and a description.
+
+Recorded text is data: every widget shows it as plain text with its control characters
+visible (:mod:`inspector.plain`); :meth:`InspectorApp.notify` does the same for every
+notification (never markup). An exception nothing handles ends the app with exit code 1
+and :attr:`InspectorApp.crash` set; ``chassis-inspector open`` then prints one line
+instead of Textual's traceback (set ``TEXTUAL=debug`` to get the traceback).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from core.errors import InspectorError
@@ -24,6 +31,7 @@ from core.record.recording import Recording
 
 from .commands import TimelineCommands
 from .loader import LoadedRecording
+from .plain import block, line
 from .runinfo import open_notice, warning_texts
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
@@ -66,6 +74,39 @@ class InspectorApp(App[None]):
             self.set_keymap(keymap)
         #: set when the recording turned out invalid; the CLI prints it and exits 2
         self.load_error: InspectorError | None = None
+        #: the first exception nothing handled (the app then exits with code 1)
+        self.crash: BaseException | None = None
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's notification, always as plain text: messages quote recorded names,
+        ids and search terms, so they are never parsed as markup (``markup`` is ignored)
+        and their control characters are shown (:mod:`inspector.plain`)."""
+        super().notify(
+            block(message), title=line(title) if title else "", severity=severity, timeout=timeout, markup=False
+        )
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An exception nothing handled: remember it (:attr:`crash`), then let Textual
+        end the app (exit code 1)."""
+        if self.crash is None:
+            self.crash = error
+        super()._handle_exception(error)
+
+    def _print_error_renderables(self) -> None:
+        """After a crash, no traceback on the terminal: the CLI prints one line naming
+        the error. With ``TEXTUAL=debug`` (Textual's own switch) the traceback stays."""
+        if self.crash is not None and "debug" not in self.features:
+            self._exit_renderables.clear()
+            return
+        super()._print_error_renderables()
 
     def on_mount(self) -> None:
         self.push_screen(TimelineScreen(self.loaded))

@@ -6,7 +6,8 @@ import warnings — the structured metadata of a recording, read without any UI.
   shown as what they are, never as the outcome);
 * :func:`marked_seqs` gives the records a recording's metadata points at: the
   Who&When annotation (``metadata.annotation.mistake_seq``, else ``mistake_step``)
-  and the sample agent's planted fault (``metadata.fault.seq``);
+  and the sample agent's planted fault (``metadata.fault.seq``) — records of the run
+  only (:mod:`core.analysis.marks`, which the ``timeline`` command uses too);
 * :func:`group_warnings` folds near-identical import warnings (same text once the
   indexes such as ``messages[3]`` are replaced by ``[*]``) into one line with a count;
 * the source format, the notes and the import warnings of a converted file come from
@@ -17,26 +18,16 @@ import warnings — the structured metadata of a recording, read without any UI.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.analysis.marks import Mark, record_marks
 from core.analysis.metrics import outcome_of
 from core.importers.opened import Opened
 from core.record.recording import Recording
 
 #: metadata keys shown in their own section of the run-info view (not again in "other")
 SECTION_KEYS = ("outcome", "outcome_reason", "annotation", "fault", "reward", "task", "expected_actions", "source")
-
-
-@dataclass(frozen=True)
-class Mark:
-    """A record the metadata points at: ``seq``, a short ``label`` (``mistake`` or
-    ``fault``) and the ``reason`` text to show."""
-
-    seq: int
-    label: str
-    reason: str
 
 
 def run_outcome(recording: Recording) -> tuple[str, str]:
@@ -46,26 +37,11 @@ def run_outcome(recording: Recording) -> tuple[str, str]:
 
 
 def marked_seqs(recording: Recording) -> list[Mark]:
-    """The records the metadata marks, in seq order: the annotated mistake step of a
-    Who&When case (``annotation.mistake_seq``, else an integer ``mistake_step``) and
-    the planted fault of a sample-agent run (``fault.seq``). Values that are not
-    integers are ignored."""
-    md = recording.metadata
-    out: list[Mark] = []
-    ann = md.get("annotation")
-    if isinstance(ann, dict):
-        seq = ann.get("mistake_seq", ann.get("mistake_step"))
-        if isinstance(seq, int) and not isinstance(seq, bool):
-            who = ann.get("mistake_agent")
-            reason = str(ann.get("mistake_reason") or "")
-            out.append(Mark(seq, "mistake", (f"{who}: " if who else "") + reason))
-    fault = md.get("fault")
-    if isinstance(fault, dict):
-        seq = fault.get("seq")
-        if isinstance(seq, int) and not isinstance(seq, bool):
-            kind = fault.get("kind")
-            out.append(Mark(seq, "fault", (f"{kind}: " if kind else "") + str(fault.get("description") or "")))
-    return sorted(out, key=lambda m: m.seq)
+    """The records the metadata marks, in seq order (:func:`core.analysis.marks.record_marks`:
+    the annotated mistake step of a Who&When case and the planted fault of a sample-agent
+    run, each only when it is a record of the run), so the app and the ``timeline``
+    command show the same marks."""
+    return record_marks(recording)
 
 
 _INDEX = re.compile(r"\[\d+\]")

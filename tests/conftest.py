@@ -6,10 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from core.record.nesting import ensure_recursion_limit
 from core.record.recording import (
     Recording,
 )
 from tests.builders import make_recording
+
+# as every entry point does (the CLI, the app, the sweep workers): core raises the limit
+# on first use too, but a change in the middle of a hypothesis test draws its warning
+ensure_recursion_limit()
 
 
 @pytest.fixture

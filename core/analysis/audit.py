@@ -2,13 +2,16 @@
 
 :func:`audit` answers "which calls produced this answer?" from the recording alone:
 
-1. The **final call** is the model call whose response is the final answer
-   (:func:`core.analysis.metrics.final_model_record`: the last model call, when it succeeded and
-   requested no tool). When only tool records without ``tool_call_id`` follow it (text
-   actions: SWE-agent's ``submit``, the next agent's turn in a Who&When log), they are
-   linked to it (``issued``) and the last one is the final call: its result is the final
-   output. Benchmark metadata (Who&When ``ground_truth``: the expected answer) is never
-   taken as the run's output.
+1. The **final call** is the call that produced the final output, by the one rule the
+   diff, the metrics and knockout use too (:func:`core.analysis.final_output.find_final_output`):
+   the format's declared rule (``metadata.final_output_rule``: SWE-agent's ``submit``,
+   mini-swe-agent's submit command, OpenHands' ``finish``), else the model call whose
+   response is the final answer (the last model call, when it succeeded and requested no
+   tool). When only tool records without ``tool_call_id`` follow that call (text actions:
+   SWE-agent's ``submit``, the next agent's turn in a Who&When log), they are linked to it
+   (``issued``) and the last one is the final call: its result is the final output.
+   Benchmark metadata (Who&When ``ground_truth``: the expected answer) is never taken as
+   the run's output.
 2. **Links.** For every model call, each message of its request is traced to the call
    that produced it: a ``tool`` message by its ``tool_call_id``; any other message,
    whatever its role, to an earlier model response with the same text (``transcript``)
@@ -29,7 +32,8 @@
 4. **Quoted values.** For each contributing tool, the values of its result that appear
    verbatim in the final output (strings of 4+ characters, numbers of 3+ digits) — a
    hint of *how* it was used, not a proof.
-5. **Redaction.** Every place where redaction hid content (the ``[REDACTED]`` marker in
+5. **Redaction.** Every place where redaction hid content (a ``[REDACTED:KIND]`` marker,
+   or the plain ``[REDACTED]`` of older recordings, in
    a call's arguments, result or response, or in the final request's messages, and tool
    results flagged ``redacted``), with whether it lies on the lineage — then the audit
    cannot tell what the hidden content contributed.
@@ -49,9 +53,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
+from ..record.nesting import dumps
 from ..record.recording import ChatMessage, ModelRecord, Recording, ToolRecord
-from ..record.redaction import REDACTED
-from .metrics import final_model_record, final_output
+from ..record.redaction import has_marker
+from .final_output import final_model_record, final_output, find_final_output
 from .payload_diff import pointer
 
 __all__ = [
@@ -168,7 +173,8 @@ class AuditReport:
     output), ``final_output``, one :class:`CallLineage` per tool/model call in order,
     the ``edges``, the ``redactions`` and the ``knockout`` status text (``not run: …``
     without a runner; with one, ``run: …`` and how many knockouts changed the outcome,
-    the final output, or could not be replayed)."""
+    the final output, or could not be replayed); ``final_missing``: why there is no final
+    output (``""`` when there is one; not part of :meth:`to_json`)."""
 
     final_seq: int | None
     final_output: Any
@@ -176,6 +182,7 @@ class AuditReport:
     edges: list[LineageEdge]
     redactions: list[Redaction]
     knockout: str
+    final_missing: str = ""
 
     def contributed(self) -> list[CallLineage]:
         """Calls with status ``final`` or ``contributed``."""
@@ -214,7 +221,7 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        return dumps(value, orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         return str(value)
 
@@ -289,7 +296,7 @@ def _content_candidates(text: str, by_text: dict[str, list[int]], contained: _Co
 
 def _walk_redacted(value: Any, path: list[Any], out: list[str]) -> None:
     if isinstance(value, str):
-        if REDACTED in value:
+        if has_marker(value):  # [REDACTED:KIND], or the plain [REDACTED] of older recordings
             out.append(pointer(path))
     elif isinstance(value, dict):
         for k, v in value.items():
@@ -335,6 +342,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
     requests (every request message is traced once).
     """
     calls = [r for r in rec.records if isinstance(r, (ToolRecord, ModelRecord))]
+    found = find_final_output(rec, source="records")
     final = final_model_record(rec)
     by_call_id: dict[tuple[str | None, str], ToolRecord] = {}
     by_call_id_any: dict[str, ToolRecord] = {}
@@ -408,7 +416,11 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
     for t in trailing:
         edges.add((final.seq, t.seq, "issued"))  # type: ignore[union-attr]
         deps.setdefault(t.seq, set()).add(final.seq)  # type: ignore[union-attr]
-    final_seq = trailing[-1].seq if trailing else (final.seq if final is not None else None)
+    # the final call: the one rule of core.analysis.final_output (the format's declared
+    # rule — SWE-agent's submit, OpenHands' finish — else the last text action or response)
+    final_seq = found.seq
+    if found.model_seq is not None:
+        final = next((r for r in calls if r.seq == found.model_seq and isinstance(r, ModelRecord)), final)
 
     # lineage: walk back from the final call
     lineage: set[int] = set()
@@ -421,13 +433,9 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
             lineage.add(s)
             stack.extend(deps.get(s, ()))
 
-    if trailing:
-        last = trailing[-1]
-        out_value = last.result.content if last.result.content is not None else _tool_content_text(last)
-        final_text = _tool_content_text(last)
-    else:
-        out_value = final_output(rec, source="transcript") if final is not None else None
-        final_text = _text(final_output(rec))
+    out_value = found.value
+    final_tool = next((r for r in calls if r.seq == final_seq and isinstance(r, ToolRecord)), None)
+    final_text = _text(found.value) if final_tool is not None else _text(final_output(rec))
     reached: dict[int, set[int]] = {}
     out_edges: dict[int, list[tuple[int, str]]] = {}
     for src, dst, edge_via in edges:
@@ -459,14 +467,14 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
             status, reason = "final", ""
         elif on:
             status, reason = "contributed", ""
-        elif r.seq in trailing_seqs:
+        elif r.seq in trailing_seqs and final_seq is not None and r.seq < final_seq:
             status = "unknown"
             reason = (
                 f"cannot tell (an action of the last model response, seq {final.seq}; "  # type: ignore[union-attr]
                 f"no model call read its result)"
             )
         else:
-            reason = _why_unused(r, final, final_seq, reached.get(r.seq, set()), lineage)
+            reason = _why_unused(r, found.missing, final_seq, reached.get(r.seq, set()), lineage)
             status = "unknown" if reason.startswith("cannot tell") else "unused"
         quoted: list[str] = []
         if on and isinstance(r, ToolRecord) and final_text and r.seq != final_seq:
@@ -507,6 +515,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
         edges=[LineageEdge(s, t, v) for s, t, v in sorted(edges)],
         redactions=redactions,
         knockout=ko,
+        final_missing=found.missing,
     )
 
 
@@ -522,9 +531,9 @@ def _trailing_actions(calls: list[Any], final: ModelRecord | None) -> list[ToolR
     return []
 
 
-def _why_unused(r: Any, final: ModelRecord | None, final_seq: int | None, reached: set[int], lineage: set[int]) -> str:
-    if final is None or final_seq is None:
-        return "the run has no final output (it ended on an error or a tool request)"
+def _why_unused(r: Any, missing: str, final_seq: int | None, reached: set[int], lineage: set[int]) -> str:
+    if final_seq is None:
+        return f"the run has no final output ({missing or 'it ended on an error or a tool request'})"
     if r.seq > final_seq:
         return "after the final output"
     if isinstance(r, ToolRecord):

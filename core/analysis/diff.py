@@ -50,6 +50,7 @@ from typing import Any
 import orjson
 
 from ..errors import CanonicalizationError
+from ..record.nesting import dumps, is_depth_failure, json_mode_dump
 from ..record.recording import ModelRecord, Recording, SnapshotRecord, ToolRecord
 from .align import DEFAULT_MAX_EDITS, align, opcodes
 from .payload_diff import Change, payload_diff
@@ -84,9 +85,9 @@ _VOLATILE = ("seq", "at", "run_id", "generation_id", "replayed", "live_fallback"
 def _loose_hash(value: Any) -> str:
     """Deterministic hash of a JSON-like value that never fails (sorted keys)."""
     try:
-        data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        data = dumps(value, orjson.OPT_SORT_KEYS)
     except TypeError:
-        data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=repr)
+        data = dumps(value, orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=repr)
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -130,8 +131,15 @@ def result_fingerprint(record: Any) -> str:
 
 
 def _js(obj: Any) -> bytes:
-    """pydantic's own JSON of a model (field order fixed by the model; dict order as held)."""
-    out: bytes = obj.__pydantic_serializer__.to_json(obj)
+    """pydantic's own JSON of a model (field order fixed by the model; dict order as held);
+    for a value nested deeper than pydantic-core serializes (254 levels), the same fields
+    as JSON-mode data written by :func:`core.record.nesting.dumps`."""
+    try:
+        out: bytes = obj.__pydantic_serializer__.to_json(obj)
+    except ValueError as exc:  # PydanticSerializationError
+        if not is_depth_failure(exc):
+            raise
+        out = dumps(json_mode_dump(obj.model_dump))
     return out
 
 
@@ -543,8 +551,8 @@ def output_diff(base_output: Any, other_output: Any) -> OutputDiff:
     if ja and jb and not (isinstance(va, str) and isinstance(vb, str)):
         ch = payload_diff(va, vb)
         return OutputDiff("json" if ch else "same", base_output, other_output, changes=ch)
-    ta = base_output if isinstance(base_output, str) else orjson.dumps(base_output).decode()
-    tb = other_output if isinstance(other_output, str) else orjson.dumps(other_output).decode()
+    ta = base_output if isinstance(base_output, str) else dumps(base_output).decode()
+    tb = other_output if isinstance(other_output, str) else dumps(other_output).decode()
     if ta == tb:
         return OutputDiff("same", base_output, other_output)
     lines = list(

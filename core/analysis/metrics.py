@@ -20,7 +20,10 @@
 * ``outcome`` / ``outcome_source`` — from a user predicate ``module:function`` when given
   (``predicate``), else ``metadata.outcome`` (``metadata``), else ``unknown``; booleans
   map to ``success`` / ``failure``;
-* ``final_output`` — :func:`final_output`, as text (JSON text for structured outputs).
+* ``final_output`` — :func:`final_output`, as text (JSON text for structured outputs):
+  the one rule of :mod:`core.analysis.final_output` (the format's declared rule — SWE-agent's
+  submitted patch, OpenHands' ``finish`` — else the harness's statement, else the last
+  response), so ``final_output_changed`` compares what each run produced.
 
 **Per comparison** (:func:`comparison_metrics`, schema :data:`COMPARISON_SCHEMA`): the
 delta (other − base) of every numeric run metric, ``outcome_changed``,
@@ -46,8 +49,10 @@ import orjson
 import polars as pl
 
 from ..errors import AnalysisError
+from ..record.nesting import dumps
 from ..record.recording import ModelRecord, Recording, ToolRecord
 from .diff import TraceDiff, output_diff, trace_diff
+from .final_output import final_model_record, final_output
 
 __all__ = [
     "COMPARISON_SCHEMA",
@@ -121,49 +126,12 @@ PriceTable = Mapping[str, Mapping[str, float]]
 # --------------------------------------------------------------------------- final output
 
 
-def final_model_record(rec: Recording) -> ModelRecord | None:
-    """The model call that produced the final output: the last model record, when it
-    succeeded and its response requests no tool call; else ``None`` (the run ended
-    mid-loop, on an error, or never called a model)."""
-    for r in reversed(rec.records):
-        if isinstance(r, ModelRecord):
-            if r.error is None and r.response is not None and not r.response.message.tool_calls:
-                return r
-            return None
-    return None
-
-
-def final_output(rec: Recording, *, source: str = "auto") -> Any:
-    """The run's final answer.
-
-    ``source``: ``metadata`` — ``metadata.final_output`` (the harness's own statement of
-    its answer, e.g. the sample agent's); ``transcript`` — the text of
-    :func:`final_model_record`'s response (its content parts when not plain text);
-    ``auto`` (default) — metadata when present, else transcript. ``None`` when there is
-    none. Raises ``ValueError`` for another ``source``.
-    """
-    if source not in ("auto", "metadata", "transcript"):
-        raise ValueError(f"source must be auto, metadata or transcript, not {source!r}")
-    if source in ("auto", "metadata") and "final_output" in rec.metadata:
-        return rec.metadata["final_output"]
-    if source == "metadata":
-        return None
-    r = final_model_record(rec)
-    if r is None or r.response is None:
-        return None
-    m = r.response.message
-    if isinstance(m.content, list):
-        text = m.text
-        return text if text else m.content
-    return m.content
-
-
 def _output_text(v: Any) -> str | None:
     if v is None:
         return None
     if isinstance(v, str):
         return v
-    return orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    return dumps(v, orjson.OPT_SORT_KEYS).decode()
 
 
 # --------------------------------------------------------------------------- outcome

@@ -338,7 +338,8 @@ _OP_RANK = {"removed": 0, "changed": 1, "moved": 2, "added": 3}
 def _sort_key(c: Change) -> tuple[Any, ...]:
     toks = []
     for t in c.path.split("/")[1:]:
-        toks.append((0, int(t), "") if t.isdigit() else (1, 0, t))
+        # list indices are ASCII digits; a key such as "³" is a digit to str.isdigit but not to int()
+        toks.append((0, int(t), "") if t.isascii() and t.isdigit() else (1, 0, t))
     return (toks, _OP_RANK.get(c.op, 9))
 
 

@@ -18,7 +18,9 @@ A row (:class:`TimelineRow`) has:
 * ``status`` — one of :data:`STATUSES`, by precedence ``error`` > ``interrupted`` /
   ``input`` > ``redacted`` > ``live-fallback`` > ``replayed`` > ``ok``; an interrupt is
   ``input`` when its value is a human/user message (see :func:`interrupt_status`), else
-  ``interrupted``;
+  ``interrupted``; a tool is ``redacted`` when its result is flagged ``redacted`` or its
+  content holds a redaction marker (``[REDACTED:KIND]``, or the plain ``[REDACTED]`` of
+  older recordings), a model call when its response's content holds one;
 * ``duration_seconds`` and ``tokens`` (input + output tokens of a model call).
 
 :class:`TimelineIndex` keeps these as parallel Python lists (columnar: one list per
@@ -52,9 +54,11 @@ from ..record.recording import (
     SnapshotRecord,
     ToolRecord,
 )
+from ..record.redaction import holds_marker
 from .timeline_text import (
     _error_text,
     composition_text,
+    interrupt_status,
     interrupt_text,
     one_line,
     record_name,
@@ -80,30 +84,16 @@ def record_status(rec: Any) -> str:
             return "error"
     elif type(rec) is InterruptRecord:
         return interrupt_status(rec.value)
-    if type(rec) is ToolRecord and rec.result.redacted:
+    if type(rec) is ToolRecord and (rec.result.redacted or holds_marker(rec.result.content)):
         return "redacted"
+    if type(rec) is ModelRecord and rec.response is not None and rec.response.message is not None:
+        if holds_marker(rec.response.message.content):
+            return "redacted"
     if rec.live_fallback:
         return "live-fallback"
     if rec.replayed:
         return "replayed"
     return "ok"
-
-
-_USER_ROLES = frozenset({"human", "user"})
-_USER_TYPES = frozenset({"human", "user", "user_message", "user_input", "human_input", "input"})
-
-
-def interrupt_status(value: Any) -> str:
-    """``input`` when an interrupt's value is a human/user message — an object whose
-    ``role`` or ``source`` is ``human``/``user`` or whose ``type`` is one of
-    ``human``, ``user``, ``user_message``, ``user_input``, ``human_input``, ``input``
-    (e.g. Who&When's opening question, OpenHands' user_message, Inspect's input event) —
-    else ``interrupted`` (an approval, a pause, an agent-state change)."""
-    if isinstance(value, dict) and (
-        value.get("role") in _USER_ROLES or value.get("source") in _USER_ROLES or value.get("type") in _USER_TYPES
-    ):
-        return "input"
-    return "interrupted"
 
 
 def _message_id(m: Any) -> int:
@@ -315,7 +305,7 @@ class TimelineIndex:
                 result = r.get("result") or {}
                 if result.get("error") is not None:
                     status = "error"
-                elif result.get("redacted"):
+                elif result.get("redacted") or holds_marker(result.get("content")):
                     status = "redacted"
                 cid = r.get("tool_call_id")
                 if cid:
@@ -336,6 +326,8 @@ class TimelineIndex:
                     for c in (resp.get("message") or {}).get("tool_calls") or ():
                         if isinstance(c, dict) and c.get("id"):
                             self.requested_by.setdefault((run_id, c["id"]), i)
+                    if status == "ok" and holds_marker((resp.get("message") or {}).get("content")):
+                        status = "redacted"
             elif kind == "interrupt":
                 names[i] = "interrupt"
                 status = interrupt_status(r.get("value"))

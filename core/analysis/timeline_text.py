@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..record.nesting import dumps
 from ..record.recording import InterruptRecord, LifecycleRecord, ModelRecord, SnapshotRecord, ToolRecord
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def one_line(value: Any, limit: int = SUMMARY_CHARS) -> str:
         text = value
     else:
         try:
-            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+            text = dumps(value, orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:
             text = repr(value)
     # cut before splitting so a 1 MB result costs no more than a short one
@@ -61,6 +62,23 @@ def record_name(rec: Any) -> str:
     if type(rec) is SnapshotRecord:
         return rec.generation_id or "snapshot"
     return "interrupt"
+
+
+_USER_ROLES = frozenset({"human", "user"})
+_USER_TYPES = frozenset({"human", "user", "user_message", "user_input", "human_input", "input"})
+
+
+def interrupt_status(value: Any) -> str:
+    """``input`` when an interrupt's value is a human/user message — an object whose
+    ``role`` or ``source`` is ``human``/``user`` or whose ``type`` is one of
+    ``human``, ``user``, ``user_message``, ``user_input``, ``human_input``, ``input``
+    (e.g. Who&When's opening question, OpenHands' user_message, Inspect's input event) —
+    else ``interrupted`` (an approval, a pause, an agent-state change)."""
+    if isinstance(value, dict) and (
+        value.get("role") in _USER_ROLES or value.get("source") in _USER_ROLES or value.get("type") in _USER_TYPES
+    ):
+        return "input"
+    return "interrupted"
 
 
 def composition_text(composition: dict[str, Any]) -> str:
@@ -202,6 +220,6 @@ def interrupt_text(value: Any) -> str:
     if isinstance(value, dict):
         head = [str(value[k]) for k in ("question", "prompt", "message") if isinstance(value.get(k), str)]
         rest = {k: v for k, v in value.items() if not (k in ("question", "prompt", "message") and isinstance(v, str))}
-        body = orjson.dumps(rest, option=orjson.OPT_INDENT_2, default=str).decode() if rest else ""
+        body = dumps(rest, orjson.OPT_INDENT_2, default=str).decode() if rest else ""
         return "\n".join([*head, body]).strip() or "{}"
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+    return dumps(value, orjson.OPT_INDENT_2, default=str).decode()

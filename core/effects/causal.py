@@ -36,6 +36,7 @@ from ..analysis.metrics import (
 from ..errors import CanonicalizationError
 from ..record.canonical import args_hash as compute_args_hash
 from ..record.canonical import canonical_json
+from ..record.nesting import json_mode_dump
 from ..record.recording import ModelRecord, Recording, ToolRecord
 from ..replay.branch import (
     Branch,
@@ -72,7 +73,7 @@ def intervention_set_id(branch: Branch) -> str:
     interventions without their notes: branches that change the same thing share it."""
     doc = {
         "checkpoint": branch.checkpoint,
-        "interventions": [iv.model_dump(mode="json", exclude={"note"}) for iv in branch.interventions],
+        "interventions": [json_mode_dump(iv.model_dump, exclude={"note"}) for iv in branch.interventions],
     }
     return "is-" + hashlib.sha256(canonical_json(doc)).hexdigest()[:16]
 

@@ -8,8 +8,10 @@ it makes a branch at that call whose intervention is the ``knockout`` answer of
 empty assistant message without tool calls), replays it in memory through the replay
 engine with the executor answering live what the recording cannot (policy
 ``model=live, tool=live``), and reports the replay's outcome (the executor's evaluator's
-``metadata.outcome``, or a predicate) and whether the final output changed. Nothing is
-stored; no call runs live before the knocked-out one.
+``metadata.outcome``, or a predicate) and whether the final output changed — by the one
+rule of :mod:`core.analysis.final_output` the audit and the diff use (the replay events
+carry the base's declared rule: SWE-agent's submitted patch, OpenHands' ``finish``). Nothing
+is stored; no call runs live before the knocked-out one.
 
 A call whose knockout changes the outcome was *necessary* for it; one whose knockout
 changes nothing was not (the agent recovered, or never used it).

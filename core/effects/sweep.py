@@ -44,6 +44,7 @@ from typing import Any
 from ..analysis.metrics import load_predicate, run_metrics_row
 from ..errors import AnalysisError, BranchError, FixtureError
 from ..record.io import dumps_recording, recording_digest
+from ..record.nesting import ensure_recursion_limit
 from ..record.recording import (
     ChatMessage,
     ErrorInfo,
@@ -239,7 +240,10 @@ def _alive(pid: int) -> bool:
 
 def _init_worker(data: bytes, digest: str, path: str, parent_pid: int | None = None) -> None:
     """Worker-process initializer: end with the sweeping process (``parent_pid``, see
-    :func:`_die_with_parent`), and parse the base once per process (not once per task)."""
+    :func:`_die_with_parent`), raise its recursion limit for values nested up to the
+    nesting limit (:func:`core.record.nesting.ensure_recursion_limit`), and parse the base
+    once per process (not once per task)."""
+    ensure_recursion_limit()
     if parent_pid is not None:
         _die_with_parent(parent_pid)
     _BASES.clear()

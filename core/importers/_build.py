@@ -3,11 +3,13 @@
 Every importer converts its source into calls on a :class:`RunBuilder`, which
 
 * numbers records (``seq`` from 0) and stamps ``run_id``;
-* redacts by default (SPEC "Recording format", Privacy): field names that look
-  sensitive (:func:`core.record.redaction.is_sensitive_name`) and secret-looking values
-  (:class:`core.record.redaction.SecretRedactor` with ``patterns=True``: ``sk-…``,
-  ``sk-ant-…``, ``AKIA…``, ``ghp_…``, ``hf_…``, bearer tokens), marking tool results
-  it scrubbed (``result.redacted``) and warning for anything else it scrubbed;
+* redacts by default (docs/format.md, "Redaction"): field names that look sensitive
+  (:func:`core.record.redaction.is_sensitive_name`), secrets by shape (detect-secrets'
+  pattern plugins and :data:`core.record.redaction.OWN_RULES`) and sensitive names
+  inside text, with one :class:`core.record.redaction.SecretRedactor` per run that
+  learns what it removes; a value removed anywhere is scrubbed everywhere in the run (a
+  last pass when the run held any); tool results scrubbed are marked
+  (``result.redacted``) and anything else scrubbed is warned;
 * computes canonical keys (:func:`core.record.canonical.tool_key` / :func:`model_key`);
   a call whose identity cannot be canonicalized (NaN, huge integers, lone surrogates)
   is kept with ``key = None`` and a warning that replay cannot match it — never
@@ -16,8 +18,10 @@ Every importer converts its source into calls on a :class:`RunBuilder`, which
 * tags every integer outside ±(2**53-1) left anywhere in a record or in the metadata
   (:func:`tag_big_ints`), so the recording can be saved (its digest is RFC 8785
   canonical JSON) and decodes to the exact integer;
-* keeps ``tool_call_id`` unique within the run (the loader rejects an id answered
-  twice): a reused id is recorded with a ``~N`` suffix and a warning;
+* settles the run's tool-call ids (:func:`unify_tool_call_ids`): one id per call, unique
+  in the run (the loader rejects an id answered twice; a reused id becomes ``ID~N``, an
+  empty one the client's id or ``~N``), the same in the response that asked for the
+  call, its tool record and every later request message — every consumer pairs by id;
 * writes ``metadata.source`` = ``{format, file, sha256, run, index, warnings,
   incomplete}``.
 
@@ -51,6 +55,7 @@ from ..record.jsonvalues import (
     json_loads_exact,
     might_hold_big_int,
 )
+from ..record.nesting import depth_reason, dumps, exceeds
 from ..record.recording import (
     FORMAT_VERSION,
     ChatMessage,
@@ -67,6 +72,7 @@ from ..record.recording import (
     ToolResult,
     Usage,
 )
+from ..record.recording_redaction import redact_recording
 from ..record.redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
 from ._source import SourceFile, as_object
 from .base import ImportedRun, ImportWarning
@@ -91,8 +97,10 @@ PRODUCER = "chassis-inspector import"
 
 
 def default_redactor() -> SecretRedactor:
-    """The redactor importers use: secret-looking values by pattern."""
-    return SecretRedactor(patterns=True)
+    """The redactor importers use (one per run): field names, shapes, names in text;
+    it learns what it removes; parsed values passed again (tool schemas) are answered
+    from memory."""
+    return SecretRedactor(memo=True)
 
 
 def to_rfc3339(value: Any) -> tuple[str | None, bool]:
@@ -128,7 +136,9 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
     A JSON object (or a string holding one) → ``(dict, False)``. Anything else — a JSON
     string literal, truncated JSON, an empty string, an array — is kept exactly as
     found, with ``True`` (the ``raw_arguments`` marker); so is an arguments string that
-    held invalid Unicode (a :mod:`core.record.jsonvalues` tag). ``None`` → ``({}, False)``.
+    held invalid Unicode (a :mod:`core.record.jsonvalues` tag), and one whose JSON nests
+    deeper than the nesting limit (:data:`core.record.nesting.MAX_DEPTH` levels; the
+    string is one JSON value). ``None`` → ``({}, False)``.
     """
     if raw is None:
         return {}, False
@@ -142,7 +152,7 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
             parsed = json_loads_exact(raw) if might_hold_big_int(raw) else orjson.loads(raw)
         except (ValueError, RecursionError):  # orjson.JSONDecodeError, json.JSONDecodeError
             return raw, True
-        if isinstance(parsed, dict):
+        if isinstance(parsed, dict) and not exceeds(parsed):
             return parsed, False
         return raw, True
     return raw, True
@@ -281,7 +291,7 @@ def id_text(value: Any) -> str:
 def json_text(value: Any) -> str:
     """Compact JSON text of ``value`` (for messages that must be strings)."""
     try:
-        return orjson.dumps(value).decode()
+        return dumps(value).decode()
     except TypeError:
         return repr(value)
 
@@ -341,6 +351,307 @@ class CallPairer:
         return out
 
 
+# --------------------------------------------------------------------------- tool-call ids
+
+
+@dataclass(eq=False)
+class _Issue:
+    """One tool call a model response asked for: where (record index, call index), the
+    id the source gave it (``src``, maybe empty), and what it is recorded as (``final``)."""
+
+    model: int
+    index: int
+    src: str
+    name: str
+    final: str = ""
+    answered_by: Any = None  # the tool record paired with it
+    client_id: str = ""  # for an empty src: the id a later request gives it
+
+
+def _call_fp(m: ChatMessage) -> tuple[Any, ...]:
+    """What identifies an assistant message with tool calls apart from the calls' ids:
+    its text and each call's name and arguments (a client may rewrite ids in history)."""
+    calls = tuple((tc.name, json_text(tc.arguments)) for tc in m.tool_calls or ())
+    return (m.text if not isinstance(m.content, list) else json_text(m.content), calls)
+
+
+def _map_request(
+    messages: list[ChatMessage],
+    by_fp: dict[tuple[Any, ...], list[list[_Issue]]],
+    by_src: dict[str, list[_Issue]],
+    fp_cache: dict[int, tuple[Any, ...]],
+) -> dict[int, list[_Issue | None]]:
+    """Which earlier call each tool call and ``tool`` message of one request stands for.
+
+    An assistant message with tool calls is the earlier response it repeats (same text,
+    same call names and arguments; from the last message back, each takes the latest such
+    response no later message of this request took), else each call is the latest earlier
+    call with its id. A ``tool`` message answers the call of an assistant message before it
+    in the request: the one with its id, else the first unanswered one of its name, else
+    (no id) the first unanswered one. Returns ``{message index: [issue or None, ...]}``
+    (one entry per tool call, or one for a ``tool`` message)."""
+    out: dict[int, list[_Issue | None]] = {}
+    taken: set[int] = set()
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.role != "assistant" or not m.tool_calls:
+            continue
+        fp = fp_cache.get(id(m))
+        if fp is None:
+            fp = fp_cache[id(m)] = _call_fp(m)
+        found = next((g for g in reversed(by_fp.get(fp, ())) if id(g) not in taken), None)
+        if found is not None:
+            taken.add(id(found))
+            taken.update(id(c) for c in found)
+            out[i] = list(found)
+            continue
+        mapped: list[_Issue | None] = []
+        for tc in m.tool_calls:
+            cands = by_src.get(tc.id, ()) if tc.id else ()
+            mapped.append(next((c for c in reversed(cands) if id(c) not in taken), None))
+            if mapped[-1] is not None:
+                taken.add(id(mapped[-1]))
+        out[i] = mapped
+    open_calls: list[tuple[str, str, _Issue]] = []  # (id as written here, name, issue)
+    for i, m in enumerate(messages):
+        if m.role == "assistant" and m.tool_calls:
+            for tc, issue in zip(m.tool_calls, out.get(i, ())):
+                if issue is not None:
+                    open_calls.append((tc.id, tc.name, issue))
+        elif m.role == "tool" and open_calls:
+            tid = m.tool_call_id or ""
+            k = next((n for n, (cid, _, _) in enumerate(open_calls) if tid and cid == tid), None)
+            if k is None and m.name:
+                k = next((n for n, (cid, nm, _) in enumerate(open_calls) if nm == m.name), None)
+            if k is None and not tid:
+                k = 0
+            if k is not None:
+                out[i] = [open_calls.pop(k)[2]]
+    return out
+
+
+def unify_tool_call_ids(
+    records: list[Any], warn: Callable[[str, str], None], place_of: Callable[[int], str] | None = None
+) -> set[int]:
+    """Give every tool call of a run one id, unique in the run, used everywhere it appears.
+
+    Sources reuse ids (tau-bench, SWE-agent 1.x) and leave them empty (Gemini's calls have
+    none; a client may invent one in the next request), while every consumer of a
+    recording — the timeline's "answered by" links, the transcript, the audit's
+    ``tool_call_id`` lineage, the canonical keys the diff aligns by, the replay engine's
+    transcript — pairs a tool result with its call *by id*. So ids are settled once, at
+    import, for the response that asked for the call, its tool record and every later
+    request message that carries it:
+
+    * each tool record is paired with the call it answers (the oldest unanswered call of a
+      response before it with the record's id, else — an empty id on one side — the
+      oldest unanswered call without an id of the same tool);
+    * the n-th call a run gives id ``X`` is recorded as ``X`` (n = 1) or ``X~n``;
+    * a call without an id gets the id a later request gives it (the client's rewrite),
+      else the id its result carried, else ``~n`` (the n-th call without one);
+    * messages of later requests are mapped to the calls they carry (see
+      :func:`_map_request`: by position and content, never by id alone) and renamed;
+    * a tool record that answers no call keeps its id, made unique with ``~n``.
+
+    Each renaming is warned once (``place_of(record index)`` names the place). Records
+    and messages are replaced, never mutated (messages are shared between requests).
+    Returns the indexes of the model records whose request changed (their keys must be
+    computed again)."""
+    issues: list[_Issue] = []
+    per_model: dict[int, list[_Issue]] = {}
+    for i, r in enumerate(records):
+        if type(r) is ModelRecord and r.response is not None and r.response.message.tool_calls:
+            group = [_Issue(i, j, tc.id or "", tc.name) for j, tc in enumerate(r.response.message.tool_calls)]
+            per_model[i] = group
+            issues.extend(group)
+    if not issues:
+        seen: Counter[tuple[Any, str]] = Counter()
+        for i, r in enumerate(records):
+            if type(r) is ToolRecord and r.tool_call_id:
+                k = (r.run_id, r.tool_call_id)
+                seen[k] += 1
+                if seen[k] > 1:
+                    new = f"{r.tool_call_id}~{seen[k]}"
+                    warn(place_of(i) if place_of else f"record {r.seq}", _reused(r.tool_call_id, new))
+                    records[i] = r.model_copy(update={"tool_call_id": new})
+        return set()
+
+    if _already_settled(records, issues):
+        return set()
+
+    # 1. pair tool records with calls; map every request's messages to calls
+    open_by_src: dict[str, list[_Issue]] = {}
+    by_fp: dict[tuple[Any, ...], list[list[_Issue]]] = {}
+    by_src: dict[str, list[_Issue]] = {}
+    fp_cache: dict[int, tuple[Any, ...]] = {}
+    mappings: dict[int, dict[int, list[_Issue | None]]] = {}
+    for i, r in enumerate(records):
+        if type(r) is ModelRecord:
+            if any(m.tool_calls or m.role == "tool" for m in r.request.messages):
+                mp = _map_request(r.request.messages, by_fp, by_src, fp_cache)
+                mappings[i] = mp
+                for mi, found in mp.items():
+                    m = r.request.messages[mi]
+                    written = [tc.id for tc in m.tool_calls or ()] if m.role == "assistant" else [m.tool_call_id or ""]
+                    for issue, wid in zip(found, written):
+                        if issue is not None and not issue.src and wid and not issue.client_id:
+                            issue.client_id = wid
+            asked = per_model.get(i)
+            if asked and r.response is not None:
+                msg = r.response.message
+                fp = fp_cache.get(id(msg))
+                if fp is None:
+                    fp = fp_cache[id(msg)] = _call_fp(msg)
+                by_fp.setdefault(fp, []).append(asked)
+                for issue in asked:
+                    open_by_src.setdefault(issue.src, []).append(issue)
+                    by_src.setdefault(issue.src, []).append(issue)
+        elif type(r) is ToolRecord:
+            tid = r.tool_call_id or ""
+            pool = open_by_src.get(tid, []) if tid else []
+            at: int | None = 0 if pool else None
+            if at is None:
+                pool = open_by_src.get("", [])
+                at = next((n for n, c in enumerate(pool) if c.name == r.tool), None)
+            if at is not None:
+                pool.pop(at).answered_by = i
+
+    # 2. the id each call is recorded as
+    linked = {c.answered_by for c in issues if c.answered_by is not None}
+    reserved = set(by_src)  # ids the source gave calls
+    reserved.update(
+        r.tool_call_id for i, r in enumerate(records) if type(r) is ToolRecord and r.tool_call_id and i not in linked
+    )
+    given: Counter[str] = Counter()
+    taken: set[str] = set()
+    unnamed = 0
+    for c in issues:
+        if c.src:
+            given[c.src] += 1
+            n = given[c.src]
+            final = c.src if n == 1 else f"{c.src}~{n}"
+            while final in taken or (n > 1 and final in reserved):
+                n += 1
+                final = f"{c.src}~{n}"
+        else:
+            rec_id = records[c.answered_by].tool_call_id if c.answered_by is not None else None
+            final = next((x for x in (c.client_id, rec_id) if x and x not in taken and x not in reserved), "")
+            while not final or final in taken or final in reserved:
+                unnamed += 1
+                final = f"~{unnamed}"
+        taken.add(final)
+        c.final = final
+
+    # 3. rename: responses, tool records, request messages
+    cache: dict[tuple[int, tuple[str, ...]], ChatMessage] = {}
+
+    def renamed(m: ChatMessage, ids: list[str | None]) -> ChatMessage:
+        if m.role == "assistant" and m.tool_calls:
+            new_ids = tuple(x if x is not None else tc.id for tc, x in zip(m.tool_calls, ids))
+            if new_ids == tuple(tc.id for tc in m.tool_calls):
+                return m
+        else:
+            new_ids = (ids[0] if ids and ids[0] is not None else (m.tool_call_id or ""),)
+            if new_ids[0] == (m.tool_call_id or ""):
+                return m
+        hit = cache.get((id(m), new_ids))
+        if hit is None:
+            if m.role == "assistant" and m.tool_calls:
+                calls = [tc if tc.id == x else tc.model_copy(update={"id": x}) for tc, x in zip(m.tool_calls, new_ids)]
+                hit = m.model_copy(update={"tool_calls": calls})
+            else:
+                hit = m.model_copy(update={"tool_call_id": new_ids[0]})
+            cache[(id(m), new_ids)] = hit
+        return hit
+
+    changed: set[int] = set()
+    for i, r in enumerate(records):
+        if type(r) is ModelRecord:
+            mapping = mappings.get(i)
+            if mapping:
+                msgs = r.request.messages
+                new_msgs = [
+                    renamed(m, [c.final if c is not None else None for c in mapping[k]]) if k in mapping else m
+                    for k, m in enumerate(msgs)
+                ]
+                if any(a is not b for a, b in zip(new_msgs, msgs)):
+                    r = r.model_copy(update={"request": r.request.model_copy(update={"messages": new_msgs})})
+                    changed.add(i)
+            asked = per_model.get(i)
+            if asked and r.response is not None and any(c.final != c.src for c in asked):
+                msg = renamed(r.response.message, [c.final for c in asked])
+                r = r.model_copy(update={"response": r.response.model_copy(update={"message": msg})})
+                for c in asked:
+                    if c.final != c.src:
+                        where = place_of(c.answered_by) if place_of and c.answered_by is not None else f"record {r.seq}"
+                        if c.src:
+                            warn(where, _reused(c.src, c.final))
+                        else:
+                            how = (
+                                "the id a later request gives it"
+                                if c.final == c.client_id
+                                else "the id its result carried"
+                                if c.answered_by is not None and c.final == records[c.answered_by].tool_call_id
+                                else "a made-up id"
+                            )
+                            warn(where, f"tool call of {c.name!r} has no id; recorded as {c.final!r} ({how})")
+            records[i] = r
+    answer_of = {c.answered_by: c for c in issues if c.answered_by is not None}
+    orphans: Counter[str] = Counter()
+    for i, r in enumerate(records):
+        if type(r) is not ToolRecord:
+            continue
+        answered = answer_of.get(i)
+        if answered is not None:
+            if r.tool_call_id != answered.final:
+                records[i] = r.model_copy(update={"tool_call_id": answered.final})
+        elif r.tool_call_id:
+            orphans[r.tool_call_id] += 1
+            if r.tool_call_id in taken or orphans[r.tool_call_id] > 1:
+                n = max(orphans[r.tool_call_id], 2)
+                new = f"{r.tool_call_id}~{n}"
+                while new in taken:
+                    n += 1
+                    new = f"{r.tool_call_id}~{n}"
+                taken.add(new)
+                warn(place_of(i) if place_of else f"record {r.seq}", _reused(r.tool_call_id, new))
+                records[i] = r.model_copy(update={"tool_call_id": new})
+    return changed
+
+
+def _already_settled(records: list[Any], issues: list[_Issue]) -> bool:
+    """The common case, checked in one pass over distinct messages: every call has its own
+    non-empty id, every id a request message carries is one of them, and no two tool
+    records share an id — then nothing is renamed."""
+    srcs = {c.src for c in issues}
+    if "" in srcs or len(srcs) != len(issues):
+        return False
+    seen: set[int] = set()
+    answered: set[str] = set()
+    for r in records:
+        if type(r) is ModelRecord:
+            for m in r.request.messages:
+                if id(m) in seen:
+                    continue
+                seen.add(id(m))
+                if m.tool_calls and any(tc.id not in srcs for tc in m.tool_calls):
+                    return False
+                if m.role == "tool" and (m.tool_call_id or "") not in srcs:
+                    return False
+        elif type(r) is ToolRecord and r.tool_call_id:
+            if r.tool_call_id in answered:
+                return False
+            answered.add(r.tool_call_id)
+    return True
+
+
+def _reused(src: str, final: str) -> str:
+    return (
+        f"tool_call_id {src!r} is used by more than one call in this run; recorded as {final!r} "
+        "(in the response that asked for it, its result and every later request)"
+    )
+
+
 class RunBuilder:
     """Accumulates the records of one run; see the module docstring.
 
@@ -370,7 +681,7 @@ class RunBuilder:
         self.redactor = default_redactor() if redactor is True else (redactor or None)
         self.records: list[Any] = []
         self.warnings: list[ImportWarning] = []
-        self._ids: Counter[str] = Counter()
+        self._places: dict[int, str] = {}  # record index -> its place in the source (tool records)
         self._json: dict[int, dict[str, Any]] = {}
         self._assumed_utc = False
         self._redacted_places: list[str] = []
@@ -561,16 +872,10 @@ class RunBuilder:
             self.warn(
                 place, "the tool call's arguments are not in the source; imported without a key: replay cannot match it"
             )
-        tcid = None
-        if isinstance(tool_call_id, str) and tool_call_id:
-            self._ids[tool_call_id] += 1
-            n = self._ids[tool_call_id]
-            tcid = tool_call_id if n == 1 else f"{tool_call_id}~{n}"
-            if n > 1:
-                self.warn(
-                    place,
-                    f"tool_call_id {tool_call_id!r} is used by more than one call in this run; recorded as {tcid!r}",
-                )
+        # ids are made unique and consistent with the messages when the run is built
+        # (unify_tool_call_ids): here the source's id is kept as written
+        tcid = tool_call_id if isinstance(tool_call_id, str) and tool_call_id else None
+        self._places[len(self.records)] = place
         rec = ToolRecord.model_construct(
             seq=len(self.records),
             at=at,
@@ -627,6 +932,10 @@ class RunBuilder:
             shown = ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
             self.warn("redaction", f"secret-looking values or sensitive fields were redacted in {shown}")
         meta = self.scrub(dict(metadata or {}), "metadata")
+        for i in unify_tool_call_ids(self.records, self.warn, lambda i: self._places.get(i, f"record {i}")):
+            r = self.records[i]
+            if r.key is not None:  # renamed ids are part of the request: its key changes
+                r.key = identity_key(record_identity(r))[0]
         if self.src.may_hold_big_ints:
             tag_big_ints(self.records, self.warn)
             meta = tag_big_ints_in(meta, "metadata", self.warn)
@@ -655,6 +964,9 @@ class RunBuilder:
             records=self.records,
             digest=None,
         )
+        if self.redactor is not None and self.redactor.known:
+            # a secret removed in one place is scrubbed where it appeared before it (propagation)
+            redact_recording(rec, self.redactor)
         return ImportedRun(run_id=self.run_id, recording=rec, warnings=list(self.warnings), incomplete=incomplete)
 
 
@@ -672,9 +984,13 @@ def _describe_raw(raw: Any) -> str:
         if raw == "":
             return "an empty string"
         try:
-            orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if "depth limit" in str(exc):
+                return f"JSON {depth_reason()}"
             return "not valid JSON, e.g. truncated"
+        if exceeds(parsed):
+            return f"JSON {depth_reason()}"
         return "JSON that is not an object"
     return f"a {type(raw).__name__}"
 

@@ -210,10 +210,13 @@ def salvage_json(text: str) -> Truncation | None:
     cut = stack[-1][1]
     candidate = text[:cut] + "".join(e[0] for e in reversed(stack))
     from ..record.jsonvalues import json_loads_exact
+    from ..record.nesting import exceeds
 
     try:
         value = json_loads_exact(candidate)
     except (ValueError, RecursionError):
+        return None
+    if exceeds(value):  # beyond the nesting limit: nothing is recovered
         return None
     path = [e[2] if e[0] == "]" else e[4] for e in stack]
     return Truncation(value, path)
@@ -242,19 +245,28 @@ def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
     distinct from null, exact, and survives save/load, and each is reported in
     ``value_warnings`` (:class:`core.record.jsonvalues.ValueWarning`).
 
+    The document is one JSON value, held to the nesting limit
+    (:data:`core.record.nesting.MAX_DEPTH` levels;
+    :func:`core.record.jsonvalues.check_parsed_depth`).
+
     Raises:
-        FormatError: empty or malformed (line and column).
+        FormatError: empty or malformed (line and column), or nested deeper than the
+            limit (the JSON Pointer where it is crossed, and the limit).
         TruncatedSourceError: the document ends early (the salvaged part in ``partial``).
     """
-    from ..record.jsonvalues import encode_value, json_loads_exact, might_hold_big_int
+    from ..record.jsonvalues import check_parsed_depth, encode_value, json_loads_exact, might_hold_big_int
+    from ..record.nesting import ensure_recursion_limit
 
+    ensure_recursion_limit()
     data = src.data
     orjson_exc: orjson.JSONDecodeError | None
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         orjson_exc = exc
+        check_parsed_depth(data, exc=exc, source=src.name)
     else:
+        check_parsed_depth(data, value, source=src.name)
         if not might_hold_big_int(data):
             return value, []
         # a number of 16+ digits: orjson reads an integer beyond 64 bits as an inexact
@@ -284,8 +296,10 @@ def parse_source_json(src: SourceFile) -> tuple[Any, list[Any]]:
                 partial=partial,
             ) from None
         raise FormatError(f"malformed JSON: {exc.msg}", file=src.name, line=exc.lineno, column=exc.colno) from None
-    except RecursionError:
-        raise FormatError(f"malformed JSON: {orjson_exc or 'nested too deeply'}", file=src.name) from None
+    except RecursionError as exc:
+        check_parsed_depth(text, exc=exc, source=src.name)
+    if orjson_exc is not None:
+        check_parsed_depth(text, value, source=src.name)
     return encode_value(value, escaped_bytes=escaped)
 
 

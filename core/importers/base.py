@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..record.recording import Recording
 
@@ -26,6 +26,7 @@ WARNING_CODES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("timestamp-assumed-utc", ("no UTC offset",)),
     ("usage-dropped", ("token usage",)),
     ("big-integer", ("$bigint", "2**53")),
+    ("call-id-renamed", ("is used by more than one call", "has no id; recorded as")),
     ("arguments-raw", ("arguments",)),
     ("call-without-result", ("has no recorded result", "has no observation")),
     ("result-without-call", ("answers no",)),
@@ -160,11 +161,17 @@ class Importer:
     """Base class of importers.
 
     Subclasses set ``name`` (the ``--from`` value), ``description`` and implement
-    :meth:`sniff` and :meth:`load`.
+    :meth:`sniff` and :meth:`load`. A format whose agent states its final output in a
+    call of its own (SWE-agent's ``submit``, OpenHands' ``finish``) declares that rule in
+    ``final_output_rule`` (the shape :mod:`core.analysis.final_output` reads); the
+    importer stores it in every run's ``metadata.final_output_rule``, so the audit, the
+    diff, the metrics and knockout all find the same final output. ``None``: the default
+    rule (the last model response).
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    final_output_rule: ClassVar[dict[str, Any] | None] = None
 
     def sniff(self, path: Path, head: bytes) -> str | None:
         """Return ``None`` when this importer recognises the file, else the reason it

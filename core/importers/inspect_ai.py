@@ -35,10 +35,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import FormatError
 from ..record.jsonvalues import load_json_lenient
+from ..record.nesting import dumps
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, attach_value_warnings, id_text, truncated_error, usage_pair
 from ._source import (
@@ -340,7 +339,7 @@ class InspectAIImporter(JsonImporter, Importer):
                 args = tc.get("arguments")
                 if tc.get("parse_error"):
                     b.warn(f"{place}.tool_calls[{j}]", f"Inspect could not parse these arguments: {tc['parse_error']}")
-                    args = args if isinstance(args, str) else orjson.dumps(args).decode()
+                    args = args if isinstance(args, str) else dumps(args).decode()
                 calls.append(b.tool_call(tc.get("id"), tc.get("function"), args, f"{place}.tool_calls[{j}]"))
         name = m.get("function") if m.get("role") == "tool" else m.get("name")
         return b.message(

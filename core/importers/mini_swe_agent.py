@@ -18,10 +18,16 @@ submission), ``messages`` (OpenAI-style chat: system, user, assistant with
   (mini-swe-agent ends the run from inside the submitting command).
 * text actions without ``tool_calls`` (``extra.actions``) are imported as ``bash``
   tool records.
+
+The final output (:data:`FINAL_OUTPUT_RULE`, in ``metadata.final_output_rule``) is the
+submission: the result of the last command that echoes mini-swe-agent's submit marker
+(``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``; ``MINI_SWE_AGENT_FINAL_OUTPUT`` in older
+versions) — mini-swe-agent ends the run when a command's output starts with it.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -32,12 +38,26 @@ from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_messa
 from ._source import SourceFile, Truncation, as_array, as_object, read_tail
 from .base import ImportedRun, Importer
 
+#: mini-swe-agent's final output: what the submitting command returned (the submission)
+FINAL_OUTPUT_RULE: dict[str, Any] = {
+    "format": "mini_swe_agent",
+    "describe": "the result of the last command that echoes the submit marker (COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT)",
+    "takes": [
+        {
+            "tool": "bash",
+            "command": r"\b(COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT)\b",
+            "take": "result",
+        }
+    ],
+}
+
 
 class MiniSweAgentImporter(JsonImporter, Importer):
     """mini-swe-agent ``.traj.json`` files."""
 
     name = "mini_swe_agent"
     description = "mini-swe-agent trajectory (.traj.json)"
+    final_output_rule = FINAL_OUTPUT_RULE
 
     def sniff(self, path: Path, head: bytes) -> str | None:
         """Accept a JSON object with ``trajectory_format: "mini-swe-agent…"`` (at either
@@ -176,6 +196,7 @@ class MiniSweAgentImporter(JsonImporter, Importer):
                 meta[key] = info[key]
         if isinstance(info.get("config"), dict):
             meta["config"] = info["config"]
+        meta["final_output_rule"] = copy.deepcopy(FINAL_OUTPUT_RULE)
         return b.build({k: v for k, v in meta.items() if v is not None}, incomplete=incomplete)
 
 

@@ -26,10 +26,15 @@ response (repeated on every action of a multi-call response and on observations)
 * user messages → interrupt records ``{"type": "user_message"}`` (and in rebuilt
   requests); agent ``message``/``finish`` without a tool call → interrupt records
   ``{"type": "agent_message"}``; ``null`` observations are skipped.
+
+The final output (:data:`FINAL_OUTPUT_RULE`, in ``metadata.final_output_rule``) is what the
+agent said when it called ``finish``: the call's ``message`` argument, else the text of
+the response that called it, else (a ``finish`` without a tool call) the finish message.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -42,12 +47,24 @@ from .base import ImportedRun, Importer
 
 _HEAD = re.compile(rb"^\s*\[\s*\{")
 
+#: OpenHands' final output: the message of its last ``finish`` (core.analysis.final_output)
+FINAL_OUTPUT_RULE: dict[str, Any] = {
+    "format": "openhands",
+    "describe": "the message of the last `finish` call (OpenHands' final answer)",
+    "takes": [
+        {"tool": "finish", "take": "argument", "field": "message"},
+        {"tool": "finish", "take": "response"},
+        {"interrupt": {"type": "agent_message", "action": "finish"}, "take": "field", "field": "content"},
+    ],
+}
+
 
 class OpenHandsImporter(JsonImporter, Importer):
     """OpenHands event-stream JSON (list of action/observation events)."""
 
     name = "openhands"
     description = "OpenHands event stream (JSON array of actions and observations)"
+    final_output_rule = FINAL_OUTPUT_RULE
 
     def sniff(self, path: Path, head: bytes) -> str | None:
         """Accept a JSON array whose first object has ``source`` and ``action`` or
@@ -183,6 +200,7 @@ class OpenHandsImporter(JsonImporter, Importer):
             a = as_object(first_user.get("args"))
             meta["task"] = a.get("content", first_user.get("message"))
         start = next((e.get("timestamp") for e in events if isinstance(e, dict) and e.get("timestamp")), None)
+        meta["final_output_rule"] = copy.deepcopy(FINAL_OUTPUT_RULE)
         return b.build(meta, created_at=b.time(start), incomplete=incomplete)
 
     def _response_message(self, b: RunBuilder, resp: dict[str, Any], p: str) -> ChatMessage:

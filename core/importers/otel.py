@@ -55,6 +55,7 @@ from .. import __version__
 from ..errors import FormatError
 from ..record.canonical import canonical_json
 from ..record.jsonvalues import BIGINT_TAG, decode_value, display_text, encode_value, is_tagged, load_json_lenient
+from ..record.nesting import dumps
 from ..record.recording import (
     ChatMessage,
     ErrorInfo,
@@ -69,6 +70,7 @@ from ..record.recording import (
     ToolResult,
     Usage,
 )
+from ..record.recording_redaction import redacted_copy
 from ._llm_api import CarriedResult, Warnings, parse_args, simplify_parts, text_part
 from ._source import read_source
 from .base import ImportedRun, Importer
@@ -177,7 +179,7 @@ def _kv(key: str, value: Any) -> dict[str, Any]:
 
 def _json_text(value: Any) -> str:
     """Compact JSON of a recording value (tags kept as they are: they are JSON)."""
-    return orjson.dumps(value).decode()
+    return dumps(value).decode()
 
 
 # =========================================================================== export
@@ -267,10 +269,14 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
     start times never decrease, so the spans' time order is the records' order (the exact
     ``at`` text is kept in ``chassis.at``).
 
+    What is exported is redacted (docs/format.md, "Redaction"; a copy: ``rec`` is
+    untouched), as everything the product writes.
+
     Raises:
         CanonicalizationError: a record holds a value with no JSON form (cannot happen
             for a validated recording).
     """
+    rec = redacted_copy(rec)
     records_json = [r.to_json_obj() for r in rec.records]
     digest = hashlib.sha256(canonical_json(records_json)).hexdigest()
     trace_id = digest[:32]
@@ -421,7 +427,7 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
 
 def export_otlp(rec: Recording, *, indent: bool = True) -> bytes:
     """:func:`recording_to_otlp` serialized as JSON bytes."""
-    return orjson.dumps(recording_to_otlp(rec), option=orjson.OPT_INDENT_2 if indent else 0)
+    return dumps(recording_to_otlp(rec), orjson.OPT_INDENT_2 if indent else 0)
 
 
 # =========================================================================== import
@@ -810,6 +816,7 @@ class OtelImporter(Importer):
             keyless=keyless,
             session=session,
             stamp_run_id=not own_export,
+            unify_call_ids=not own_export,
         )
         return ImportedRun(run_id=run_id, recording=recording, warnings=list(warnings))
 

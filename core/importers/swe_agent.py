@@ -23,6 +23,7 @@ name's stem is the instance id (SWE-agent names files ``<instance_id>.traj``).
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,14 @@ _REFUSALS = [
     (re.compile(r"^Operation '.*' is not supported by this environment"), "blocked"),
 ]
 _ERR_LINE = re.compile(r"^- (E\d+ .*)$", re.M)
+
+#: SWE-agent's final output: the patch its ``submit`` command returns (0.x text action or
+#: 1.x function call alike); a run that never submitted has none (core.analysis.final_output)
+FINAL_OUTPUT_RULE: dict[str, Any] = {
+    "format": "swe_agent",
+    "describe": "the result of the last `submit` call: the patch SWE-agent submits",
+    "takes": [{"tool": "submit", "take": "result"}],
+}
 
 
 def refusal(observation: Any) -> ErrorInfo | None:
@@ -93,6 +102,7 @@ class SweAgentImporter(JsonImporter, Importer):
 
     name = "swe_agent"
     description = "SWE-agent trajectory (.traj)"
+    final_output_rule = FINAL_OUTPUT_RULE
 
     def sniff(self, path: Path, head: bytes) -> str | None:
         """Accept a JSON object with a ``"trajectory"`` array of action/observation steps."""
@@ -196,6 +206,7 @@ class SweAgentImporter(JsonImporter, Importer):
         totals = usage_totals_from_model_stats(info.get("model_stats"))
         if totals is not None:
             meta["usage_totals"] = totals
+        meta["final_output_rule"] = copy.deepcopy(FINAL_OUTPUT_RULE)
         return b.build(meta, incomplete=incomplete)
 
     def _message(self, b: RunBuilder, m: Any, place: str) -> ChatMessage:

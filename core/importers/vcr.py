@@ -29,8 +29,9 @@ thinking kept apart from the answer as a content part ``{"type": "thinking",
 Every value goes through :mod:`core.record.jsonvalues` (NaN/Infinity, invalid Unicode); a body
 that cannot be decoded is kept as an ``$invalid_unicode`` value with an explicit warning
 and an ``undecodable_body`` error on the call, never as an empty string. Secrets are
-redacted by default (header names containing key/token/secret/authorization/cookie,
-sensitive query parameters, and ``sk-…``-style values everywhere). What maps to what is
+redacted by default (docs/format.md, "Redaction": sensitive headers by the header rule,
+sensitive query parameters, secrets by shape and by name everywhere, and every value
+removed scrubbed wherever else the run holds it). What maps to what is
 documented in ``docs/importers.md`` ("vcrpy cassettes").
 """
 
@@ -63,8 +64,8 @@ from ..record.recording import (
     ToolRecord,
     ToolResult,
 )
-from ..record.redaction import REDACTED, SecretRedactor, is_sensitive_header, is_sensitive_name
-from ._build import identity_key, record_identity, tag_big_ints, tag_big_ints_in
+from ..record.redaction import SecretRedactor, header_kind, marker, query_kind
+from ._build import identity_key, record_identity, tag_big_ints, tag_big_ints_in, unify_tool_call_ids
 from ._llm_api import (
     CarriedResult,
     ParsedRequest,
@@ -100,6 +101,8 @@ def finalize_recording(
     keyless: set[int] | None = None,
     session: SessionInfo | None = None,
     stamp_run_id: bool = True,
+    unify_call_ids: bool = True,
+    redactor: SecretRedactor | None = None,
 ) -> Recording:
     """Number records, stamp ``run_id``, compute canonical keys, redact, and wrap them
     in a recording.
@@ -114,10 +117,17 @@ def finalize_recording(
       warned) get no key either.
     * Records without a ``run_id`` get ``run_id`` (unless ``stamp_run_id`` is false:
       a re-imported export keeps the records' own run ids, ``None`` included).
-    * A ``tool_call_id`` used by more than one tool record is made unique with a ``~N``
-      suffix (the loader rejects an id answered twice), with a warning.
-    * Redaction is by field name plus ``SecretRedactor(patterns=True)`` (``sk-…``,
-      ``sk-ant-…``, ...); tool results scrubbed are marked ``result.redacted``.
+    * Tool-call ids are settled once for the run (:func:`._build.unify_tool_call_ids`):
+      unique (the loader rejects an id answered twice; a reused id becomes ``ID~N``), and
+      the same in the response that asked for a call, its tool record and every later
+      request message carrying it; a call without an id gets the id a later request gives
+      it (or ``~N``). Each renaming is warned. ``unify_call_ids=False`` (a re-imported
+      export of our own, whose ids are already settled) only makes tool record ids unique.
+    * Redaction (docs/format.md, "Redaction"): field names, shapes, names in text and
+      the secrets ``redactor`` knows (default a new
+      :class:`~core.record.redaction.SecretRedactor`; the caller's learned the headers
+      it removed), each scrubbed everywhere in the run; tool results scrubbed are
+      marked ``result.redacted``.
     * ``metadata.source`` = ``{format, file, sha256, run, index, redacted, warnings}``
       (the same shape as the other importers).
     """
@@ -125,22 +135,27 @@ def finalize_recording(
         r.seq = seq  # numbered first: tag_big_ints names records by seq
     tag_big_ints(records, warnings.add)
     metadata = tag_big_ints_in(metadata, "metadata", warnings.add)
-    seen: dict[tuple[str | None, str], int] = {}
     for seq, r in enumerate(records):
         r.seq = seq
         if r.run_id is None and stamp_run_id:
             r.run_id = run_id
-        if isinstance(r, ToolRecord) and r.tool_call_id:
-            k = (r.run_id, r.tool_call_id)
-            n = seen.get(k, 0) + 1
-            seen[k] = n
-            if n > 1:
-                new_id = f"{r.tool_call_id}~{n}"
-                warnings.add(
-                    f"record {seq}",
-                    f"tool_call_id {r.tool_call_id!r} is used by more than one call; recorded as {new_id!r}",
-                )
-                r.tool_call_id = new_id
+    if unify_call_ids:
+        unify_tool_call_ids(records, warnings.add)
+    else:
+        seen: dict[tuple[str | None, str], int] = {}
+        for seq, r in enumerate(records):
+            if isinstance(r, ToolRecord) and r.tool_call_id:
+                k = (r.run_id, r.tool_call_id)
+                n = seen.get(k, 0) + 1
+                seen[k] = n
+                if n > 1:
+                    new_id = f"{r.tool_call_id}~{n}"
+                    warnings.add(
+                        f"record {seq}",
+                        f"tool_call_id {r.tool_call_id!r} is used by more than one call; recorded as {new_id!r}",
+                    )
+                    r.tool_call_id = new_id
+    for seq, r in enumerate(records):
         if not isinstance(r, (ToolRecord, ModelRecord)):
             continue
         if keyless and seq in keyless:
@@ -158,7 +173,7 @@ def finalize_recording(
         session=session or SessionInfo(mode="record", created_at=created_at, producer=f"{PRODUCER} --from {fmt}"),
         records=records,
     )
-    changed = redact_recording(rec, SecretRedactor(patterns=True))
+    changed = redact_recording(rec, redactor if redactor is not None else SecretRedactor())
     if changed:
         warnings.add("redaction", f"secret-looking values or sensitive fields were redacted in {changed} record(s)")
     rec.metadata["source"] = {
@@ -253,24 +268,29 @@ def _header(h: dict[str, list[str]], name: str) -> str | None:
     return None
 
 
-def _redact_headers(h: dict[str, list[str]]) -> tuple[dict[str, list[str] | str], int]:
-    """``h`` with each sensitive header's values replaced by the one string ``REDACTED``,
-    and how many were replaced."""
+def _redact_headers(
+    h: dict[str, list[str]], redactor: SecretRedactor | None = None
+) -> tuple[dict[str, list[str] | str], int]:
+    """``h`` with each sensitive header's values (the header rule,
+    :func:`core.record.redaction.header_kind`) replaced by the one marker of its kind,
+    and how many were replaced; ``redactor`` learns the values (they are scrubbed
+    wherever else the run holds them)."""
     out: dict[str, list[str] | str] = {}
     n = 0
     for k, v in h.items():
-        if is_sensitive_header(k):
-            out[k] = REDACTED
+        kind = header_kind(k)
+        if kind is not None:
+            out[k] = marker(kind)
             n += 1
+            if redactor is not None:
+                for value in v:
+                    redactor.remember(value, kind)
         else:
             out[k] = v
     return out, n
 
 
-_SENSITIVE_QUERY = {"key", "api_key", "apikey", "token", "access_token", "sig", "signature"}
-
-
-def _redact_uri(uri: str) -> tuple[str, int]:
+def _redact_uri(uri: str, redactor: SecretRedactor | None = None) -> tuple[str, int]:
     try:
         parts = urlsplit(uri)
     except ValueError:
@@ -281,9 +301,12 @@ def _redact_uri(uri: str) -> tuple[str, int]:
     n = 0
     out = []
     for k, v in q:
-        if k.lower() in _SENSITIVE_QUERY or is_sensitive_name(k):
-            out.append((k, REDACTED))
+        kind = query_kind(k)
+        if kind is not None and v:
+            out.append((k, marker(kind)))
             n += 1
+            if redactor is not None:
+                redactor.remember(v, kind)
         else:
             out.append((k, v))
     if not n:
@@ -544,9 +567,11 @@ class VcrImporter(Importer):
             kept = doc["interactions"][:-1]
             if kept:
                 w = Warnings()
-                records, metadata, created = self._convert(kept, w, source)
+                red = SecretRedactor()  # one per run: headers removed are scrubbed everywhere
+                records, metadata, created = self._convert(kept, w, source, red)
                 rec = finalize_recording(
                     records,
+                    redactor=red,
                     fmt="vcr",
                     path=path,
                     data=data,
@@ -558,9 +583,11 @@ class VcrImporter(Importer):
                 exc.recovered = [ImportedRun(run_id=path.stem, recording=rec, warnings=list(w), incomplete=True)]
             raise exc
         warnings = Warnings()
-        records, metadata, created = self._convert(doc["interactions"], warnings, source)
+        redactor = SecretRedactor()  # one per run: headers removed are scrubbed everywhere
+        records, metadata, created = self._convert(doc["interactions"], warnings, source, redactor)
         rec = finalize_recording(
             records,
+            redactor=redactor,
             fmt="vcr",
             path=path,
             data=data,
@@ -574,7 +601,7 @@ class VcrImporter(Importer):
     # -- conversion --------------------------------------------------------------------
 
     def _convert(
-        self, interactions: list[Any], warnings: Warnings, source: str
+        self, interactions: list[Any], warnings: Warnings, source: str, redactor: SecretRedactor | None = None
     ) -> tuple[list[Any], dict[str, Any], str | None]:
         records: list[Any] = []
         http: list[dict[str, Any]] = []
@@ -594,9 +621,9 @@ class VcrImporter(Importer):
             resp_h = _headers(resp_msg.get("headers"))
             req_body = _decode_body(req_msg, req_h, f"{place}.request", warnings)
             provider = provider_of(uri, req_body.value)
-            safe_uri, nq = _redact_uri(uri)
-            rh, n1 = _redact_headers(req_h)
-            sh, n2 = _redact_headers(resp_h)
+            safe_uri, nq = _redact_uri(uri, redactor)
+            rh, n1 = _redact_headers(req_h, redactor)
+            sh, n2 = _redact_headers(resp_h, redactor)
             redacted_headers += n1 + n2 + nq
             status = (
                 (resp_msg.get("status") or {}).get("code")

@@ -6,23 +6,34 @@ name]}`` steps (Magentic-One or AutoGen/CaptainAgent) with no timestamps and no
 structured calls.
 
 One history step → exactly one record, so **record seq = history step index** and the
-annotated ``mistake_step`` points straight at a record:
+annotated ``mistake_step`` points straight at a record. Who a step is comes from its
+``role`` and ``name`` as the dataset spells them (:func:`speaker`; agent names are
+compared without case, spaces and underscores, so ``ComputerTerminal`` and
+``Computer_terminal`` are one agent):
 
-* a human step (role ``human``) → interrupt record ``{"type": "human", ...}``;
-* a tool-like agent step — ``WebSurfer`` (Magentic-One's browser) or
-  ``Computer_terminal`` (code execution) — → tool record: tool = the agent,
-  arguments = ``{"instruction": <the latest message addressed to it / before it>}``,
-  result = the step's text; ``exitcode: N`` with N ≠ 0 → error ``nonzero_exit``;
-* every other agent step (orchestrator thoughts and instructions, experts) → model
-  record: model = ``agent/<name>`` (the case does not say which LLM), request = every
-  earlier step as a message (``human`` → ``user``, other roles kept when they are chat
-  roles, else ``assistant``; ``name`` = the agent), response = the step as an
-  ``assistant`` message (the agent wrote it, whatever role the log gives it).
+* ``human`` (or a ``user`` step with no agent name) → interrupt record ``{"type":
+  "human", ...}``;
+* a tool-like agent — Magentic-One's ``WebSurfer`` (browser), ``FileSurfer`` (file
+  viewer) and ``ComputerTerminal`` (code execution), AutoGen/CaptainAgent's
+  ``Computer_terminal`` — → tool record: tool = the agent as written, arguments =
+  ``{"instruction": <the latest message addressed to it (``Orchestrator (-> NAME)``), else
+  the step before it (the code it ran)>}``, result = the step's text. A terminal's exit
+  code — ``exitcode: N`` (AutoGen) or ``POSIX exit code: N`` / ``The POSIX exit code was:
+  N`` (Magentic-One) — other than 0 → error ``nonzero_exit``;
+* every other step → model record: the orchestrator's ``Orchestrator (thought)``,
+  ``Orchestrator (-> NAME)`` (an instruction to NAME) and ``Orchestrator (termination
+  condition)``, Magentic-One's coder ``Assistant``, CaptainAgent's experts (any ``name``,
+  e.g. ``YouTubeDownload_Expert``, whatever the ``role``): model = ``agent/<name>`` (the
+  case does not say which LLM), request = every earlier step as a message (``human`` →
+  ``user``, other roles kept when they are chat roles, else ``assistant``; ``name`` = the
+  agent), response = the step as an ``assistant`` message (the agent wrote it, whatever
+  role the log gives it).
 
 The annotation is kept as ground truth in ``metadata.annotation``: ``mistake_agent``,
 ``mistake_step`` (an int; the source sometimes writes it as a string such as ``"0"`` —
 the original is kept in ``mistake_step_raw``), ``mistake_reason``, ``mistake_seq``
-(the record it designates).
+(the record it designates; left out, with a warning, when the step is outside the
+history).
 """
 
 from __future__ import annotations
@@ -37,9 +48,44 @@ from ._build import JsonImporter, RunBuilder, id_text
 from ._source import SourceFile, Truncation, read_tail
 from .base import ImportedRun, Importer
 
-TOOL_AGENTS = ("WebSurfer", "Computer_terminal")
-_EXIT = re.compile(r"^exitcode:\s*(-?\d+)")
+#: tool-like agents (their steps are tool executions), as :func:`agent_key` spells them
+TOOL_AGENTS = {"websurfer": "WebSurfer", "filesurfer": "FileSurfer", "computerterminal": "ComputerTerminal"}
+#: a terminal's exit code: AutoGen's "exitcode: 1 (execution failed)", Magentic-One's
+#: "… exited with an error (POSIX exit code: 1)" / "… The POSIX exit code was: 0."
+_EXIT = re.compile(r"^exitcode:\s*(-?\d+)|^The script ran[^\n]*?POSIX exit code(?: was)?:\s*(-?\d+)")
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]+")
+_KEY_DROP = re.compile(r"[^a-z0-9]+")
+
+
+def agent_key(name: str) -> str:
+    """An agent name compared without case, spaces and punctuation: ``Computer_terminal``,
+    ``ComputerTerminal`` and ``computer terminal`` are ``computerterminal``."""
+    return _KEY_DROP.sub("", name.lower())
+
+
+def speaker(role: str, name: str | None) -> tuple[str, str, str | None]:
+    """Who a history step is: ``(kind, agent, addressee)``.
+
+    ``kind`` is ``human`` (role ``human``, or ``user`` with no agent name), ``tool`` (a
+    tool-like agent, :data:`TOOL_AGENTS`) or ``model`` (everyone else); ``agent`` the
+    agent's name (the step's ``name``, else the role before any ``(…)`` — ``Orchestrator
+    (thought)`` → ``Orchestrator``); ``addressee`` the agent an ``Orchestrator (-> NAME)``
+    step instructs, else ``None``."""
+    base = role.split(" (", 1)[0].strip()
+    if agent_key(base) == "human" or (agent_key(base) == "user" and not name):
+        return "human", base, None
+    agent = name or base or "unknown"
+    target = _addressee(role)
+    kind = "tool" if agent_key(agent) in TOOL_AGENTS else "model"
+    return kind, agent, target
+
+
+def exit_code(text: str) -> int | None:
+    """The exit code a terminal step reports at its start (:data:`_EXIT`), or ``None``."""
+    m = _EXIT.match(text.lstrip()[:2000])
+    if m is None:
+        return None
+    return int(m.group(1) if m.group(1) is not None else m.group(2))
 
 
 class WhoAndWhenImporter(JsonImporter, Importer):
@@ -89,21 +135,21 @@ class WhoAndWhenImporter(JsonImporter, Importer):
                 transcript.append(b.message("user", str(h), place=p))
                 continue
             role = str(h.get("role") or "")
-            agent = str(h.get("name") or _agent_of(role) or "unknown")
+            name = h.get("name") if isinstance(h.get("name"), str) and h.get("name") else None
+            kind, agent, target = speaker(role, name)
             text = h.get("content")
             text = text if isinstance(text, str) else ("" if text is None else str(text))
-            target = _addressee(role)
             if target:
-                last_instruction[target] = text
-            msg_role = "user" if role == "human" else (role if role in STANDARD_ROLES else "assistant")
+                last_instruction[agent_key(target)] = text
+            msg_role = "user" if kind == "human" else (role if role in STANDARD_ROLES else "assistant")
             msg = b.message(msg_role, text, name=_NAME_OK.sub("_", agent)[:64] or None, place=p)
-            if role == "human":
+            if kind == "human":
                 b.interrupt({"type": "human", "role": role, "content": text}, place=p)
-            elif agent in TOOL_AGENTS:
-                instr = last_instruction.pop(agent, prev_text)
-                m = _EXIT.match(text)
+            elif kind == "tool":
+                instr = last_instruction.pop(agent_key(agent), prev_text)
+                code = exit_code(text) if agent_key(agent) == "computerterminal" else None
                 error = None
-                if m and int(m.group(1)) != 0:
+                if code is not None and code != 0:
                     first = text.splitlines()[0]
                     error = ErrorInfo(type="nonzero_exit", message=first)
                 b.tool(
@@ -149,7 +195,7 @@ class WhoAndWhenImporter(JsonImporter, Importer):
             "annotation": {k: v for k, v in annotation.items() if v is not None},
             "agents": sorted(
                 {
-                    str(h.get("name") or _agent_of(str(h.get("role") or "")) or "unknown")
+                    speaker(str(h.get("role") or ""), h.get("name") if isinstance(h.get("name"), str) else None)[1]
                     for h in doc["history"]
                     if isinstance(h, dict)
                 }
@@ -165,11 +211,6 @@ class WhoAndWhenImporter(JsonImporter, Importer):
         if isinstance(doc.get("system_prompt"), dict):
             meta["system_prompts"] = doc["system_prompt"]
         return {k: v for k, v in meta.items() if v is not None}
-
-
-def _agent_of(role: str) -> str:
-    """``"Orchestrator (-> WebSurfer)"`` → ``"Orchestrator"``; ``"WebSurfer"`` → itself."""
-    return role.split(" (", 1)[0].strip()
 
 
 def _addressee(role: str) -> str | None:

@@ -2,9 +2,15 @@
 
 The reference implementation is the ``rfc8785`` package. :func:`canonical_json` is a
 fast path built on ``orjson`` that produces byte-identical output (a hypothesis property
-test in ``tests/core/test_canonical.py`` holds it to that); values it cannot prove safe
+test in ``tests/core/record/test_canonical.py`` holds it to that); values it cannot prove safe
 for the fast path (object keys at or above U+E000, whose UTF-16 order differs from code
-point order, RFC 8785 §3.2.3) go through the reference implementation.
+point order, RFC 8785 §3.2.3) go through the reference implementation. Values nested
+deeper than orjson serializes (254 levels) or than the recursion limit allows are written
+by :func:`_canonical_deep`, without recursion: it writes each container nested too deeply
+itself (members sorted by their names' UTF-16 code units, RFC 8785 §3.2.3) and everything
+within 200 levels through the fast path; the same property tests hold it, forced to
+write every container itself, to the reference, and compare both on values nested up to
+the nesting limit (:data:`core.record.nesting.MAX_DEPTH`, 1,000 levels).
 
 Keys (SPEC "Canonical keys"):
 
@@ -26,6 +32,7 @@ import orjson
 import rfc8785
 
 from ..errors import CanonicalizationError
+from .nesting import exceeds, is_depth_failure
 
 __all__ = [
     "canonical_json",
@@ -197,25 +204,111 @@ def canonical_json(value: Any) -> bytes:
     """Return the RFC 8785 canonical JSON of ``value`` as UTF-8 bytes.
 
     ``value`` is made of ``dict`` (string keys), ``list``/``tuple``, ``str``, ``int``
-    (within ±(2**53-1)), finite ``float``, ``bool`` and ``None``.
+    (within ±(2**53-1)), finite ``float``, ``bool`` and ``None``, nested to any depth.
 
     Raises:
         CanonicalizationError: NaN/±Infinity, out-of-range integers, lone surrogates,
             bytes, sets, non-string keys, or any other object — never silently dropped.
     """
     try:
-        prepared = _prepare(value, "")
+        return _canonical_fast(value, "")
+    except (_TooDeep, RecursionError):
+        return _canonical_deep(value)
+
+
+class _TooDeep(Exception):
+    """Internal: the value is nested deeper than orjson serializes."""
+
+
+def _canonical_fast(value: Any, path: str) -> bytes:
+    """The fast path (orjson, or the reference for keys at or above U+E000); raises
+    :class:`_TooDeep` (or RecursionError) when ``value`` is nested too deeply for it."""
+    try:
+        prepared = _prepare(value, path)
     except _NeedsReference:
-        _check_strings(value)
+        _check_strings(value, path)
         try:
             return rfc8785.dumps(value)
         except rfc8785.CanonicalizationError as exc:  # pragma: no cover - _prepare validated
-            raise CanonicalizationError(str(exc)) from exc
+            raise CanonicalizationError(str(exc), path) from exc
     try:
         return orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        _check_strings(value)
+    except orjson.JSONEncodeError as exc:
+        if is_depth_failure(exc):
+            raise _TooDeep from None
+        _check_strings(value, path)
         raise
+
+
+#: subtrees nested at most this many levels go through the fast path in _canonical_deep
+#: (below orjson's 254 and far below the default recursion limit)
+_FAST_LEVELS = 200
+
+
+def _utf16_order(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _canonical_deep(value: Any, path: str = "", *, use_fast: bool = True) -> bytes:
+    """RFC 8785 canonical JSON of ``value`` without recursion (any depth).
+
+    A container nested more than ``_FAST_LEVELS`` levels is written here: ``{`` or
+    ``[``, members separated by ``,`` without whitespace (§3.2.1), object members sorted
+    by the UTF-16 code units of their names (§3.2.3), names as JSON strings (§3.2.2.2);
+    every other value — a scalar, a subtree within ``_FAST_LEVELS`` — through
+    :func:`_canonical_fast`, which validates it and names the JSON Pointer (RFC 6901) of a
+    value without a canonical form. ``use_fast=False`` writes every container here (the
+    property test's form).
+    """
+    out: list[bytes] = []
+    # an open container: [members iterator, closing bracket, its JSON Pointer, is a dict, started]
+    stack: list[list[Any]] = []
+
+    def write(v: Any, p: str) -> None:
+        t = type(v)
+        if t is not dict and t is not list and t is not tuple and not isinstance(v, Mapping):
+            out.append(_canonical_fast(v, p))
+            return
+        if use_fast and not exceeds(v, limit=_FAST_LEVELS):
+            out.append(_canonical_fast(v, p))
+            return
+        if t is dict or isinstance(v, Mapping):
+            members = []
+            for k, item in (v if t is dict else dict(v)).items():
+                if type(k) is not str:
+                    raise CanonicalizationError(f"object key {k!r} is a {type(k).__name__}, not a string", p)
+                try:
+                    name = orjson.dumps(k)
+                except orjson.JSONEncodeError:
+                    raise CanonicalizationError("object key contains a lone UTF-16 surrogate", p) from None
+                members.append((_utf16_order(k), name, k, item))
+            members.sort(key=lambda m: m[0])
+            out.append(b"{")
+            stack.append([iter(members), b"}", p, True, False])
+        else:
+            out.append(b"[")
+            stack.append([iter(enumerate(v)), b"]", p, False, False])
+
+    write(value, path)
+    while stack:
+        frame = stack[-1]
+        nxt = next(frame[0], None)
+        if nxt is None:
+            out.append(frame[1])
+            stack.pop()
+            continue
+        if frame[4]:
+            out.append(b",")
+        frame[4] = True
+        if frame[3]:
+            _, name, k, child = nxt
+            out.append(name)
+            out.append(b":")
+            write(child, f"{frame[2]}/{_escape_pointer(k)}")
+        else:
+            i, child = nxt
+            write(child, f"{frame[2]}/{i}")
+    return b"".join(out)
 
 
 def canonical_hash(value: Any) -> str:

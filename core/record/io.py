@@ -3,7 +3,12 @@
 Loading (:func:`load_recording`, :func:`loads_recording`, :func:`recording_from_dict`):
 
 1. parse with orjson — malformed JSON is a :class:`FormatError` with line and column;
-   a document that ends early is reported as *truncated*;
+   a document that ends early is reported as *truncated*; a value nested deeper than
+   :data:`core.record.nesting.MAX_DEPTH` (1,000 levels; the values are located by
+   :data:`RECORDING_VALUES`) is refused with the JSON Pointer where the limit is crossed
+   — the header's values are checked first, the records' when they are canonicalized
+   (step 5: the fast path serializes no more than 254 levels, so only a deeper recording
+   is walked);
 2. detect the format version and migrate older layouts (:mod:`core.record.migrate`);
 3. validate against the pydantic models (unknown kind, missing field, wrong type → the
    record index and JSON Pointer of the value);
@@ -16,7 +21,9 @@ Loading (:func:`load_recording`, :func:`loads_recording`, :func:`recording_from_
 Saving (:func:`save_recording`) redacts by field name (and with an optional
 :class:`~core.record.redaction.SecretRedactor`), recomputes keys of anything redacted, writes
 the digest, and replaces the file atomically: temp file in the same folder, fsync,
-``os.replace``, fsync of the folder.
+``os.replace``, fsync of the folder. A recording with a value beyond the nesting limit is
+not written; values deeper than orjson serializes are written by
+:func:`core.record.nesting.dumps`, with the bytes orjson would write.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import CanonicalizationError, FormatError, OutputError
 from .canonical import _NeedsReference, _prepare, canonical_json
 from .migrate import migrate
+from .nesting import VALUE, Each, Pattern, check_text, check_values, dumps, ensure_recursion_limit, is_depth_failure
 from .recording import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -43,13 +51,29 @@ from .recording import (
     ModelRecord,
     Record,
     Recording,
-    RunLink,
     SessionInfo,
     ToolRecord,
 )
-from .redaction import SecretRedactor, redact
+from .recording_redaction import redact_recording as _redact_recording
+from .redaction import SecretRedactor
 
 _RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
+
+_MESSAGE_VALUES: Pattern = {"tool_calls": Each({})}
+#: Where a recording's JSON values are, for the nesting limit
+#: (:data:`core.record.nesting.MAX_DEPTH` levels per value): every member of the
+#: header, of a link, of a record, of a tool result, of a model request or response, of a
+#: chat message and of a tool call is a value, except the arrays and objects named here,
+#: which are the format's own structure. So ``metadata``, ``meta``, ``arguments``, a
+#: result's ``content``, a request's ``tools`` and ``options``, a message's ``content``,
+#: an interrupt's ``value``, ``composition`` and ``details`` may each nest 1,000 levels.
+RECORDING_VALUES: Pattern = {
+    "links": Each({}),
+    "records": Each(
+        {"result": {}, "request": {"messages": Each(_MESSAGE_VALUES)}, "response": {"message": _MESSAGE_VALUES}}
+    ),
+}
+_RECORDS_VALUES: Pattern = RECORDING_VALUES["records"] if isinstance(RECORDING_VALUES, dict) else VALUE
 
 
 def _pointer(loc: tuple[Any, ...]) -> str:
@@ -103,11 +127,13 @@ def parse_json(data: bytes | str, *, source: str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raw = data.encode() if isinstance(data, str) else data
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
         tail = raw.rstrip()
         pos = exc.pos
         if not tail:
             raise FormatError("file is empty", file=source) from None
+        if "depth limit" in exc.msg:  # orjson parses 1,024 levels at most
+            check_text(raw, RECORDING_VALUES, source=source)
         if pos >= len(tail) or "EOF" in exc.msg or "unexpected end" in exc.msg.lower():
             reason = f"truncated JSON: the document ends early ({exc.msg})"
         else:
@@ -150,24 +176,56 @@ def _prepare_record(raw: dict[str, Any], i: int) -> Any:
     return out
 
 
-def _records_sha256(raw_records: list[Any]) -> str:
+def _records_sha256(raw_records: list[Any], *, source: str | None = None) -> str:
     """``sha256:<hex>`` of the RFC 8785 canonical JSON of ``raw_records`` (validated record
     dicts): the one digest computation of the package. Byte-identical to
     ``canonical_hash(raw_records)`` (a property test holds the fast path to the ``rfc8785``
     package); faster on chat histories.
 
+    When the fast path refuses the records for their depth (more than 254 levels), they
+    are first checked against the nesting limit as the ``records`` of a document (level
+    2 and below; :data:`core.record.nesting.MAX_DEPTH`).
+
     Raises:
         CanonicalizationError: a value has no canonical form (its JSON Pointer relative to
             the list, ``/<record index>/...``).
+        FormatError: the records nest deeper than the limit (names ``source``, the
+            record and the JSON Pointer from the document's top, ``/records/...``).
     """
     try:
         prepared = [
             _prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}") for i, r in enumerate(raw_records)
         ]
+    except (_NeedsReference, CanonicalizationError, RecursionError) as exc:
+        if isinstance(exc, RecursionError):
+            check_values(raw_records, _RECORDS_VALUES, source=source, at=("records",))
+        data = canonical_json(raw_records)  # slow path: exact order / exact error place / depth
+        return "sha256:" + hashlib.sha256(data).hexdigest()
+    try:
         data = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
-    except (_NeedsReference, orjson.JSONEncodeError, CanonicalizationError):
-        data = canonical_json(raw_records)  # slow path: exact order / exact error place
+    except orjson.JSONEncodeError as exc:
+        if not is_depth_failure(exc):
+            data = canonical_json(raw_records)  # the exact error place (a lone surrogate)
+        else:
+            check_values(raw_records, _RECORDS_VALUES, source=source, at=("records",))
+            data = _records_canonical_each(raw_records, prepared)
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _records_canonical_each(raw_records: list[Any], prepared: list[Any]) -> bytes:
+    """The canonical JSON of the records list, record by record (an array is ``[``, its
+    members' canonical JSON joined by ``,``, ``]``: RFC 8785 §3.2.1): the fast path for
+    each record it can take, :func:`canonical_json` (its deep writer) for the others."""
+    parts = []
+    for i, (raw, prep) in enumerate(zip(raw_records, prepared)):
+        try:
+            parts.append(orjson.dumps(prep, option=orjson.OPT_SORT_KEYS))
+        except orjson.JSONEncodeError:
+            try:
+                parts.append(canonical_json(raw))
+            except CanonicalizationError as exc:
+                raise CanonicalizationError(exc.reason, f"/{i}{exc.path}") from None
+    return b"[" + b",".join(parts) + b"]"
 
 
 def records_digest(raw_records: list[Any], *, source: str = "<records>") -> str:
@@ -179,7 +237,7 @@ def records_digest(raw_records: list[Any], *, source: str = "<records>") -> str:
             Pointer given).
     """
     try:
-        return _records_sha256(raw_records)
+        return _records_sha256(raw_records, source=source)
     except CanonicalizationError as exc:
         raise _canonical_failure(exc, source) from None
 
@@ -260,6 +318,12 @@ def _header_json(rec: Recording) -> dict[str, Any]:
     return out
 
 
+def _check_header_depth(doc: dict[str, Any], source: str | None) -> None:
+    """Check the values of a parsed document's header (everything but ``records``)
+    against the nesting limit (:data:`RECORDING_VALUES`)."""
+    check_values({k: v for k, v in doc.items() if k != "records"}, RECORDING_VALUES, source=source)
+
+
 def _check_header_canonical(rec: Recording, source: str) -> None:
     """Canonicalize ``metadata`` and ``links`` (RFC 8785); raise :class:`FormatError`
     with the JSON Pointer of a value that has no canonical form."""
@@ -278,6 +342,9 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
     Raises:
         FormatError: any of the cases listed in the module docstring.
     """
+    ensure_recursion_limit()
+    if isinstance(obj, dict):
+        _check_header_depth(obj, source)
     doc, original = migrate(obj, source=source)
     raw_records = doc.get("records")
     if not isinstance(raw_records, list):
@@ -385,14 +452,18 @@ def _has_huge_integer(raw: bytes) -> bool:
 
 def _suspicious_float(value: Any) -> bool:
     """True when ``value`` holds an integral float of magnitude ≥ 2**63: what orjson makes
-    of an integer literal beyond 64 bits."""
-    t = type(value)
-    if t is float:
-        return bool(abs(value) >= 9.223372036854776e18 and value.is_integer())
-    if t is dict:
-        return any(_suspicious_float(v) for v in value.values())
-    if t is list:
-        return any(_suspicious_float(v) for v in value)
+    of an integer literal beyond 64 bits. Without recursion (any depth)."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        t = type(v)
+        if t is float:
+            if abs(v) >= 9.223372036854776e18 and v.is_integer():
+                return True
+        elif t is dict:
+            todo.extend(v.values())
+        elif t is list:
+            todo.extend(v)
     return False
 
 
@@ -411,8 +482,10 @@ def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: 
     such an integer is rejected with its place instead of silently rounded. A matching
     digest rules this out: the writer never seals such a value.
     """
+    ensure_recursion_limit()
     doc = parse_json(data, source=source)
     if isinstance(doc, dict):
+        _check_header_depth(doc, source)
         raw = data.encode() if isinstance(data, str) else data
         # the digest seals records only: the header is checked whatever it says
         suspicious = (
@@ -433,9 +506,9 @@ def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "a
     """
     source = str(path)
     p = Path(path)
-    if p.exists() and not p.is_file() and not p.is_dir():
-        raise FormatError("is not a regular file (a FIFO, device or socket)", file=source)
     try:
+        if p.exists() and not p.is_file() and not p.is_dir():
+            raise FormatError("is not a regular file (a FIFO, device or socket)", file=source)
         data = p.read_bytes()
     except FileNotFoundError:
         raise FormatError("no such file", file=source) from None
@@ -447,37 +520,13 @@ def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "a
 
 
 def redact_recording(rec: Recording, redactor: SecretRedactor | None = None) -> int:
-    """Redact ``rec`` in place by field name (and ``redactor``); return records changed.
-
-    The whole of every record is redacted (its format-v2 ``meta`` included), and so are
-    the header's ``metadata`` and ``links``. Tool records whose result was scrubbed get ``result.redacted = True``; keys of
-    changed records are recomputed on the redacted values.
-    """
-    changed_count = 0
-    new_meta, meta_changed = redact(rec.metadata, redactor)
-    if meta_changed:
-        rec.metadata = new_meta
-    if rec.links is not None:
-        raw_links = [link.to_json_obj() for link in rec.links]
-        new_links, links_changed = redact(raw_links, redactor)
-        if links_changed:
-            rec.links = [RunLink.model_validate(link) for link in new_links]
-    for i, r in enumerate(rec.records):
-        obj = r.to_json_obj()
-        new, changed = redact(obj, redactor)
-        if not changed:
-            continue
-        changed_count += 1
-        if obj.get("kind") == "tool" and new.get("result") != obj.get("result"):
-            new["result"]["redacted"] = True
-        nr = _RECORD_ADAPTER.validate_python(new)
-        if isinstance(nr, (ToolRecord, ModelRecord)) and nr.key is not None:
-            try:
-                nr.key = nr.compute_key()
-            except CanonicalizationError:
-                pass
-        rec.records[i] = nr
-    return changed_count
+    """Redact ``rec`` in place; return how many records changed
+    (:func:`core.record.recording_redaction.redact_recording`: field names, shapes and
+    known secrets in the header's ``metadata`` and ``links`` and in the whole of every
+    record, ``meta`` included; values learned anywhere scrubbed everywhere; tool results
+    scrubbed get ``result.redacted = True``; keys of changed records are recomputed on
+    the redacted values)."""
+    return _redact_recording(rec, redactor)
 
 
 def refresh_keys(rec: Recording) -> None:
@@ -497,7 +546,14 @@ def refresh_keys(rec: Recording) -> None:
 
 def recording_to_dict(rec: Recording) -> dict[str, Any]:
     """The saved form (format version 2): header fields, ``links`` when set, the digest
-    and the records (``None`` omitted). The digest seals the records only."""
+    and the records (``None`` omitted). The digest seals the records only.
+
+    Raises:
+        CanonicalizationError: a value has no canonical form.
+        FormatError: the document would nest deeper than
+            :data:`core.record.nesting.MAX_DEPTH` levels (it could not be read back):
+            names the record and the JSON Pointer (the file is ``<recording>``).
+    """
     header = _header_json(rec)
     for prefix, value in header.items():
         try:
@@ -511,7 +567,8 @@ def recording_to_dict(rec: Recording) -> dict[str, Any]:
             except CanonicalizationError as exc:
                 raise CanonicalizationError(exc.reason, f"/{i}/meta{exc.path}") from None
     records = [r.to_json_obj() for r in rec.records]
-    digest = _records_sha256(records)
+    check_values({p[1:]: v for p, v in header.items()}, RECORDING_VALUES, source="<recording>")
+    digest = _records_sha256(records, source="<recording>")
     doc: dict[str, Any] = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -526,9 +583,15 @@ def recording_to_dict(rec: Recording) -> dict[str, Any]:
 
 
 def dumps_recording(rec: Recording, *, indent: bool = False) -> bytes:
-    """Serialize as saved. Raises :class:`CanonicalizationError` for non-JSON values."""
+    """Serialize as saved (the bytes :func:`save_recording` writes), at any depth up to
+    the nesting limit.
+
+    Raises:
+        CanonicalizationError: a value has no canonical form.
+        FormatError: nested deeper than the limit (see :func:`recording_to_dict`).
+    """
     opt = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(recording_to_dict(rec), option=opt)
+    return dumps(recording_to_dict(rec), opt)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
@@ -546,10 +609,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     name = str(path)
     if not target.name:
         raise OutputError(name or "''", "no file name given")
-    if target.is_dir():
-        raise OutputError(name, "is a directory; give a file name")
-    if target.exists() and not target.is_file():
-        raise OutputError(name, "exists and is not a regular file (a device, FIFO or socket); refusing to replace it")
+    try:
+        if target.is_dir():
+            raise OutputError(name, "is a directory; give a file name")
+        if target.exists() and not target.is_file():
+            raise OutputError(
+                name, "exists and is not a regular file (a device, FIFO or socket); refusing to replace it"
+            )
+    except OutputError:
+        raise
+    except OSError as exc:  # e.g. ENAMETOOLONG: a name of more than 255 bytes
+        raise OutputError(name, f"cannot write: {exc.strerror or exc}") from None
     folder = target.parent if str(target.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -603,13 +673,20 @@ def save_recording(
 
     Raises:
         CanonicalizationError: a record holds a value with no canonical JSON form.
+        FormatError: the recording nests deeper than the nesting limit
+            (:data:`core.record.nesting.MAX_DEPTH`); names ``path``, the record and the
+            JSON Pointer. Nothing is written.
     """
+    ensure_recursion_limit()
     redact_recording(rec, redactor)
     refresh_keys(rec)
     if rec.session is None:
         rec.session = SessionInfo()
-    doc = recording_to_dict(rec)
-    atomic_write_bytes(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0))
+    try:
+        doc = recording_to_dict(rec)
+    except FormatError as exc:
+        raise exc.with_file(str(path)) from None
+    atomic_write_bytes(path, dumps(doc, orjson.OPT_INDENT_2 if indent else 0))
     digest: str = doc["digest"]
     rec.digest = digest
     return digest

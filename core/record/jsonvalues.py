@@ -54,6 +54,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
+from .nesting import check_text, check_values, depth_reason, dumps, ensure_recursion_limit
 
 __all__ = [
     "NONFINITE_TAG",
@@ -74,6 +75,7 @@ __all__ = [
     "invalid_unicode_bytes",
     "is_tagged",
     "display_text",
+    "check_parsed_depth",
 ]
 
 NONFINITE_TAG = "$nonfinite"
@@ -327,7 +329,7 @@ def display_text(value: Any) -> str:
         else:
             shown = value[INVALID_UNICODE_TAG]
         return shown
-    return orjson.dumps(_for_display(value)).decode()
+    return dumps(_for_display(value)).decode()
 
 
 def _for_display(value: Any) -> Any:
@@ -582,15 +584,21 @@ def load_json_lenient(data: bytes | str, *, source: str = "<bytes>", place: str 
     UTF-8, code points U+DC80–U+DCFF in the result are taken as those bytes (a document
     mixing raw bytes with ``\\udc80``-``\\udcff`` escapes is read as bytes for both).
 
+    The document is one JSON value, held to the nesting limit
+    (:data:`core.record.nesting.MAX_DEPTH` levels; :func:`check_parsed_depth`).
+
     Raises:
         FormatError: not JSON at all (names ``source``, line and column; "truncated"
-            when the document ends early).
+            when the document ends early), or nested deeper than the limit (names the
+            JSON Pointer, after ``place``, and the limit).
     """
+    ensure_recursion_limit()
     try:
         value = orjson.loads(data)
-    except ValueError:  # orjson.JSONDecodeError, and str input holding surrogates
-        pass
+    except ValueError as exc:  # orjson.JSONDecodeError, and str input holding surrogates
+        check_parsed_depth(data, exc=exc, source=source, place=place)
     else:
+        check_parsed_depth(data, value, source=source, place=place)
         # orjson accepts only strict JSON: no NaN/Infinity (nor overflowing numbers), no
         # lone surrogates, valid UTF-8 — nothing to tag, so no walk is needed, unless an
         # integer may be outside ±(2**53-1) (then read exactly and tagged below)
@@ -618,6 +626,31 @@ def load_json_lenient(data: bytes | str, *, source: str = "<bytes>", place: str 
         else:
             reason = f"malformed JSON: {exc.msg}"
         raise FormatError(reason, file=source, path=place or None, line=exc.lineno, column=exc.colno) from None
-    except RecursionError:
-        raise FormatError("JSON nested too deeply", file=source, path=place or None) from None
+    except RecursionError as exc:
+        check_parsed_depth(text, exc=exc, source=source, place=place)
+    check_parsed_depth(text, value, source=source, place=place)
     return encode_value(value, place=place, escaped_bytes=escaped)
+
+
+def check_parsed_depth(
+    data: bytes | bytearray | memoryview | str,
+    value: Any = None,
+    exc: BaseException | None = None,
+    *,
+    source: str,
+    place: str = "",
+) -> None:
+    """Hold a parsed document to the nesting limit (:data:`core.record.nesting.MAX_DEPTH`
+    levels; the document is one value): ``value`` as parsed, or — when a parser refused
+    ``data`` with ``exc`` for its depth (orjson's "depth limit exceeded" at 1,024 levels,
+    the ``json`` module's RecursionError) — the text itself.
+
+    Raises:
+        FormatError: nested deeper than the limit; names ``source``, the JSON Pointer
+            (after ``place``) of the first container beyond it, and the limit.
+    """
+    if exc is None:
+        check_values(value, source=source, prefix=place)
+    elif isinstance(exc, RecursionError) or "depth limit" in str(exc):
+        check_text(data, source=source, prefix=place)
+        raise FormatError(depth_reason(), file=source, path=place or None) from None

@@ -78,6 +78,87 @@ def _epoch_to_rfc3339(ts: Any) -> str | None:
     return datetime.fromtimestamp(float(ts), tz=UTC).isoformat().replace("+00:00", "Z")
 
 
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _expect(value: Any, kinds: tuple[type, ...], what: str, path: str, *, null: bool = True) -> None:
+    """Raise a :class:`FormatError` at ``path`` unless ``value`` is one of ``kinds``
+    (JSON types; ``bool`` never counts as a number) or, with ``null``, ``None``."""
+    if value is None and null:
+        return
+    if type(value) is bool and bool not in kinds:
+        ok = False
+    else:
+        ok = isinstance(value, kinds)
+    if not ok:
+        raise FormatError(f"{what}, found {_json_type(value)} ({_shown(value)})", path=path)
+
+
+def _check_legacy(doc: dict[str, Any]) -> None:
+    """Check the JSON types of every 0.8.1 field the migration reads or transforms
+    (docs/format.md § "Legacy layout"); fields passed through unchanged are checked by
+    validation after the migration.
+
+    Raises:
+        FormatError: the JSON Pointer (RFC 6901) of the field in the 0.8.1 document and
+            what it should be (no file name: :func:`migrate` adds it).
+    """
+    _expect(doc.get("metadata"), (dict,), "metadata must be a JSON object", "/metadata")
+    for name in ("mode", "fallback"):
+        _expect(doc.get(name), (str,), f"{name} must be a string", f"/{name}")
+    interactions = doc.get("interactions")
+    _expect(
+        interactions, (list,), "interactions must be a JSON array of interaction objects", "/interactions", null=False
+    )
+    assert isinstance(interactions, list)  # _expect refused anything else
+    for i, it in enumerate(interactions):
+        p = f"/interactions/{i}"
+        _expect(it, (dict,), "an interaction must be a JSON object", p, null=False)
+        _expect(
+            it.get("type"), (str,), "type must be a string (tool, model, interrupt, snapshot or lifecycle)", f"{p}/type"
+        )
+        ts = it.get("timestamp")
+        _expect(ts, (int, float), "timestamp must be a number (seconds since the epoch)", f"{p}/timestamp")
+        if ts is not None:
+            try:
+                _epoch_to_rfc3339(ts)
+            except (OverflowError, ValueError, OSError):
+                raise FormatError(
+                    f"timestamp {_shown(ts)} is not a time (seconds since the epoch, years 1 to 9999)",
+                    path=f"{p}/timestamp",
+                ) from None
+        _expect(it.get("elapsed"), (int, float), "elapsed must be a number (seconds)", f"{p}/elapsed")
+        _expect(it.get("error"), (str,), "error must be a string (the error message)", f"{p}/error")
+        if it.get("type") == "model":
+            params = it.get("params")
+            _expect(params, (dict,), "params must be a JSON object", f"{p}/params")
+            stop = (params or {}).get("stop")
+            _expect(stop, (str, list), "stop must be a string or an array of strings", f"{p}/params/stop")
+            for j, s in enumerate(stop if isinstance(stop, list) else ()):
+                _expect(s, (str,), "a stop sequence must be a string", f"{p}/params/stop/{j}", null=False)
+            _expect((params or {}).get("tools"), (list,), "tools must be a JSON array", f"{p}/params/tools")
+            messages = it.get("messages")
+            _expect(messages, (list,), "messages must be a JSON array of message objects", f"{p}/messages")
+            for j, m in enumerate(messages or ()):
+                _check_legacy_message(m, f"{p}/messages/{j}")
+            resp = it.get("response")
+            _expect(resp, (dict,), "response must be a JSON object", f"{p}/response")
+            if resp is not None:
+                _check_legacy_message(resp, f"{p}/response")
+            usage = it.get("usage")
+            _expect(usage, (dict,), "usage must be a JSON object", f"{p}/usage")
+
+
+def _check_legacy_message(m: Any, path: str) -> None:
+    _expect(m, (dict,), "a message must be a JSON object", path, null=False)
+    calls = m.get("tool_calls")
+    _expect(calls, (list,), "tool_calls must be a JSON array of tool-call objects", f"{path}/tool_calls")
+    for k, c in enumerate(calls or ()):
+        _expect(c, (dict,), "a tool call must be a JSON object", f"{path}/tool_calls/{k}", null=False)
+
+
 def _legacy_message(m: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: m[k] for k in ("role", "content", "tool_call_id", "name") if k in m}
     if m.get("tool_calls"):
@@ -97,9 +178,14 @@ def migrate_0_to_1(doc: dict[str, Any]) -> dict[str, Any]:
     ``request.stop``); ``response.content``/``tool_calls`` → ``response.message``;
     ``usage.prompt_tokens``/``completion_tokens`` → ``input_tokens``/``output_tokens``;
     ``elapsed`` → ``duration_seconds``; legacy keys (not canonical) are recomputed.
+
+    Raises:
+        FormatError: a field the migration reads has the wrong JSON type (its JSON
+            Pointer in the 0.8.1 document and what it should be).
     """
+    _check_legacy(doc)
     records: list[dict[str, Any]] = []
-    for i, it in enumerate(doc.get("interactions", [])):
+    for i, it in enumerate(doc.get("interactions") or []):
         typ = it.get("type")
         base: dict[str, Any] = {"seq": i, "kind": typ}
         at = _epoch_to_rfc3339(it.get("timestamp"))
@@ -131,7 +217,7 @@ def migrate_0_to_1(doc: dict[str, Any]) -> dict[str, Any]:
             stop = normalize_stop(params.pop("stop", None))
             tools = params.pop("tools", [])
             request = {
-                "messages": [_legacy_message(m) for m in it.get("messages", [])],
+                "messages": [_legacy_message(m) for m in it.get("messages") or []],
                 "tools": tools,
                 "stop": stop,
                 "options": params,
@@ -190,7 +276,7 @@ def migrate_1_to_2(doc: dict[str, Any]) -> dict[str, Any]:
 def _safe(fn: Callable[[], str]) -> str | None:
     try:
         return fn()
-    except (CanonicalizationError, TypeError, AttributeError):
+    except (CanonicalizationError, TypeError, AttributeError, ValueError):  # ValueError: pydantic's
         return None  # validation reports the offending value with its place
 
 
@@ -203,11 +289,15 @@ def migrate(doc: Any, *, source: str = "<dict>") -> tuple[dict[str, Any], int]:
     Returns ``(document, original_version)``. The input is not mutated.
 
     Raises:
-        FormatError: as :func:`detect_version`.
+        FormatError: as :func:`detect_version`, or a field of a 0.8.1 document with the
+            wrong JSON type (:func:`migrate_0_to_1`); names ``source``.
     """
     version = detect_version(doc, source=source)
     original = version
     while version < FORMAT_VERSION:
-        doc = MIGRATIONS[version](doc)
+        try:
+            doc = MIGRATIONS[version](doc)
+        except FormatError as exc:
+            raise (exc.with_file(source) if exc.file is None else exc) from None
         version += 1
     return doc, original

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import partial
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .canonical import model_key, normalize_stop, tool_key
+from .nesting import json_mode_dump
 
 FORMAT_NAME: Final = "chassis.replay"
 FORMAT_VERSION: Final = 2
@@ -46,8 +48,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
     def to_json_obj(self) -> dict[str, Any]:
-        """JSON-ready dict with ``None`` fields omitted (the saved form)."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """JSON-ready dict with ``None`` fields omitted (the saved form), at any depth up
+        to the nesting limit (:func:`core.record.nesting.json_mode_dump`)."""
+        out: dict[str, Any] = json_mode_dump(self.model_dump, exclude_none=True)
+        return out
 
 
 # --------------------------------------------------------------------------- messages
@@ -255,7 +259,7 @@ class ModelRequest(_Model):
     def identity(self) -> dict[str, Any]:
         """The parts of the request that the model key covers, as JSON."""
         return {
-            "messages": _MESSAGES.dump_python(self.messages, mode="json", exclude_none=True),
+            "messages": json_mode_dump(partial(_MESSAGES.dump_python, self.messages), exclude_none=True),
             "tools": self.tools,
             "stop": normalize_stop(self.stop),
             "options": self.options,

@@ -53,9 +53,10 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import BranchError, CanonicalizationError
+from ..errors import BranchError, CanonicalizationError, invalid_text, printable
 from ..record.canonical import args_hash as compute_args_hash
 from ..record.io import atomic_write_bytes, recording_digest
+from ..record.nesting import VALUE, Each, Pattern, dumps, json_mode_dump
 from ..record.recording import (
     ChatMessage,
     ModelRecord,
@@ -64,6 +65,8 @@ from ..record.recording import (
     ToolRecord,
     ToolResult,
 )
+from ..record.recording_redaction import ensure_redacted
+from ..record.redaction import redact
 from ..record.userjson import loads_user_json
 
 if TYPE_CHECKING:
@@ -100,8 +103,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     def to_json_obj(self) -> dict[str, Any]:
-        """JSON-ready dict (``None`` fields omitted)."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """JSON-ready dict (``None`` fields omitted), at any depth up to the nesting limit
+        (:func:`core.record.nesting.json_mode_dump`)."""
+        out: dict[str, Any] = json_mode_dump(self.model_dump, exclude_none=True)
+        return out
 
 
 # --------------------------------------------------------------------------- interventions
@@ -358,7 +363,7 @@ class Branch(_Model):
 
     def dumps(self) -> bytes:
         """The branch as indented JSON bytes."""
-        return orjson.dumps(self.to_json_obj(), option=orjson.OPT_INDENT_2) + b"\n"
+        return dumps(self.to_json_obj(), orjson.OPT_INDENT_2) + b"\n"
 
     def is_resolved_for(self, base: Recording) -> bool:
         """Whether this branch was already validated against ``base``: ``False`` for a
@@ -437,6 +442,11 @@ def _pydantic_reason(exc: ValidationError) -> tuple[str, str]:
     return path, reason
 
 
+#: a branch file's own structure: each intervention (and every other member) is one JSON
+#: value for the nesting limit (core.record.nesting.MAX_DEPTH), as in its intervention file
+BRANCH_VALUES: Pattern = {"interventions": Each(VALUE)}
+
+
 def _read_json(path: Path, what: str) -> Any:
     try:
         data = Path(path).read_bytes()
@@ -444,7 +454,7 @@ def _read_json(path: Path, what: str) -> Any:
         raise BranchError(f"{path}: no such {what} file") from None
     except OSError as exc:
         raise BranchError(f"{path}: cannot read {what} file: {exc.strerror}") from None
-    return loads_user_json(data, str(path), BranchError)
+    return loads_user_json(data, str(path), BranchError, values=BRANCH_VALUES if what == "branch" else VALUE)
 
 
 def parse_interventions(obj: Any, *, source: str = "<interventions>") -> list[Any]:
@@ -499,8 +509,8 @@ def load_branch(path: Path) -> Branch:
 
 
 def save_branch(branch: Branch, path: Path) -> None:
-    """Write the branch JSON atomically."""
-    atomic_write_bytes(path, branch.dumps())
+    """Write the branch JSON atomically, redacted (docs/format.md, "Redaction")."""
+    atomic_write_bytes(path, _redacted_branch(branch, str(path)).dumps())
 
 
 # --------------------------------------------------------------------------- validation
@@ -674,6 +684,12 @@ def _build_branch(
     """The branch :func:`new_branch` describes, shaped but not yet validated against ``base``."""
     if parent is None:
         parent = _produced_by(base)
+    for what, text in (("the base's path", base_path), ("the label", label), ("the parent", parent)):
+        if invalid_text(text) is not None:
+            raise BranchError(
+                f"new branch of {printable(base_path)}: {what} '{printable(str(text))}' is not valid UTF-8 text "
+                "(bytes of another encoding, e.g. a file name): a branch stores it as text"
+            )
     if at < 0:
         raise BranchError(f"checkpoint {at} is not the seq of a record of {base_path} (seqs are >= 0)")
     try:
@@ -804,6 +820,13 @@ def _draft_branch(draft: BranchDraft, base: Recording) -> tuple[Branch, list[tup
     return branch, sources
 
 
+def _redacted_branch(branch: Branch, source: str) -> Branch:
+    """``branch`` redacted (docs/format.md, "Redaction"): interventions built in code are
+    redacted like those read from a file, so the branch a replay runs is the one stored."""
+    red, changed = redact(branch.to_json_obj())
+    return branch_from_dict(red, source=source) if changed else branch
+
+
 def resolve_branch(
     workspace: Workspace | None,
     spec: BranchSpec,
@@ -831,6 +854,12 @@ def resolve_branch(
     ``parent`` is not checked — :meth:`core.workspace.Workspace.add_branch` checks it
     when the branch is stored.
 
+    Redaction (docs/format.md, "Redaction"): ``base`` is redacted in place first
+    (:func:`core.record.recording_redaction.ensure_redacted`; a recording this product
+    saved is unchanged) and the branch is redacted before it is validated, so the digest
+    the branch names, the base the workspace stores and the branch the replay runs are
+    the redacted ones.
+
     Raises:
         BranchError: the file cannot be read or is not a branch (file, JSON Pointer,
             reason), the parent is not a branch of the workspace, a stored id was given
@@ -841,6 +870,7 @@ def resolve_branch(
         CanonicalizationError: ``base`` has no digest and holds a value without a
             canonical form.
     """
+    ensure_redacted(base)  # a base written elsewhere is redacted before anything names its digest
     if isinstance(spec, Branch) and spec.is_resolved_for(base):
         assert isinstance(spec, ResolvedBranch)  # only a resolved branch says it is
         return spec
@@ -857,7 +887,9 @@ def resolve_branch(
         branch = branch_from_dict(dict(spec), source=source)
     elif isinstance(spec, (bytes, bytearray)):
         source = prefix = "<branch JSON>"
-        branch = branch_from_dict(loads_user_json(bytes(spec), source, BranchError), source=source)
+        branch = branch_from_dict(
+            loads_user_json(bytes(spec), source, BranchError, values=BRANCH_VALUES), source=source
+        )
     else:
         path = Path(spec)
         if _is_file(path):
@@ -871,6 +903,7 @@ def resolve_branch(
             raise BranchError(f"{spec}: no such branch file (and no workspace to look up a branch id in)")
         else:
             raise BranchError(f"{spec}: no such branch file")
+    branch = _redacted_branch(branch, prefix or source)
     if check_parent and workspace is not None and branch.parent is not None:
         if not workspace.has_branch(branch.parent):
             raise BranchError(

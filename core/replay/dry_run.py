@@ -17,6 +17,7 @@ from .branch import (
     validate_branch,
 )
 from .fixtures import FixtureGateway
+from .user_turns import UserTurns
 
 __all__ = ["Prediction", "predict"]
 
@@ -25,8 +26,10 @@ __all__ = ["Prediction", "predict"]
 class Prediction:
     """One predicted call of a dry run: call ``position``, ``base_seq``, ``kind``,
     ``name``, ``answer`` (``recorded`` | ``intervention`` | ``fixture`` | ``drift`` |
-    ``live`` | ``requirement`` | ``fail`` | ``denied`` | ``approval`` | ``unknown``) and
-    ``detail``."""
+    ``live`` | ``requirement`` | ``fail`` | ``denied`` | ``approval`` | ``user`` |
+    ``unknown``) and ``detail``. A ``user`` prediction (kind and name ``user``) is a
+    person's turn the base recorded after the branch diverged: the replay would pause on
+    a ``user`` requirement there (the user-turn rule)."""
 
     position: int
     base_seq: int | None
@@ -56,7 +59,9 @@ def predict(
     an intervention targets is answered by it; after a change the next model request
     differs from the base, so its answer comes from a fixture, lenient drift, the
     executor, or a requirement; after that only lenient drift keeps the path known (the
-    base's answers stand in), otherwise calls are ``unknown``. Returns
+    base's answers stand in), otherwise calls are ``unknown``. Once the branch has
+    diverged, a person's turn of the base before a model call is ``user`` (the replay
+    would pause on a ``user`` requirement: docs/replay.md, the user-turn rule). Returns
     ``{"status": "failed"|"ok", "reason", "predictions": [...], "counts": {...}}``.
 
     Raises:
@@ -91,6 +96,7 @@ def predict(
     changes_request = changes_request or pol.temperature is not None
     diverged = False
     step = 0
+    turns = UserTurns(base)
 
     def no_answer(kind: str) -> tuple[str, str]:
         if pol.drift == "lenient":
@@ -109,6 +115,21 @@ def predict(
                 step += 1
             continue
         if r.kind == "model":
+            turn = turns.before(step) if diverged else None
+            if turn is not None and (not executor_wired or turn.interrupts):
+                shown = turn.default if len(turn.default) <= 40 else turn.default[:39] + "…"
+                out.append(
+                    Prediction(
+                        pos,
+                        turn.base_seq,
+                        "user",
+                        "user",
+                        "user",
+                        f"a person's turn after the branch diverged: the replay would pause on a user "
+                        f"requirement (recorded answer offered: {shown!r})",
+                    )
+                )
+                break
             if step in model_steps:
                 out.append(Prediction(pos, r.seq, "model", name, "intervention", "model_response intervention"))
                 diverged = True

@@ -42,6 +42,13 @@ Rules (SPEC "Replay engine" and the second seed document):
    ``cancel`` is polled after each event and stops the replay between two calls, as
    ``failed`` with error type ``Cancelled`` (docs/replay.md, "Answer sources and
    progress").
+8. The user-turn rule (docs/replay.md, "Replay states"; the seed documents: a replayed
+   run pauses on its own checkpointer, and replay never fabricates an answer from
+   interrupt records): while the branch is aligned with the base, a person's input is
+   copied as recorded; once it has diverged, each point where the base's agent waited on
+   a person (:mod:`core.replay.user_turns`) is a ``user`` call that only a pinned answer
+   (source ``user``) answers — else a ``user`` requirement offering the recorded value.
+   A pinned answer or a skipped recorded input keeps comparability below ``full``.
 
 Outputs (:class:`ReplayOutcome`): the record's status, comparability, first divergence,
 pause/error; the *replay events* — themselves a valid format-v1 recording
@@ -79,11 +86,11 @@ from ..errors import (
     PolicyDenied,
     ReplayMismatch,
 )
-from ..record.canonical import args_hash as compute_args_hash
-from ..record.canonical import model_key, tool_key
+from ..record.nesting import dumps
 from ..record.recording import (
     ChatMessage,
     ErrorInfo,
+    InterruptRecord,
     ModelRecord,
     ModelRequest,
     ModelResponse,
@@ -92,6 +99,7 @@ from ..record.recording import (
     ToolRecord,
     ToolResult,
 )
+from ..record.recording_redaction import redacted_args_hash, redacted_model_key, redacted_tool_key
 from .boundary import Executor
 from .branch import (
     Branch,
@@ -104,6 +112,7 @@ from .branch import (
 )
 from .fixtures import (
     FixtureGateway,
+    NearestCall,
     Requirement,
     nearest_model_call,
     nearest_tool_call,
@@ -116,6 +125,7 @@ from .replay_record import (
     ReplayErrorInfo,
     first_divergence,
 )
+from .user_turns import UserTurn, UserTurns, person_text
 
 __all__ = [
     "ANSWER_CHAIN",
@@ -132,12 +142,14 @@ __all__ = [
 _ATTRIBUTION = ("interrupt", "snapshot", "lifecycle")
 
 #: where an answer came from (docs/replay.md, "Replay states": answer sources); ``policy``
-#: tags a denied call, ``user`` is reserved for an answer a person pins (not built yet)
+#: tags a denied call, ``user`` an answer a person pinned for a person's turn
 AnswerSource = Literal["recorded", "intervention", "fixture", "drift", "live", "policy", "user"]
 
 #: the answer chain (SPEC "Replay engine"): the sources asked, in this order, for every
-#: model and tool call that passed the tool gate; the first that answers wins
-ANSWER_CHAIN: tuple[AnswerSource, ...] = ("intervention", "recorded", "fixture", "drift", "live")
+#: call that passed the tool gate; the first that answers wins. Model and tool calls are
+#: answered by the first five; a person's turn after the branch diverged (the user-turn
+#: rule, docs/replay.md "Replay states") only by ``user`` — a pinned answer
+ANSWER_CHAIN: tuple[AnswerSource, ...] = ("intervention", "recorded", "fixture", "drift", "live", "user")
 
 #: the kinds of :class:`ReplayProgress` event, in the order a replay sends them:
 #: ``started``, then one ``call`` per answered call, then ``paused`` or ``finished``
@@ -186,7 +198,8 @@ class ReplayProgress:
     Fields: ``kind`` (:data:`ProgressKind`); ``calls_answered`` (calls answered so far,
     never decreasing); ``base_calls`` (the base's number of calls: a progress bar's scale,
     which a branch may overrun or stop short of); ``steps`` (model calls made so far);
-    for ``call``: ``current_seq`` (the event's seq), ``call_kind`` (``model`` | ``tool``),
+    for ``call``: ``current_seq`` (the event's seq), ``call_kind`` (``model`` | ``tool`` |
+    ``user``: a person's turn answered by a pinned answer),
     ``call_name`` (model or tool name), ``source`` (:data:`AnswerSource`) and ``reason``
     (a short sentence: why that source answered); for ``paused``: ``requirements`` (open
     requirements, 1) and ``requirement_id``; for ``paused`` and ``finished``: ``status``,
@@ -199,7 +212,7 @@ class ReplayProgress:
     base_calls: int
     steps: int = 0
     current_seq: int | None = None
-    call_kind: Literal["model", "tool"] | None = None
+    call_kind: Literal["model", "tool", "user"] | None = None
     call_name: str | None = None
     source: AnswerSource | None = None
     reason: str | None = None
@@ -216,9 +229,10 @@ class _Call:
     ``name`` (model or tool), canonical ``key``, call position ``pos``, model ``step``
     (a tool call: model calls made before it), ``after`` (at or after the checkpoint),
     ``rec_pos`` (the next unconsumed recorded call with this key, peeked), and the
-    model ``request`` or the tool's ``arguments`` and ``tool_call_id``."""
+    model ``request`` or the tool's ``arguments`` and ``tool_call_id``. A person's turn
+    (kind ``user``, name ``user``) carries the base's ``turn``; its key is the turn's."""
 
-    kind: Literal["model", "tool"]
+    kind: Literal["model", "tool", "user"]
     name: str
     key: str
     pos: int
@@ -228,6 +242,7 @@ class _Call:
     request: ModelRequest | None = None
     arguments: Any = None
     tool_call_id: str | None = None
+    turn: UserTurn | None = None
     _hash: str | None = None
     _hashed: bool = False
 
@@ -236,7 +251,7 @@ class _Call:
         if not self._hashed:
             self._hashed = True
             try:
-                self._hash = compute_args_hash(self.arguments)
+                self._hash = redacted_args_hash(self.arguments)  # as fixtures read from a file are
             except CanonicalizationError:
                 self._hash = None
         return self._hash
@@ -253,7 +268,8 @@ class _Answer:
     """An answer from one source of the chain: ``source``, ``reason``, the model
     ``response``/``error`` or the tool ``result``, and where it came from (``used_pos``:
     the base call consumed; ``duration``/``at`` of a recorded answer; ``fixture_id``;
-    ``live_measured``: seconds an executor call took, kept out of the events)."""
+    ``live_measured``: seconds an executor call took, kept out of the events; ``text``:
+    a person's answer)."""
 
     source: AnswerSource
     reason: str
@@ -265,6 +281,7 @@ class _Answer:
     at: str | None = None
     fixture_id: str | None = None
     live_measured: float | None = None
+    text: str | None = None
 
 
 #: one source of the answer chain: ``(engine, call) -> answer``, or ``None`` to pass it on
@@ -292,7 +309,7 @@ def tool_message(tool_call_id: str | None, name: str, result: ToolResult) -> Cha
     elif isinstance(result.content, str):
         text = result.content
     else:
-        text = orjson.dumps(result.content, option=orjson.OPT_SORT_KEYS).decode()
+        text = dumps(result.content, orjson.OPT_SORT_KEYS).decode()
     return ChatMessage(role="tool", content=text, tool_call_id=tool_call_id, name=name)
 
 
@@ -405,8 +422,11 @@ class ReplayEngine:
             self._cursors: dict[str, deque[int]] = {}
             for pos, r in enumerate(self.base_calls):
                 self._cursors.setdefault(self._base_key(pos, r), deque()).append(pos)
-            #: how often each repeated key was recorded (for "recorded answer … (2 of 3)")
+            #: how often each repeated key was recorded (for "recorded answer … (2 of 3)", and
+            #: to tell an exhausted key from a missing one)
             self._key_repeats = {k: len(dq) for k, dq in self._cursors.items() if len(dq) > 1}
+            #: where the base waited on a person (the user-turn rule), by model step
+            self._turns = UserTurns(base)
             self._consumed = bytearray(len(self.base_calls))
             self._live_cache: dict[tuple[str, str], deque[Any]] = {}
             self._live_durations: dict[int, float] = {}  # seq -> seconds measured this run
@@ -466,6 +486,10 @@ class ReplayEngine:
             self._last_generation_id: str | None = None
             self._ran = False
             self._rebuilt = False  # the generic loop left the base's calls (phase 2)
+            self._user_steps: set[int] = set()  # model steps whose person's turn was handled
+            self._user_answered: list[UserTurn] = []  # turns answered by a pinned answer
+            self._user_waived: list[UserTurn] = []  # turns the user waived (skipped)
+            self._copied_interrupts: set[int] = set()  # base interrupt seqs copied as recorded
             self.last_request: ModelRequest | None = None
         finally:
             if was_enabled:
@@ -510,6 +534,8 @@ class ReplayEngine:
             if seq_limit is not None and r.seq >= seq_limit:
                 break
             if r.kind in _ATTRIBUTION:
+                if r.kind == "interrupt":
+                    self._copied_interrupts.add(r.seq)
                 rec = r.model_copy(update={"replayed": True})
                 self._append(rec, "recorded")
                 if self.on_event is not None:
@@ -573,6 +599,8 @@ class ReplayEngine:
         ahash: str | None = None,
         request: ModelRequest | None = None,
         reason: str,
+        mismatch: str | None = None,
+        recorded_answers: int | None = None,
     ) -> Requirement:
         rid = Requirement.make_id(self.replay_id, pos, kind, key)
         if kind == "model":
@@ -594,12 +622,16 @@ class ReplayEngine:
             request=req_json,
             nearest=nearest,
             reason=reason,
+            mismatch=mismatch,
+            recorded_answers=recorded_answers,
         )
 
     def _no_answer(self, call: _Call) -> NoReturn:
         """No source of the chain answered ``call``: open a requirement (pause), or fail
         (``require_fixtures`` false, or the requirement was waived); never returns."""
         kind, pos, name, key = call.kind, call.pos, call.name, call.key
+        if kind == "user":
+            self._no_user_answer(call)
         rid = Requirement.make_id(self.replay_id, pos, kind, key)
         prior = self.decisions.get(rid)
         if prior is not None and prior.status == "waived":
@@ -610,13 +642,25 @@ class ReplayEngine:
                     message=f"requirement {rid} ({kind} {name}) was waived: the call has no answer",
                 ),
             )
+        # the seed document's ReplayMismatch reasons: "exhausted" when the key was recorded
+        # and earlier calls used every answer, "missing" when it never was
+        times = self._key_repeats.get(key, 1 if key in self._cursors else 0)
+        mismatch = "exhausted" if times and self._peek(key) is None else "missing"
         if not self.policy.require_fixtures:
             recorded = sum(1 for r in self.base_calls if r.kind == kind)
-            exc = ReplayMismatch(
-                kind, key, recorded, "missing", f"{kind} {name!r} at call {pos}; require_fixtures is false"
-            )
+            detail = f"{kind} {name!r} at call {pos}; require_fixtures is false"
+            if mismatch == "exhausted":
+                detail = f"the key's {_answers_text(times)} used by earlier calls; " + detail
+            exc = ReplayMismatch(kind, key, recorded, mismatch, detail)
             raise _Halt("failed", error=ReplayErrorInfo(type="ReplayMismatch", message=str(exc)))
         what = "tool result" if kind == "tool" else "model response"
+        if mismatch == "exhausted":
+            reason = (
+                f"this {kind} call was recorded, but the key's {_answers_text(times)} used by earlier calls "
+                f"of the replay (exhausted): attach a {what} fixture"
+            )
+        else:
+            reason = f"no recorded call, intervention or fixture answers this {kind} call: attach a {what} fixture"
         req = self._requirement(
             kind,
             pos,
@@ -625,7 +669,48 @@ class ReplayEngine:
             arguments=call.arguments,
             ahash=call.fixture_hash() if kind == "tool" else None,
             request=call.request,
-            reason=f"no recorded call, intervention or fixture answers this {kind} call: attach a {what} fixture",
+            reason=reason,
+            mismatch=mismatch,
+            recorded_answers=times if mismatch == "exhausted" else None,
+        )
+        raise _Halt("paused", requirement=req)
+
+    def _no_user_answer(self, call: _Call) -> NoReturn:
+        """A person's turn after the branch diverged that nobody answered: a ``user``
+        requirement offering the recorded value (pause), or a failure when
+        ``require_fixtures`` is false — never the recorded value unasked."""
+        turn = call.turn
+        assert turn is not None  # a user call always carries its turn
+        where = (
+            f"the base recorded a person's input at seq {turn.base_seq}"
+            if turn.interrupts
+            else f"the base's next request (seq {turn.base_seq}) carried a new user message"
+        )
+        if not self.policy.require_fixtures:
+            exc = ReplayMismatch(
+                "user",
+                call.key,
+                len(self._turns.person_interrupts),
+                "missing",
+                f"a person's turn before model step {call.step} ({where}); require_fixtures is false",
+            )
+            raise _Halt("failed", error=ReplayErrorInfo(type="ReplayMismatch", message=str(exc)))
+        req = Requirement(
+            id=Requirement.make_id(self.replay_id, call.pos, "user", call.key),
+            replay_id=self.replay_id,
+            step=call.step,
+            position=call.pos,
+            kind="user",
+            name="user",
+            args_hash=call.key,
+            nearest=NearestCall(
+                seq=turn.base_seq if turn.base_seq is not None else -1, name="user", output=turn.default
+            ),
+            default=turn.default,
+            reason=(
+                f"the branch has diverged from the base and here the agent waits on a person ({where}): "
+                "pin the recorded answer or author one"
+            ),
         )
         raise _Halt("paused", requirement=req)
 
@@ -674,6 +759,10 @@ class ReplayEngine:
         """
         if not isinstance(request, ModelRequest):
             request = ModelRequest.model_validate(request)
+        if self.executor is not None and self._pos >= self.cp_pos:
+            # the executor's agent builds its own requests: a recorded person's input
+            # after the branch diverged is a user turn, recorded as an interrupt event
+            self._user_turn(self._step)
         pos = self._pos
         if self._step >= self.step_limit:
             raise _Halt("max_steps")
@@ -687,7 +776,7 @@ class ReplayEngine:
             key = self._base_key(pos, base_here)
         else:
             try:
-                key = model_key(model, request)
+                key = redacted_model_key(model, request)  # keys are computed on redacted values
             except CanonicalizationError as exc:
                 raise _Halt(
                     "failed",
@@ -722,7 +811,7 @@ class ReplayEngine:
             key = self._base_key(pos, base_here)
         else:
             try:
-                key = tool_key(name, arguments)
+                key = redacted_tool_key(name, arguments)  # keys are computed on redacted values
             except CanonicalizationError as exc:
                 raise _Halt(
                     "failed",
@@ -777,7 +866,10 @@ class ReplayEngine:
 
     def _may_answer(self, source: AnswerSource, kind: str) -> bool:
         """Whether ``source`` can answer any ``kind`` call of this replay at all; the
-        others are left out of that kind's chain (the order of the rest is unchanged)."""
+        others are left out of that kind's chain (the order of the rest is unchanged).
+        A person's turn is answered only by ``user``, and ``user`` answers nothing else."""
+        if kind == "user" or source == "user":
+            return kind == "user" and source == "user"
         if source == "intervention":
             return bool(self._model_step_iv) if kind == "model" else bool(self._tool_seq_iv or self._tool_name_iv)
         if source == "drift":
@@ -929,6 +1021,22 @@ class ReplayEngine:
             result = ToolResult(error=ErrorInfo(type=type(exc).__name__, message=str(exc)))
         return _Answer("live", reason, result=result, live_measured=time.perf_counter() - t0)
 
+    def _from_user(self, call: _Call) -> _Answer | None:
+        """A person's turn after the branch diverged: the answer a user pinned on its
+        ``user`` requirement (``requirements --answer`` / ``--approve``: the recorded value
+        or an authored one) — never the recorded value unless pinned."""
+        rid = Requirement.make_id(self.replay_id, call.pos, "user", call.key)
+        prior = self.decisions.get(rid)
+        if prior is None or prior.status != "satisfied" or prior.answer is None:
+            return None
+        assert call.turn is not None  # a user call always carries its turn
+        how = (
+            "the user pinned the recorded answer"
+            if prior.answer == call.turn.default
+            else "the user authored this answer"
+        )
+        return _Answer("user", f"{how} ({rid}: the person's turn before model step {call.step})", text=prior.answer)
+
     #: the answer chain, in the order of :data:`ANSWER_CHAIN` (a new source: one method here)
     _CHAIN: ClassVar[tuple[_ChainStep, ...]] = (
         _from_intervention,
@@ -936,6 +1044,7 @@ class ReplayEngine:
         _from_fixture,
         _from_drift,
         _from_live,
+        _from_user,
     )
 
     # ------------------------------------------------------------------ events of calls
@@ -1063,7 +1172,60 @@ class ReplayEngine:
             span.__exit__(None, None, None)
         return rec
 
-    def _call_done(self, rec: ToolRecord | ModelRecord, call: _Call, answer: _Answer) -> None:
+    # ------------------------------------------------------------------ a person's turn
+
+    def _user_turn(self, step: int, *, ended: bool = False) -> list[ChatMessage]:
+        """The user-turn rule (docs/replay.md, "Replay states") before model step ``step``.
+
+        While the branch is aligned with the base nothing happens here (a recorded
+        interrupt is copied as recorded with the calls around it). Once it has diverged,
+        the base's user turn at this step (:class:`~core.replay.user_turns.UserTurns`) goes
+        through the answer chain as a ``user`` call: a pinned answer (source ``user``)
+        becomes an interrupt event; none pauses the replay on a ``user`` requirement
+        offering the recorded value; a waived one skips the turn. Returns the messages
+        the next request gets: the answer as a ``user`` message when the base's next
+        request carried a person's new message or the branch's agent had ended its turn
+        (``ended``: a chat agent hears a person in a user message), else none.
+        """
+        if self._aligned or step in self._user_steps:
+            return []
+        turn = self._turns.before(step)
+        if turn is None or (self.executor is not None and not turn.interrupts):
+            return []
+        self._user_steps.add(step)
+        call = _Call("user", "user", turn.key, self._pos, step, True, None, turn=turn)
+        prior = self.decisions.get(Requirement.make_id(self.replay_id, call.pos, "user", call.key))
+        if prior is not None and prior.status == "waived":
+            self._user_waived.append(turn)
+            return []
+        answer = self._answer(call)
+        text = answer.text or ""
+        seq = self._next_seq()
+        if turn.interrupts:
+            recorded = turn.interrupts[0].value
+            field_name, _ = person_text(recorded)
+            if isinstance(recorded, dict):
+                value: Any = {**recorded, (field_name or "input"): text}
+            else:
+                value = text
+        else:
+            value = {"type": "input", "role": "user", "input": text}
+        rec = InterruptRecord(
+            seq=seq,
+            run_id=self._last_run_id,
+            generation_id=self._last_generation_id,
+            replayed=True,
+            value=value,
+        )
+        self._append(rec, answer.source)
+        self._answers[answer.source] += 1
+        self._reasons[seq] = answer.reason
+        self._user_answered.append(turn)
+        if self._reporting:
+            self._call_done(rec, call, answer)
+        return [ChatMessage(role="user", content=text)] if (turn.messages or ended) else []
+
+    def _call_done(self, rec: Any, call: _Call, answer: _Answer) -> None:
         """A call is finished: report it (``on_event``, ``on_progress``), then poll
         ``cancel`` — so a cancellation always stops the replay between two calls."""
         if self.on_event is not None:
@@ -1121,7 +1283,7 @@ class ReplayEngine:
             return None
         self._applied.add(idx)
         name, arguments, pos = call.name, call.arguments, call.pos
-        ahash = compute_args_hash(arguments)
+        ahash = redacted_args_hash(arguments)
         rid = Requirement.make_id(self.replay_id, pos, "approval", call.key)
         prior = self.decisions.get(rid)
         if prior is None or prior.status == "open":
@@ -1203,9 +1365,18 @@ class ReplayEngine:
                 except PolicyDenied as exc:
                     res = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(exc)))
                 transcript.append(tool_message(tc.id, tc.name, res))
-            if not need_model:
-                return "final", last_response.message.text if last_response else None
             step = self._step
+            if not need_model:
+                # the branch's agent ended its turn: the base went on where a person spoke
+                # next (the user-turn rule) — answered, the loop goes on with their message
+                if step >= len(self.base_models) or self._turns.before(step) is None:
+                    return "final", last_response.message.text if last_response else None
+                heard = self._user_turn(step, ended=True)
+                if not heard:
+                    return "final", last_response.message.text if last_response else None
+                transcript.extend(heard)
+            else:
+                transcript.extend(self._user_turn(step))
             b = self.base_models[step] if step < len(self.base_models) else self.base_models[-1]
             req = ModelRequest(
                 messages=list(transcript), tools=b.request.tools, stop=b.request.stop, options=b.request.options
@@ -1224,14 +1395,17 @@ class ReplayEngine:
     def _base_shape(self) -> list[str]:
         """What in the base the generic chat loop cannot model: tool calls no preceding
         model response lists (text actions), and calls after a response without tool
-        calls (new user turns)."""
+        calls with no person's turn between (a person's turn is a ``user`` requirement the
+        loop goes on from)."""
         unlinked = continued = 0
         open_calls: list[Any] = []
         after_final = False
+        step = 0
         for r in self.base_calls:
             if type(r) is ModelRecord:
-                if after_final:
+                if after_final and self._turns.before(step) is None:
                     continued += 1
+                step += 1
                 calls = r.response.message.tool_calls if r.response is not None else None
                 open_calls = list(calls or [])
                 after_final = r.response is not None and not calls
@@ -1243,7 +1417,7 @@ class ReplayEngine:
         if unlinked:
             out.append(f"{unlinked} tool call(s) are not listed in the model response before them")
         if continued:
-            out.append(f"{continued} model call(s) follow a response without tool calls (new user turns)")
+            out.append(f"{continued} model call(s) follow a response without tool calls, with no person's turn between")
         return out
 
     def _executor_loop(self) -> tuple[str, Any]:
@@ -1409,6 +1583,32 @@ class ReplayEngine:
             partial.append(
                 f"{self._answers['live']} call(s) answered live by the executor: not reproducible from the recording"
             )
+        if self._user_answered:
+            n = len(self._user_answered)
+            partial.append(
+                f"{n} person's turn(s) after the branch diverged answered by an answer a user pinned "
+                "(answer source user): authored, not reproduced from the recording"
+            )
+        if status == "completed":
+            answered = {r.seq for t in self._user_answered for r in t.interrupts}
+            waived = {r.seq for t in self._user_waived for r in t.interrupts}
+            skipped = [
+                r.seq
+                for r in self._turns.person_interrupts
+                if r.seq not in self._copied_interrupts and r.seq not in answered
+            ]
+            if skipped:
+                why = (
+                    "the user waived the turn"
+                    if all(s in waived for s in skipped)
+                    else "the branch diverged before them and the replay did not reach them"
+                    if not waived
+                    else "waived, or not reached after the branch diverged"
+                )
+                partial.append(
+                    f"{len(skipped)} recorded person's input(s) skipped (seq {', '.join(map(str, skipped[:10]))}"
+                    f"{', ...' if len(skipped) > 10 else ''}): {why}"
+                )
         level = "none" if none else "partial" if partial else "full"
         return Comparability(level=level, reasons=none + partial)
 
@@ -1427,7 +1627,8 @@ class ReplayEngine:
                 "fixture_uses": list(self._fixture_uses),
             },
         }
-        for k in ("task", "executor", "agent", "model", "dataset"):
+        # the base's final-output rule (core.analysis.final_output) judges the replay alike
+        for k in ("task", "executor", "agent", "model", "dataset", "final_output_rule"):
             if k in self.base.metadata:
                 meta[k] = self.base.metadata[k]
         if output is not None:
@@ -1448,6 +1649,11 @@ class ReplayEngine:
             ),
             records=list(self._events),
         )
+
+
+def _answers_text(n: int) -> str:
+    """``"1 recorded answer was"`` / ``"2 recorded answers were"``."""
+    return f"{n} recorded answer was" if n == 1 else f"{n} recorded answers were"
 
 
 def _producer() -> str:

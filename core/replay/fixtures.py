@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..errors import CanonicalizationError, FixtureError
 from ..record.canonical import args_hash as compute_args_hash
 from ..record.canonical import canonical_hash
+from ..record.nesting import json_mode_dump
 from ..record.recording import ModelRecord, ModelResponse, Recording, ToolRecord, ToolResult
 from ..record.userjson import loads_user_json
 
@@ -51,7 +52,8 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     def to_json_obj(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        out: dict[str, Any] = json_mode_dump(self.model_dump, exclude_none=True)  # any depth (nesting limit)
+        return out
 
 
 def parse_scope(text: str) -> str:
@@ -375,18 +377,26 @@ class Requirement(_Model):
 
     ``id`` is derived from the replay, the call position and the call key, so a resumed
     replay that stops at the same call finds the same requirement. ``kind`` is ``tool``,
-    ``model`` or ``approval``; ``step`` the model-call index at the time; ``position`` the
-    call index in the replay; ``name`` the tool (or model); ``arguments`` the normalized
-    arguments (tool calls); ``args_hash`` (tool) or the request key (model); ``nearest``
-    the closest recorded call with a diff; ``status`` ``open`` | ``satisfied`` |
-    ``waived``; ``fixture_id`` the fixture that satisfied it.
+    ``model``, ``approval`` or ``user`` (a point where the agent waits on a person, after
+    the branch diverged: docs/replay.md, "Replay states", the user-turn rule); ``step``
+    the model-call index at the time; ``position`` the call index in the replay; ``name``
+    the tool (or model; ``user`` for a person's turn); ``arguments`` the normalized
+    arguments (tool calls); ``args_hash`` (tool), the request key (model) or the turn's
+    key (user); ``nearest`` the closest recorded call with a diff; ``status`` ``open`` |
+    ``satisfied`` | ``waived``; ``fixture_id`` the fixture that satisfied it.
+
+    ``mismatch`` says why a tool or model call had no recorded answer (the seed
+    document's ``ReplayMismatch`` reasons): ``missing`` (the call was never recorded) or
+    ``exhausted`` (it was, ``recorded_answers`` times, and earlier calls of the replay used
+    every one). A ``user`` requirement carries the recorded value as ``default`` (the
+    answer offered) and, once a person pinned one, the ``answer``.
     """
 
     id: str
     replay_id: str
     step: int
     position: int
-    kind: Literal["tool", "model", "approval"]
+    kind: Literal["tool", "model", "approval", "user"]
     name: str
     arguments: Any = None
     args_hash: str
@@ -395,6 +405,10 @@ class Requirement(_Model):
     status: Literal["open", "satisfied", "waived"] = "open"
     fixture_id: str | None = None
     reason: str = ""
+    mismatch: Literal["missing", "exhausted"] | None = None
+    recorded_answers: int | None = None
+    default: str | None = None
+    answer: str | None = None
     created_at: str = Field(default_factory=_now)
 
     @staticmethod

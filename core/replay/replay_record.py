@@ -26,8 +26,9 @@ __all__ = [
     "first_divergence",
 ]
 
-#: where an answer came from; ``policy`` tags a denied call
-ANSWER_SOURCES = ("recorded", "intervention", "fixture", "drift", "live", "policy")
+#: where an answer came from; ``policy`` tags a denied call, ``user`` a person's turn a
+#: user pinned (docs/replay.md, "Replay states")
+ANSWER_SOURCES = ("recorded", "intervention", "fixture", "drift", "live", "policy", "user")
 
 
 def _now() -> str:

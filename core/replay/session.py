@@ -165,7 +165,9 @@ class ReplaySession:
         metadata: free JSON object stored in the recording's ``metadata`` (e.g. dataset,
             task, outcome). Mutable later through :attr:`metadata`.
         redactor: scrubs known secret values from arguments, requests, results and
-            responses before keying and storing (redaction by field name always applies).
+            responses before keying and storing (redaction by field name and by shape
+            always applies; default a new :class:`~core.record.redaction.SecretRedactor`,
+            which learns every secret removed and scrubs it from later calls).
         recording: the recording to replay from (or to continue recording into);
             default an empty one. :meth:`load` and :meth:`from_recording` fill it.
         clock: monotonic seconds used to measure ``duration_seconds`` (default
@@ -200,7 +202,8 @@ class ReplaySession:
     ) -> None:
         self.mode = ReplayMode(mode)
         self.fallback = ReplayFallback(fallback)
-        self.redactor = redactor
+        # one redactor for the run: what it removes is scrubbed everywhere after (propagation)
+        self.redactor = redactor if redactor is not None else SecretRedactor()
         self.clock = clock or time.perf_counter
         self.now = now or _utc_now
         if recording is None:

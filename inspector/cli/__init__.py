@@ -5,16 +5,26 @@ Command modules register themselves on :data:`app`; each keeps to one area:
 ``import_cmds`` (import). ``chassis-inspector FILE`` and a bare ``chassis-inspector``
 mean ``open``. Every :class:`core.errors.InspectorError` is printed on one line on
 stderr with exit code 2 — never a traceback.
+
+Every command writes through :func:`inspector.cli.safe_output.protected_output`: recorded
+text that reaches the terminal shows its control, bidi and invisible characters as
+visible stand-ins, with a marker on the line (see that module). Only ``serve`` is left
+out: its server log is written by Rich in colour, and it prints no recorded text.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import typer
 
-from core.errors import InspectorError
+from core.analysis.safe_text import shown
+from core.errors import InspectorError, printable
+from core.record.nesting import ensure_recursion_limit
+
+from .safe_output import protected_output
 
 app = typer.Typer(
     name="chassis-inspector",
@@ -23,7 +33,13 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # never strip escape sequences silently when stdout is not a terminal: the output
+    # filter shows them (the same bytes on a terminal and in a pipe)
+    context_settings={"color": True},
 )
+
+#: commands that hand the terminal to something that colours it (not recorded text)
+_UNFILTERED_COMMANDS = frozenset({"serve"})
 
 _COMMAND_MODULES = (
     "inspector.cli.recording_cmds",
@@ -56,22 +72,41 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
+    """Entry point of the console script; returns the exit code.
+
+    Every command (and the app, which ``open`` runs) works on JSON values nested up to
+    the nesting limit: the recursion limit and the stack size of threads are raised first
+    (:func:`core.record.nesting.ensure_recursion_limit`).
+    """
+    ensure_recursion_limit()
     args = list(sys.argv[1:] if argv is None else argv)
     commands = _known_commands()
     if "open" in commands:
         if not args or (args[0] not in commands and args[0] not in ("--help", "-h")):
             args = ["open", *args]
+    if args and args[0] in _UNFILTERED_COMMANDS:
+        return _run(args)
+    with protected_output():
+        return _run(args)
+
+
+def _run(args: list[str]) -> int:
     try:
         result = app(args=args, prog_name="chassis-inspector", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except InspectorError as exc:
-        typer.echo(f"chassis-inspector: {exc}", err=True)
+        # shown() here too: serve runs without the output filter
+        typer.echo(f"chassis-inspector: {shown(str(exc), keep_newline=True)}", err=True)
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # standard output on a full disk (ENOSPC), a path the system refuses
+        typer.echo(f"chassis-inspector: {_os_error_line(exc)}", err=True)
+        if exc.filename is None:
+            _discard_stdout()
+        return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
@@ -84,6 +119,26 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         raise
     return result if isinstance(result, int) else 0
+
+
+def _os_error_line(exc: OSError) -> str:
+    """One line for an OSError no command turned into its own error: the file and the
+    system's reason, or — without a file — what could not be written: the output."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"{printable(os.fsdecode(exc.filename))}: {reason}"
+    return f"cannot write the output: {reason}"
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so that what is still buffered is not
+    written again (and fails again) when the interpreter exits."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (a test's capture)
+        pass
 
 
 def _is_usage_error(exc: BaseException) -> bool:

@@ -29,22 +29,29 @@ from core.analysis.metrics import (
     load_price_table,
     run_metrics,
 )
+from core.analysis.safe_text import shown
 from core.errors import AnalysisError
+from core.record.nesting import dumps
 
 from .common import load_any, print_json
+from .safe_output import cell, csv_safe
 
 
 def _short(v: Any, n: int = 80) -> str:
-    s = v if isinstance(v, str) else orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
-    s = s.replace("\n", "\\n")
+    """``v`` on one line of at most ``n`` characters: newlines as ``\\n``, other control,
+    bidi and invisible characters as visible stand-ins with the marker
+    (:func:`core.analysis.safe_text.shown`) — escaped *before* the cut, so a cut never
+    ends inside an escape or OSC sequence left raw."""
+    s = v if isinstance(v, str) else dumps(v, orjson.OPT_SORT_KEYS).decode()
+    s = shown(s.replace("\n", "\\n"))
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _oneline(v: Any, n: int = 80) -> str:
     """``v`` on one line for prose: runs of whitespace (newlines included) become one
-    space, then cut to ``n`` characters."""
-    s = v if isinstance(v, str) else orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
-    s = " ".join(s.split())
+    space, the rest is escaped as in :func:`_short`, then cut to ``n`` characters."""
+    s = v if isinstance(v, str) else dumps(v, orjson.OPT_SORT_KEYS).decode()
+    s = shown(" ".join(s.split()))
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
@@ -103,18 +110,18 @@ def register(app: typer.Typer) -> None:
                 )
         for t in doc["tool_diffs"]:
             typer.echo("")
-            names = t["tool"] if t["tool"] == t["other_tool"] else f"{t['tool']} ↔ {t['other_tool']}"
+            names = cell(t["tool"]) if t["tool"] == t["other_tool"] else f"{cell(t['tool'])} ↔ {cell(t['other_tool'])}"
             typer.echo(f"tool {names} (base seq {t['base_seq']} ↔ other seq {t['other_seq']})")
             for part in ("arguments", "result"):
                 for ch in t[part]:
-                    typer.echo(f"  {part} {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))
+                    typer.echo(f"  {part} {ch['op']} {cell(ch['path'] or '/')}: " + _change_text(ch))
         for s in doc["state_diffs"]:
             typer.echo("")
             typer.echo(
-                f"snapshot {s['generation_id'] or '-'} {s['status']} (base seq {_seq(s['base_seq'])}, other seq {_seq(s['other_seq'])})"
+                f"snapshot {cell(s['generation_id'] or '-')} {s['status']} (base seq {_seq(s['base_seq'])}, other seq {_seq(s['other_seq'])})"
             )
             for ch in s["changes"]:
-                typer.echo(f"  {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))
+                typer.echo(f"  {ch['op']} {cell(ch['path'] or '/')}: " + _change_text(ch))
         od = doc["output_diff"]
         typer.echo("")
         if not od["changed"]:
@@ -124,11 +131,11 @@ def register(app: typer.Typer) -> None:
         elif od["mode"] == "text":
             typer.echo("final output (text diff):")
             for line in od["text_diff"]:
-                typer.echo("  " + line)
+                typer.echo("  " + cell(line))
         else:
             typer.echo("final output (structural diff):")
             for ch in od["changes"]:
-                typer.echo(f"  {ch['op']} {ch['path'] or '/'}: " + _change_text(ch))
+                typer.echo(f"  {ch['op']} {cell(ch['path'] or '/')}: " + _change_text(ch))
 
     @app.command()
     def metrics(
@@ -164,7 +171,7 @@ def register(app: typer.Typer) -> None:
         else:
             df = run_metrics(runs, prices=table, predicate=predicate)
         if csv:
-            sys.stdout.write(df.write_csv())
+            sys.stdout.write(csv_safe(df.write_csv()))
         elif json:
             print_json(df.to_dicts())
         else:
@@ -193,8 +200,10 @@ def register(app: typer.Typer) -> None:
         if json:
             print_json({"file": str(file), **rep.to_json()})
             return
-        if rep.final_seq is None:
-            typer.echo(f"{file}: no final output (the run ended on an error or a tool request)")
+        if not rec.records:
+            typer.echo(f"{file}: no final output (the recording has no records)")
+        elif rep.final_seq is None:
+            typer.echo(f"{file}: no final output ({rep.final_missing or 'it ended on an error or a tool request'})")
         else:
             typer.echo(f"final output (seq {rep.final_seq}): {_oneline(rep.final_output, 100)}")
         counts = f"contributed {len(rep.contributed())}, unused {len(rep.unused())}"
@@ -205,15 +214,15 @@ def register(app: typer.Typer) -> None:
         for c in rep.calls:
             line = f"{c.seq:>6}  {c.kind:<5} {_short(c.name, 24):<24} {c.status:<11}"
             if c.status in ("unused", "unknown"):
-                line += f" {c.reason}"
+                line += f" {cell(c.reason)}"
             else:
-                line += " " + ", ".join(c.via)
+                line += " " + ", ".join(cell(v) for v in c.via)
                 if c.quoted:
                     line += "  quoted: " + ", ".join(_short(q, 30) for q in c.quoted)
             if c.redacted:
-                line += "  [redacted: " + ", ".join(c.redacted) + "]"
+                line += "  [redacted: " + ", ".join(cell(r) for r in c.redacted) + "]"
             if c.knockout is not None:
-                line += f"  knockout: {c.knockout.outcome} ({c.knockout.detail})"
+                line += f"  knockout: {c.knockout.outcome} ({cell(c.knockout.detail)})"
             typer.echo(line)
         if rep.redactions:
             typer.echo("")
@@ -266,7 +275,7 @@ def _fmt(v: Any) -> str:
         return "-"
     if isinstance(v, float):
         return f"{v:.6g}"
-    return str(v)
+    return cell(v)
 
 
 def _print_table(rows: list[dict[str, Any]], compare: bool) -> None:

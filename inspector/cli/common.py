@@ -8,8 +8,11 @@ from pathlib import Path
 import orjson
 import typer
 
+from core.analysis.safe_text import json_safe
+from core.errors import FormatError
 from core.importers.opened import Opened
 from core.record.io import load_recording
+from core.record.nesting import dumps
 from core.record.recording import Recording
 
 
@@ -34,13 +37,42 @@ def load_any(
             tried and why each refused).
     """
     if not convert:
-        return load_recording(path, verify_keys=verify_keys)
+        try:
+            return load_recording(path, verify_keys=verify_keys)
+        except FormatError as exc:
+            other = _other_format(path)
+            if other is None:
+                raise
+            raise FormatError(
+                f"not a Chassis recording: it looks like {other}; convert it with: chassis-inspector import {path} -o OUT",
+                file=str(path),
+            ) from exc
     from core.importers import open_any
 
     opened = open_any(path, verify_keys=verify_keys)
     for line in opened_notices(path, opened):
         echo_err(line)
     return opened.recording
+
+
+def _other_format(path: Path) -> str | None:
+    """What an importer recognises ``path`` as (``"an Inspect AI eval log (.json or .eval
+    zip), format inspect_ai"``), or ``None`` when it is not another known format (or
+    looks like a Chassis recording, whose own error then stands)."""
+    from core.errors import InspectorError
+    from core.importers import NATIVE, detect, get_importer
+
+    if not Path(path).is_file():  # a FIFO or a device is never sniffed (reading could block)
+        return None
+    try:
+        name = detect(path)
+    except InspectorError:
+        return None
+    if name == NATIVE:
+        return None
+    description = get_importer(name).description
+    article = "an" if description[:1].lower() in "aeiou" else "a"
+    return f"{article} {description}, format {name}"
 
 
 def _conversion_notes(path: Path, opened: Opened) -> list[str]:
@@ -83,26 +115,42 @@ def opened_notices_each(path: Path, opened: Opened) -> list[str]:
 
 
 def print_json(obj: object) -> None:
-    """Write ``obj`` as indented JSON on stdout."""
-    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    """Write ``obj`` as indented JSON on stdout. DEL, C1 controls and bidi or invisible
+    characters inside strings are written as ``\\uXXXX`` escapes
+    (:func:`core.analysis.safe_text.json_safe`; the encoder escapes U+0000–U+001F
+    itself): the document decodes to the same values and drives no terminal."""
+    text = dumps(obj, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    sys.stdout.write(json_safe(text) + "\n")
 
 
 def echo_err(message: str) -> None:
     typer.echo(f"chassis-inspector: {message}", err=True)
 
 
-def check_output(path: Path, *, force: bool, inputs: tuple[Path, ...] = ()) -> None:
-    """Refuse to write ``path`` over an input of the same command (even with --force) or
-    over an existing file without ``--force``. Raises :class:`core.errors.OutputError`."""
+def check_output(path: Path, *, force: bool, inputs: tuple[Path, ...] = (), new_folder: Path | None = None) -> None:
+    """Refuse to write ``path`` over an input of the same command (even with --force),
+    over an existing file without ``--force``, or into a folder that does not exist (an
+    output never creates folders, so a mistyped path is an error, not a new tree) —
+    except ``new_folder``, one folder the command creates itself (``import --all -o
+    DIR``), whose own parent must exist. Raises :class:`core.errors.OutputError`."""
     from core.errors import OutputError
 
     if not path.name:
         raise OutputError(str(path) or "''", "no file name given")
+    try:
+        path.exists()  # a name the system refuses (a component over 255 bytes: ENAMETOOLONG)
+    except OSError as exc:
+        raise OutputError(str(path), f"cannot write: {exc.strerror or exc}") from None
     if path.is_dir():
         raise OutputError(str(path), "is a directory; give a file name")
     for parent in reversed(path.parents):
         if parent.exists() and not parent.is_dir():
             raise OutputError(str(path), f"{parent} is a file, not a folder")
+    folder = path.parent
+    if new_folder is not None and folder == new_folder and not folder.exists():
+        folder = new_folder.parent
+    if not folder.is_dir():
+        raise OutputError(str(path), f"the folder {folder} does not exist; create it first")
     if path.exists() and not path.is_file():
         raise OutputError(str(path), "exists and is not a regular file; refusing to replace it")
     if path.exists():

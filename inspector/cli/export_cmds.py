@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from core.analysis.safe_text import json_safe
 from core.errors import FormatError, SourceImportError
 from core.record.io import atomic_write_bytes
 from core.record.recording import Recording
@@ -78,7 +79,8 @@ def register(app: typer.Typer) -> None:
         data = export_otlp(rec, indent=not compact)
         summary = export_summary(doc)
         if output is None:
-            sys.stdout.buffer.write(data + b"\n")
+            # as text, through the output filter: json_safe escapes what the encoder left raw
+            sys.stdout.write(json_safe(data.decode()) + "\n")
             sys.stdout.flush()
             return
         try:

@@ -23,6 +23,7 @@ from core.importers.base import group_warnings
 from core.record.io import save_recording
 
 from .common import check_output, echo_err, print_json
+from .safe_output import cell
 
 MAX_PRINTED_WARNINGS = 20
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -95,8 +96,8 @@ def register(app: typer.Typer) -> None:
             for row in rows:
                 c = row["counts"]
                 typer.echo(
-                    f"{row['index']:>4}  {row['run']:<40} model {c['model']:>4}  tool {c['tool']:>4}  "
-                    f"outcome {row['outcome'] or '-'}" + ("  (incomplete)" if row["incomplete"] else "")
+                    f"{row['index']:>4}  {cell(row['run']):<40} model {c['model']:>4}  tool {c['tool']:>4}  "
+                    f"outcome {cell(row['outcome'] or '-')}" + ("  (incomplete)" if row["incomplete"] else "")
                 )
             return
         assert output is not None
@@ -110,7 +111,7 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2)
         else:
             if len(runs) > 1 and run is None:
-                ids = ", ".join(r.run_id for r in runs[:5]) + (", …" if len(runs) > 5 else "")
+                ids = ", ".join(cell(r.run_id) for r in runs[:5]) + (", …" if len(runs) > 5 else "")
                 echo_err(
                     f"{src} holds {len(runs)} runs ({ids}); choose one with --run ID|INDEX, "
                     "or write them all with --all -o DIR"
@@ -119,7 +120,8 @@ def register(app: typer.Typer) -> None:
             chosen = select_run(runs, run, source=str(src))
             targets = [(runs.index(chosen), chosen, output)]
         for t in targets:
-            check_output(t[2], force=True, inputs=(src,))  # never the source; --force checked below
+            # never the source; --force checked below; --all creates DIR (not its parents)
+            check_output(t[2], force=True, inputs=(src,), new_folder=output if all_ else None)
         existing = [str(t[2]) for t in targets if t[2].exists()]
         if existing and not force:
             shown = ", ".join(existing[:3]) + (f" and {len(existing) - 3} more" if len(existing) > 3 else "")
@@ -134,7 +136,7 @@ def register(app: typer.Typer) -> None:
             if not json:
                 c = s["counts"]
                 typer.echo(
-                    f"{src} ({fmt}) run {r.run_id} → {out}: {s['records']} records "
+                    f"{src} ({cell(fmt)}) run {cell(r.run_id)} → {out}: {s['records']} records "
                     f"(model {c['model']}, tool {c['tool']}, interrupt {c['interrupt']}), "
                     f"{len(r.warnings)} warning(s)" + (", incomplete" if r.incomplete else "")
                 )

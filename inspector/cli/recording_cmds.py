@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
 
 from core.errors import FormatError
-from core.record.io import atomic_write_bytes, parse_json, recording_from_dict, recording_to_dict
+from core.record.io import atomic_write_bytes, parse_json, recording_from_dict, recording_to_dict, redact_recording
 from core.record.migrate import detect_version
+from core.record.nesting import dumps
 from core.record.recording import ModelRecord, Recording, ToolRecord
 
 from .common import check_output, echo_err, load_any, print_json
+from .safe_output import cell
 
 
 def recording_summary(rec: Recording) -> dict[str, Any]:
@@ -73,9 +74,11 @@ def _usage_totals(rec: Recording) -> dict[str, Any] | None:
 
 
 def _short(v: Any, n: int = 100) -> str:
-    """One line of at most ``n`` characters (newlines shown as ``⏎``)."""
-    s = v if isinstance(v, str) else orjson.dumps(v).decode()
+    """One line of at most ``n`` characters (newlines shown as ``⏎``; other control, bidi
+    and invisible characters as stand-ins with the marker, before the cut)."""
+    s = v if isinstance(v, str) else dumps(v).decode()
     s = " ⏎ ".join(part.strip() for part in s.strip().splitlines()) if "\n" in s else s
+    s = cell(s)
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
@@ -131,30 +134,32 @@ def register(app: typer.Typer) -> None:
         sess = s["session"]
         typer.echo(
             f"session         mode={sess.get('mode')} fallback={sess.get('fallback')}"
-            + (f" producer={sess['producer']}" if sess.get("producer") else "")
+            + (f" producer={cell(sess['producer'])}" if sess.get("producer") else "")
         )
         typer.echo(f"records         {s['records']}  (" + ", ".join(f"{k} {v}" for k, v in s["counts"].items()) + ")")
-        typer.echo("models          " + (", ".join(f"{k} ×{v}" for k, v in s["models"].items()) or "-"))
-        typer.echo("tools           " + (", ".join(f"{k} ×{v}" for k, v in s["tools"].items()) or "-"))
+        typer.echo("models          " + (", ".join(f"{cell(k)} ×{v}" for k, v in s["models"].items()) or "-"))
+        typer.echo("tools           " + (", ".join(f"{cell(k)} ×{v}" for k, v in s["tools"].items()) or "-"))
         tok = s["tokens"]
         if tok:
             note = f" (run totals from the source: {tok['run_totals']})" if tok.get("run_totals") else ""
             typer.echo(f"tokens          input {tok['input']}, output {tok['output']}{note}")
         else:
             typer.echo("tokens          not recorded")
-        typer.echo("run ids         " + (", ".join(s["run_ids"]) or "-"))
+        typer.echo("run ids         " + (", ".join(cell(r) for r in s["run_ids"]) or "-"))
         fe = s["first_error"]
         if fe:
             typer.echo(
-                f"first error     seq {fe['seq']} {fe['kind']} {fe['name']}: {fe['type']}: {_short(fe['message'])}"
+                f"first error     seq {fe['seq']} {fe['kind']} {cell(fe['name'])}: {cell(fe['type'])}: "
+                + _short(fe["message"])
             )
         else:
             typer.echo("first error     none")
         if s["metadata"]:
             typer.echo("metadata")
-            width = max(14, max(len(k) for k in s["metadata"]) + 2)
+            keys = {k: cell(k) for k in s["metadata"]}
+            width = max(14, max(len(k) for k in keys.values()) + 2)
             for k, v in s["metadata"].items():
-                typer.echo(f"  {k:<{width}}{_short(v)}")
+                typer.echo(f"  {keys[k]:<{width}}{_short(v)}")
 
     @app.command()
     def migrate(
@@ -172,7 +177,8 @@ def register(app: typer.Typer) -> None:
         version = detect_version(doc, source=source)
         rec = recording_from_dict(doc, source=source)
         check_output(output, force=force, inputs=(old,))
-        atomic_write_bytes(output, orjson.dumps(recording_to_dict(rec)))
+        redact_recording(rec)  # what the product writes is redacted (docs/format.md, "Redaction")
+        atomic_write_bytes(output, dumps(recording_to_dict(rec)))
         typer.echo(
             f"{old}: format version {version} → {rec.format_version}; wrote {output} ({len(rec.records)} records)"
         )

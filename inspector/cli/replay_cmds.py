@@ -7,7 +7,9 @@
   [--json]`` — run a branch; ``replay resume REPLAY_ID``; ``replay show REPLAY_ID``;
   ``replay events REPLAY_ID -o FILE``. Exit code 0 completed, 3 paused, 2 failed or bad
   input.
-* ``requirements [--open] [--replay ID] [--approve ID] [--waive ID] [--json]``.
+* ``requirements [--open] [--replay ID] [--approve ID] [--waive ID] [--answer ID TEXT]
+  [--json]`` — ``--answer`` pins a person's answer on a ``user`` requirement (``--approve``
+  pins the recorded one, ``--waive`` skips the turn).
 * ``fixture add --tool T [--args-json ARGS | --any] --output FILE [--scope S]``,
   ``fixture attach REQ_ID FILE [--scope S]``, ``fixture list``.
 
@@ -23,12 +25,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
 from typer.core import TyperGroup
 
 from core.errors import FixtureError
 from core.record.canonical import args_hash
+from core.record.nesting import dumps
 from core.record.userjson import loads_user_json
 from core.replay.branch import BranchDraft, InterventionFile, load_policy, resolve_branch, save_branch
 from core.replay.fixtures import Fixture, Requirement, load_output_file, parse_scope
@@ -105,14 +107,40 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> N
 
 
 def _print_requirement(req: Requirement) -> None:
-    args = orjson.dumps(req.arguments).decode() if req.arguments is not None else ""
+    if req.kind == "user":
+        # a person's turn after the branch diverged (docs/replay.md, the user-turn rule)
+        typer.echo(
+            f"{req.id}  {req.status:<9} {req.kind:<8} replay {req.replay_id} step {req.step}  "
+            f"a person's turn before model step {req.step}"
+        )
+        default = dumps(req.default).decode() if req.default is not None else "none"
+        seq = f" (seq {req.nearest.seq})" if req.nearest is not None and req.nearest.seq >= 0 else ""
+        typer.echo(f"    recorded answer{seq}, offered: {default if len(default) <= 80 else default[:79] + '…'}")
+        if req.status == "satisfied" and req.answer is not None:
+            typer.echo(f"    pinned answer: {dumps(req.answer).decode()}")
+        elif req.status == "open":
+            typer.echo(
+                f"    answer with: chassis-inspector requirements --answer {req.id} TEXT "
+                f"(--approve {req.id}: the recorded answer; --waive {req.id}: skip the turn)"
+            )
+        return
+    args = dumps(req.arguments).decode() if req.arguments is not None else ""
     if len(args) > 80:
         args = args[:79] + "…"
     typer.echo(f"{req.id}  {req.status:<9} {req.kind:<8} replay {req.replay_id} step {req.step}  {req.name} {args}")
+    if req.mismatch == "exhausted":
+        n_rec = req.recorded_answers or 0
+        typer.echo(
+            f"    recorded answers: {n_rec}, all used by earlier calls of the replay (exhausted): "
+            "the call was recorded, but not this often"
+        )
     if req.nearest is not None:
         n = req.nearest
-        changes = ", ".join(f"{d['path']} {d['op']}" for d in n.diff[:5]) or "no difference"
-        typer.echo(f"    nearest recorded call: seq {n.seq} {n.name}; differs at {changes}")
+        if n.diff:
+            changes = ", ".join(f"{d['path']} {d['op']}" for d in n.diff[:5])
+            typer.echo(f"    nearest recorded call: seq {n.seq} {n.name}; differs at {changes}")
+        else:
+            typer.echo(f"    nearest recorded call: seq {n.seq} {n.name}; the same call")
     elif req.kind != "model":
         typer.echo("    nearest recorded call: none (the base never called this tool)")
 
@@ -334,14 +362,32 @@ def register(app: typer.Typer) -> None:
     def requirements(
         open_: Annotated[bool, typer.Option("--open", help="Only open requirements.")] = False,
         replay: Annotated[str | None, typer.Option("--replay", help="Only this replay's.")] = None,
-        approve: Annotated[str | None, typer.Option("--approve", help="Approve an approval requirement.")] = None,
+        approve: Annotated[
+            str | None,
+            typer.Option(
+                "--approve", help="Approve an approval requirement (a user requirement: pin its recorded answer)."
+            ),
+        ] = None,
         waive: Annotated[
             str | None, typer.Option("--waive", help="Waive a requirement (the call gets no answer).")
+        ] = None,
+        answer: Annotated[
+            tuple[str, str] | None,
+            typer.Option(
+                "--answer",
+                metavar="REQ_ID TEXT",
+                help="Answer a person's turn (a user requirement) with TEXT; --approve REQ_ID pins the recorded answer.",
+            ),
         ] = None,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
-        """List requirements (open work a paused replay waits on), or approve/waive one."""
+        """List requirements (open work a paused replay waits on), or approve/waive/answer one."""
+        text: str | None = None
+        if answer is not None:
+            if approve or waive:
+                raise FixtureError("give one of --answer, --approve or --waive")
+            approve, text = answer
         decided = approve or waive
         if decided:
             ws_or_none: Workspace | None = Workspace.open(workspace, create=False)
@@ -351,11 +397,16 @@ def register(app: typer.Typer) -> None:
             return
         with ws_or_none as ws:
             if decided:
-                req = ws.decide_requirement(decided, "satisfied" if approve else "waived")
+                req = ws.decide_requirement(decided, "satisfied" if approve else "waived", answer=text)
                 if json:
                     print_json(req.to_json_obj())
                 else:
-                    typer.echo(f"{req.id}: {req.status}; resume with: chassis-inspector replay resume {req.replay_id}")
+                    how = ""
+                    if req.kind == "user" and req.answer is not None:
+                        how = " with the recorded answer" if req.answer == req.default else " with an authored answer"
+                    typer.echo(
+                        f"{req.id}: {req.status}{how}; resume with: chassis-inspector replay resume {req.replay_id}"
+                    )
                 return
             reqs = ws.requirements(open_only=open_, replay_id=replay)
         if json:
@@ -427,7 +478,8 @@ def register(app: typer.Typer) -> None:
         with Workspace.open(workspace, create=False) as ws:
             req = ws.get_requirement(req_id)
             kind = "tool" if req.kind == "approval" else req.kind
-            out = load_output_file(file, kind) if req.kind != "approval" else None
+            # approvals and a person's turns take no fixture: the workspace says what to do instead
+            out = load_output_file(file, kind) if req.kind not in ("approval", "user") else None
             fx = ws.attach_fixture(req_id, out, source=str(file), scope=scope)
         if json:
             print_json(fx.to_json_obj())

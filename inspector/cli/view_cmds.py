@@ -17,11 +17,13 @@ from typing import Annotated
 
 import typer
 
+from core.analysis.marks import record_marks
 from core.analysis.timeline import TimelineIndex
 from core.analysis.timeline_text import format_duration, format_offset, rows_to_csv
 from core.record.recording import RECORD_KINDS
 
 from .common import echo_err, opened_notices_each, print_json
+from .safe_output import cell, csv_safe
 
 #: files bigger than this get a "loading…" line on stderr before the app starts
 LOUD_LOAD_BYTES = 50 * 1024 * 1024
@@ -108,10 +110,21 @@ def register(app: typer.Typer) -> None:
         keymap = load_keymap()
         loaded = _load(resolve_recording(file))
         app = InspectorApp(loaded, keymap)
-        app.run()
+        try:
+            app.run()
+        except Exception as exc:  # raised past Textual's handler (e.g. again while it shut down)
+            if app.crash is None:
+                app.crash = exc
         if app.load_error is not None:
             # a fast-opened file failed its background verification
             raise app.load_error
+        if app.crash is not None:
+            # an exception nothing handled: one line (the app printed no traceback), exit 1
+            what = " ".join(f"{type(app.crash).__name__}: {app.crash}".split())
+            echo_err(f"the inspector app stopped on an unexpected error: {cell(what)}")
+            raise typer.Exit(app.return_code or 1)
+        if app.return_code:
+            raise typer.Exit(app.return_code)
 
     @app.command()
     def serve(
@@ -189,20 +202,26 @@ def register(app: typer.Typer) -> None:
             print_json([r.to_json() for r in rows])
             return
         if csv:
-            sys.stdout.write(rows_to_csv(rows))
+            sys.stdout.write(csv_safe(rows_to_csv(rows)))
             return
         seq_w = max(3, len(str(index.seqs[-1])) if len(index) else 3)
         out = sys.stdout
         out.write(
             f"{'seq':>{seq_w}} {'time':>8} {'kind':<9} {'name':<22} {'status':<13} {'dur':>7} {'tokens':>7}  summary\n"
         )
+        # the records the metadata marks (annotated mistake, planted fault) show "⚑ LABEL"
+        # in the status column, as in the app's table
+        marks = {m.seq: m.label for m in record_marks(index.recording)}
         for r in rows:
             tok = "" if r.tokens is None else str(r.tokens)
+            status = f"⚑ {marks[r.seq]}" if r.seq in marks else r.status
             out.write(
-                f"{r.seq:>{seq_w}} {format_offset(r.offset_seconds):>8} {r.kind:<9} {r.name[:22]:<22} "
-                f"{r.status:<13} {format_duration(r.duration_seconds):>7} {tok:>7}  {r.summary}\n"
+                f"{r.seq:>{seq_w}} {format_offset(r.offset_seconds):>8} {r.kind:<9} {cell(r.name, 22):<22} "
+                f"{status:<13} {format_duration(r.duration_seconds):>7} {tok:>7}  {cell(r.summary)}\n"
             )
-        if not positions:
+        if not len(index):
+            echo_err(f"{file}: the recording has no records (the run ended before its first call)")
+        elif not positions:
             echo_err(
                 f"no record matches (kinds: {', '.join(kinds or RECORD_KINDS)}"
                 + (", errors only" if errors else "")

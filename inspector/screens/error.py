@@ -1,6 +1,7 @@
 """A modal that shows an error (title + message); dismissing it returns ``None``.
 
-Every text is shown as plain text, never as markup: a message may quote recorded content."""
+Every text is shown as plain text, never as markup, with its control characters made
+visible (:mod:`inspector.plain`): a message may quote recorded content."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from ..plain import block_text, line_text
 
 
 class ErrorScreen(ModalScreen[None]):
@@ -32,8 +35,8 @@ class ErrorScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(self.error_title, style="bold #ff5f5f"), id="error-title")
-            yield Static(Text(self.message), id="error-message")
+            yield Static(line_text(self.error_title, style="bold #ff5f5f"), id="error-title")
+            yield Static(block_text(self.message), id="error-message")
             yield Static(Text(self.hint), id="error-hint")
 
     def action_close(self) -> None:

@@ -21,6 +21,7 @@ from core.importers.opened import Opened
 from core.record.jsonvalues import display_text
 from core.record.recording import Recording
 
+from ..plain import block, line
 from ..runinfo import (
     group_warnings,
     marked_seqs,
@@ -34,8 +35,10 @@ LABEL = "bold #4fb0b0"
 
 
 def _row(t: Text, label: str, value: Any, style: str = "") -> None:
-    t.append(f"{label:<18} ", style=LABEL)
-    t.append(value if isinstance(value, str) else display_text(value), style=style)
+    """``label  value``: both may be recorded (metadata keys and values), so both are
+    shown, never obeyed (:mod:`inspector.plain`)."""
+    t.append(f"{line(label):<18} ", style=LABEL)
+    t.append(block(value if isinstance(value, str) else display_text(value)), style=style)
     t.append("\n")
 
 
@@ -96,7 +99,7 @@ def run_info_text(recording: Recording, notices: list[str], opened: Opened | Non
             )
             for text, count in group_warnings(all_warnings):
                 t.append("  • ", style="#d7af00")
-                t.append(text)
+                t.append(block(text))
                 if count > 1:
                     t.append(f"  (×{count})", style="bold")
                 t.append("\n")

@@ -26,9 +26,11 @@ from textual.worker import Worker
 from core.analysis.timeline import VIEW_KINDS as RECORD_KINDS
 from core.analysis.timeline import TimelineIndex
 from core.errors import FormatError
+from core.record.nesting import dumps
 from core.record.recording import ModelRecord, ToolRecord
 
 from ..loader import LoadedRecording
+from ..plain import line
 from ..runinfo import marked_seqs
 from ..widgets.detail_pane import DetailPane
 from ..widgets.filter_bar import FilterBar
@@ -41,6 +43,10 @@ from .run_info import RunInfoScreen
 
 #: seconds the detail pane waits for the cursor to settle before it redraws
 DETAIL_DELAY = 0.06
+
+#: what the table and the detail pane say for a recording of no records (e.g. an Inspect
+#: sample that failed before its first model call)
+EMPTY_RUN = "this recording has no records: the run ended before its first call (i: run info)"
 
 
 class TimelineScreen(Screen[None]):
@@ -226,14 +232,16 @@ class TimelineScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.title = f"Chassis Inspector — {self.loaded.path.name}"
+        self.title = f"Chassis Inspector — {line(self.loaded.path.name)}"
         self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
         table = self.table
         marks = marked_seqs(self.loaded.recording)
         table.set_marks({m.seq: m.label for m in marks})
         self.detail.marks = {m.seq: (m.label, m.reason) for m in marks}
+        if not len(self.index):
+            table.empty_message = EMPTY_RUN
         table.focus()
-        self.detail.show(self.index, table.cursor_position)
+        self.detail.show(self.index, table.cursor_position, empty_message=table.empty_message)
         self._detail_current.set()
 
     # ------------------------------------------------------------------ helpers
@@ -263,7 +271,9 @@ class TimelineScreen(Screen[None]):
             view = range(len(self.index))
         else:
             view = self.index.select(self.kinds, errors_only=self.errors_only)
-        if self.errors_only and not self.index.error_positions:
+        if not len(self.index):
+            table.empty_message = EMPTY_RUN
+        elif self.errors_only and not self.index.error_positions:
             table.empty_message = "no errors in this recording (x or 0: show everything)"
         elif self.errors_only:
             table.empty_message = "no error among the kinds shown (0: show everything)"
@@ -632,7 +642,7 @@ class TimelineScreen(Screen[None]):
             self.notify(str(exc), severity="error", timeout=6)
             return
         if what == "json":
-            text = orjson.dumps(self.index.record(here).to_json_obj(), option=orjson.OPT_INDENT_2).decode()
+            text = dumps(self.index.record(here).to_json_obj(), orjson.OPT_INDENT_2).decode()
             label = f"record seq {ident['seq']} as JSON"
         else:
             value = ident.get(what)

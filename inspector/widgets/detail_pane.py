@@ -23,6 +23,7 @@ from core.analysis.timeline_text import format_duration, one_line
 from core.errors import FormatError
 from core.record.recording import ModelRecord, ToolRecord
 
+from .. import plain
 from .json_tree import JsonTree
 from .transcript import TranscriptView
 
@@ -74,7 +75,7 @@ class DetailPane(Vertical):
         error = self.query_one("#detail-error", Static)
         tree = self.query_one(JsonTree)
         if position is None:
-            identity.update(empty_message or "no record selected (the filter hides every record)")
+            identity.update(Text(empty_message or "no record selected (the filter hides every record)"))
             error.remove_class("shown")
             tree.show_nothing()
             self.query_one(TranscriptView).show([], "")
@@ -83,7 +84,7 @@ class DetailPane(Vertical):
             rec = index.record(position)
             identity_text = self._identity_text(index, position)
         except FormatError as exc:  # a fast-opened file, not verified yet
-            identity.update(Text(f"✗ this record is invalid: {exc}", style="bold #ff5f5f"))
+            identity.update(plain.line_text(f"✗ this record is invalid: {exc}", style="bold #ff5f5f"))
             error.remove_class("shown")
             tree.show({}, "invalid record")
             return
@@ -122,7 +123,15 @@ class DetailPane(Vertical):
         if self._error is None:
             return
         lines = 1 if self.screen.has_class("-narrow") else 2
-        text = Text(error_banner(self._error.type, self._error.message, max(38, self.size.width - 2), lines))
+        # recorded text: escaped before it is cut to the banner (newlines kept: they split sentences)
+        text = Text(
+            error_banner(
+                plain.line(self._error.type),
+                plain.block(self._error.message or ""),
+                max(38, self.size.width - 2),
+                lines,
+            )
+        )
         text.no_wrap, text.overflow = True, "ellipsis"
         self.query_one("#detail-error", Static).update(text)
 
@@ -156,7 +165,7 @@ class DetailPane(Vertical):
         t = Text()
         t.append(f"seq {ident['seq']}", style="bold")
         t.append(f"  {ident['kind']}", style="bold")
-        t.append(f"  {index.names[position]}")
+        t.append(f"  {plain.line(index.names[position])}")
         status = index.statuses[position]
         t.append(f"  [{status}]", style="bold #ff5f5f" if status == "error" else "dim")
         dur = index.durations[position]
@@ -189,13 +198,13 @@ class DetailPane(Vertical):
         if self.term:
             where = matched_fields(rec.to_json_obj(), self.term)
             if where:
-                rows.insert(0, ("matched in", ", ".join(where)))
+                rows.insert(0, ("matched in", ", ".join(plain.line(w) for w in where)))
         # label+value pairs packed into lines; a pair never breaks between its label
         # and its value; at most three lines (the tree has every field)
         width = max(30, (self.size.width or 60) - 2)
         lines: list[Text] = [Text()]
         for k, v in rows:
-            v = str(v)
+            v = plain.line(v)
             if k in ("key", "args hash") and len(v) > 25:
                 v = v[:24] + "…"
             pair = Text()

@@ -18,7 +18,10 @@ from textual.widgets import Tree
 from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.tree import TreeNode
 
+from core.analysis.safe_text import shown
 from core.record.jsonvalues import display_text, is_tagged
+
+from ..plain import TAB_SIZE, line
 
 FOLD_AT = 100
 WRAP_AT = 110
@@ -47,7 +50,7 @@ def _scalar(value: Any) -> Text:
     if is_tagged(value):
         # {"$bigint": ...}, {"$nonfinite": ...}, {"$invalid_unicode": ...}: what it stands for
         tag = next(iter(value))
-        t = Text(display_text(value), style=NUMBER_STYLE if tag != "$invalid_unicode" else STRING_STYLE)
+        t = Text(line(display_text(value)), style=NUMBER_STYLE if tag != "$invalid_unicode" else STRING_STYLE)
         t.append(f"  ({tag})", style=MUTED_STYLE)
         return t
     if isinstance(value, str):
@@ -56,12 +59,14 @@ def _scalar(value: Any) -> Text:
         return Text("null" if value is None else str(value).lower(), style=CONST_STYLE)
     if isinstance(value, (int, float)):
         return Text(str(value), style=NUMBER_STYLE)
-    return Text(str(value))
+    return Text(line(value))
 
 
 def repr_json_string(s: str) -> str:
-    """A short quoted form of a string for a tree label (newlines shown as ``⏎``)."""
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "⏎") + '"'
+    """A short quoted form of a string for a tree label (newlines shown as ``⏎``; other
+    control, bidi and invisible characters as stand-ins with the marker: see
+    :mod:`inspector.plain`)."""
+    return '"' + line(s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "⏎")) + '"'
 
 
 def needs_fold(s: str) -> bool:
@@ -75,7 +80,7 @@ def label_for(key: str | int | None, value: Any, width: int | None = None) -> Te
     preview is shortened so that the whole label, its length hint included, fits."""
     label = Text()
     if key is not None:
-        label.append(str(key) if isinstance(key, str) else f"[{key}]", style=KEY_STYLE)
+        label.append(line(key) if isinstance(key, str) else f"[{key}]", style=KEY_STYLE)
         label.append(": " if not isinstance(value, (dict, list)) or is_tagged(value) else " ")
     if is_tagged(value):
         label.append_text(_scalar(value))
@@ -89,7 +94,8 @@ def label_for(key: str | int | None, value: Any, width: int | None = None) -> Te
         if width is not None and width - label.cell_len - len(hint) - 3 < 12:
             hint = f"  ({len(value):,} chars)"  # narrow: the short hint
         room = FOLD_AT if width is None else max(8, min(FOLD_AT, width - label.cell_len - len(hint) - 3))
-        preview = value[:room].replace("\n", "⏎")
+        # escaped before the cut (a cut never leaves half an escape sequence raw)
+        preview = line(value[: room * 2].replace("\n", "⏎"))[:room]
         label.append('"' + preview + '…"', style=STRING_STYLE)
         label.append(hint, style=MUTED_STYLE)
     else:
@@ -188,9 +194,16 @@ class JsonTree(Tree[JsonNode]):
                 parent = parent.parent
             room = (self.scrollable_content_region.width or WRAP_AT) - (depth + 1) * self.guide_depth - 2
             width = max(20, min(WRAP_AT * 2, room))
-            for line in value.split("\n"):
+            for raw_line in value.split("\n"):
+                # recorded text: shown, not obeyed (inspector.plain); tabs kept for wrap to expand
+                text_line = shown(raw_line, keep_tab=True)
                 chunks = textwrap.wrap(
-                    line, width, drop_whitespace=False, replace_whitespace=False, break_on_hyphens=False
+                    text_line,
+                    width,
+                    drop_whitespace=False,
+                    replace_whitespace=False,
+                    break_on_hyphens=False,
+                    tabsize=TAB_SIZE,
                 ) or [""]
                 for chunk in chunks:
                     node.add_leaf(Text(chunk, style=STRING_STYLE), JsonNode(chunk, populated=True))

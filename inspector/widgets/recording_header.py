@@ -12,6 +12,7 @@ from core.analysis.timeline import TimelineSummary
 from core.analysis.timeline_text import format_duration, one_line
 from core.record.recording import Recording
 
+from ..plain import line
 from ..runinfo import marked_seqs, run_outcome
 
 OUTCOME_STYLES = {"success": "bold #5faf5f", "failure": "bold #ff5f5f"}
@@ -40,21 +41,21 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     a few metadata fields, then counts, errors, tokens, time;
     ``verifying`` adds a note that the full verification is still running."""
     t = Text()
-    t.append(Path(path).name, style="bold")
+    t.append(line(Path(path).name), style="bold")
     # the outcome as `chassis-inspector metrics` computes it (core.analysis.metrics.outcome_of);
     # fields such as exit_status are shown as what they are
     outcome, _ = run_outcome(recording)
     t.append("  outcome ", style="dim")
-    t.append(outcome, style=OUTCOME_STYLES.get(outcome, "bold"))
+    t.append(line(outcome), style=OUTCOME_STYLES.get(outcome, "bold"))
     for mark in marked_seqs(recording):
         t.append(f"  ⚑ {mark.label} seq {mark.seq} (m)", style="bold #d7af00")
     t.append("  i: run info", style="dim italic")
     t.append(f"  format v{recording.format_version}", style="dim")
     producer = recording.session.producer
     if producer:
-        t.append(f"  {producer}", style="dim")
+        t.append(f"  {line(producer)}", style="dim")
     meta = [
-        f"{k}={one_line(v, 32)}"
+        f"{line(k)}={line(one_line(v, 32))}"
         for k, v in recording.metadata.items()
         if k not in ("outcome", "outcome_reason") and v not in (None, "") and not isinstance(v, (dict, list))
     ][:3]

@@ -30,6 +30,8 @@ from textual.strip import Strip
 from core.analysis.timeline import TimelineIndex
 from core.analysis.timeline_text import format_duration, format_offset
 
+from ..plain import line
+
 KIND_LABELS = {
     "model": "model",
     "tool": "tool",
@@ -238,7 +240,9 @@ class TimelineTable(ScrollView, can_focus=True):
         idx = self.index
         n = len(idx)
         sample = range(n) if n <= 200_000 else range(0, n, max(1, n // 200_000))
-        names = [len(idx.names[p]) for p in sample if idx.kinds[p] not in ("snapshot", "lifecycle")]
+        # widths as drawn (control characters shown, marked); names repeat, so each once
+        distinct = {idx.names[p] for p in sample if idx.kinds[p] not in ("snapshot", "lifecycle")}
+        names = [len(line(name)) for name in distinct]
         statuses = {idx.statuses[p] for p in sample}
         return {
             "has_offset": any(o is not None for o in idx.offsets),
@@ -246,7 +250,8 @@ class TimelineTable(ScrollView, can_focus=True):
             "has_tokens": any(t is not None for t in idx.tokens),
             "name_width": max(names, default=8),
             "status_width": max(
-                [len(STATUS_MARKS.get(st, st)) for st in statuses] + [2 + len(m) for m in self.marks.values()]
+                [len(STATUS_MARKS.get(st, st)) for st in statuses] + [2 + len(m) for m in self.marks.values()],
+                default=6,
             ),
         }
 
@@ -513,17 +518,18 @@ class TimelineTable(ScrollView, can_focus=True):
             # a separator line that explains the run's composition
             sep_style = self._style("timeline--separator")
             used = sum(s.cell_length for s in segs)
-            label = f"── {'⚙' if kind == 'snapshot' else '◆'} {kind} {idx.names[position]}: "
+            label = f"── {'⚙' if kind == 'snapshot' else '◆'} {kind} {line(idx.names[position])}: "
             rest = max(0, width - used)
-            text = _cell(label + idx.summary_of(position) + " ", rest)
+            text = _cell(label + line(idx.summary_of(position)) + " ", rest)
             text = text.rstrip()
             text = text + " " + "─" * max(0, rest - len(text) - 1) if len(text) < rest else text
             segs.append(Segment(label, base + kind_style))
             segs.extend(self._highlight(text[len(label) :], base + sep_style, match_style))
             return self._finish_row(Strip(segs, width), width, base, is_cursor)
         segs.append(Segment(_cell(KIND_LABELS.get(kind, kind), cols.kind) + " ", base + kind_style))
-        segs.append(Segment(_cell(idx.names[position], cols.name) + " ", base))
-        summary = _cell(idx.summary_of(position), cols.summary)
+        # recorded text: control, bidi and invisible characters shown, marked (inspector.plain)
+        segs.append(Segment(_cell(line(idx.names[position]), cols.name) + " ", base))
+        summary = _cell(line(idx.summary_of(position)), cols.summary)
         segs.extend(self._highlight(summary, base, match_style))
         segs.append(Segment(" ", base))
         status_style = self._style(f"timeline--status-{status}")

@@ -13,13 +13,17 @@ from typing import Any
 import orjson
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
 from core.analysis.timeline import TranscriptEntry
 from core.analysis.timeline_text import one_line
 from core.record.jsonvalues import display_text, is_tagged
+from core.record.nesting import dumps
 from core.record.recording import STANDARD_ROLES, ChatMessage
+
+from ..plain import block, line
 
 FOLD_LINES = 8
 #: a thinking part is shown folded to this many characters (and 3 lines) until z
@@ -52,7 +56,7 @@ def arguments_text(arguments: Any) -> str:
         shown = orjson.loads(display_text(value))
     except orjson.JSONDecodeError:
         return display_text(value)
-    return orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode()
+    return dumps(shown, orjson.OPT_INDENT_2).decode()
 
 
 def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
@@ -82,9 +86,10 @@ def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
                 blocks.append(("part", f"[{kind}] {one_line(display_text(part), 300 if not expanded else 1 << 20)}"))
     elif content is not None and content != "":
         blocks.append(("", content if isinstance(content, str) else display_text(content)))
-    for style, text in blocks:
+    for style, raw in blocks:
         if len(body):
             body.append("\n")
+        text = block(raw)  # recorded text: shown, never obeyed (inspector.plain)
         lines, h = _fold(text.split("\n"), expanded, 3 if style == "thinking" else FOLD_LINES)
         if style == "thinking" and not expanded and sum(len(ln) for ln in lines) > THINKING_CHARS:
             # one long paragraph: fold by characters too
@@ -114,9 +119,9 @@ def message_text(msg: ChatMessage, expanded: bool) -> tuple[Text, int]:
         if len(body):
             body.append("\n")
         body.append("→ tool call ", style="bold")
-        body.append(call.name, style="bold green")
-        body.append(f"  id={call.id}\n", style="dim")
-        lines, h = _fold(arguments_text(call.arguments).split("\n"), expanded, 2 * FOLD_LINES)
+        body.append(line(call.name), style="bold green")
+        body.append(f"  id={line(call.id)}\n", style="dim")
+        lines, h = _fold(block(arguments_text(call.arguments)).split("\n"), expanded, 2 * FOLD_LINES)
         hidden += h
         body.append("\n".join(lines))
         if h:
@@ -157,7 +162,8 @@ class MessageBlock(Static):
             title += f" · answers {entry.message.tool_call_id}"
         if entry.caption:
             title += f" — {entry.caption}"
-        self.border_title = title
+        # a plain Content, never markup: a name or id may hold "[/]" (inspector.plain)
+        self.border_title = Content(line(title))
         self.entry = entry
         #: the rendered body (rich Text)
         self.body = body
@@ -203,7 +209,7 @@ class TranscriptView(VerticalScroll, can_focus=True):
             self.remove_children()
             widgets: list[Static] = []
             if self._note:
-                widgets.append(Static(Text(self._note), classes="transcript--note"))
+                widgets.append(Static(Text(block(self._note)), classes="transcript--note"))
             widgets.extend(MessageBlock(e, self.expanded, self.term) for e in self._entries)
             mounted = self.mount_all(widgets)
 

@@ -68,3 +68,20 @@ def test_narrow_terminal_stacks_the_detail_pane(snap_compare, tmp_path):
         await _settle(pilot)
 
     assert snap_compare(_app(tmp_path), terminal_size=(80, 34), run_before=run_before)
+
+
+def test_hostile_names_and_control_characters_are_drawn_as_text(snap_compare, tmp_path):
+    """Markup-looking names (``run[/red]``, ``[red]bash[/red]``), escape and OSC
+    sequences, bidi and zero-width characters: drawn literally, marked ⚠ (the failing
+    tool call selected, so the error banner and the record tree show them too)."""
+    from core.record.io import save_recording
+    from tests.hostile import hostile_recording
+
+    path = tmp_path / "hostile-run.json"
+    save_recording(hostile_recording(), path)
+
+    async def run_before(pilot):
+        await pilot.press("f")
+        await _settle(pilot)
+
+    assert snap_compare(InspectorApp(load_for_view(path)), terminal_size=(160, 45), run_before=run_before)

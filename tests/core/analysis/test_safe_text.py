@@ -76,3 +76,48 @@ def test_keep_newline_only_passes_newlines(text):
     out = visible(text, keep_newline=True)
     assert not any((ord(c) in UNSAFE and c != "\n") for c in out)
     assert out.count("\n") == text.count("\n")
+
+
+def test_shown_marks_the_first_replaced_character():
+    from core.analysis.safe_text import HIDDEN_MARK, shown
+
+    assert shown("plain text") == "plain text"
+    assert shown("ok\x1b[2J\x1b[H") == f"ok{HIDDEN_MARK}␛[2J␛[H"
+    assert shown("a\nb") == f"a{HIDDEN_MARK}␊b"
+    assert shown("a\nb", keep_newline=True) == "a\nb"
+    assert shown("a\nb\u202ec", keep_newline=True) == f"a\nb{HIDDEN_MARK}\\u202ec"
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+def test_shown_is_visible_plus_one_marker(text):
+    from core.analysis.safe_text import HIDDEN_MARK, shown
+
+    out = shown(text)
+    if visible(text) == text:
+        assert out == text
+    else:
+        i = next(i for i, c in enumerate(text) if visible(c) != c)  # the first replaced character
+        assert out[i] == HIDDEN_MARK and out[:i] + out[i + 1 :] == visible(text)
+    assert not any(ord(c) in UNSAFE for c in out)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(alphabet=st.characters(codec="utf-8")),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet=st.characters(codec="utf-8"), max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_JSON_VALUES)
+def test_json_safe_keeps_the_value_and_leaves_nothing_raw(value):
+    import orjson
+
+    from core.analysis.safe_text import json_safe
+
+    for option in (0, orjson.OPT_INDENT_2):
+        out = json_safe(orjson.dumps(value, option=option).decode())
+        assert orjson.loads(out) == value
+        assert not any(ord(c) in UNSAFE and c != "\n" for c in out)

@@ -18,7 +18,7 @@ from core.importers._source import salvage_json
 from core.record.io import load_recording
 from core.record.jsonvalues import decode_value
 from core.record.recording import ModelRecord, Recording, ToolRecord
-from core.record.redaction import REDACTED
+from core.record.redaction import marker
 from tests.builders import TESTS
 
 REAL = TESTS / "data" / "real_traces"
@@ -211,8 +211,15 @@ def test_empty_and_rewritten_tool_call_ids_are_still_paired(tmp_path: Path) -> N
         ("search", {"q": "b"}, "result b"),
         ("get_user_details", {"user_id": "a"}, "result a"),
     ]
-    assert ts[0].tool_call_id == "call_B" and ts[1].tool_call_id is None
+    # one id per call, everywhere: the empty id becomes "~1", the rewritten result id the call's own
+    assert ts[0].tool_call_id == "call_B" and ts[1].tool_call_id == "~1"
+    models = [r for r in run.recording.records if isinstance(r, ModelRecord)]
+    assert [tc.id for tc in models[0].response.message.tool_calls] == ["~1", "call_B"]
+    last = models[-1].request.messages
+    assert [tc.id for tc in last[1].tool_calls] == ["~1", "call_B"]
+    assert [m.tool_call_id for m in last[2:]] == ["call_B", "~1"]
     assert sum("paired with the oldest unanswered" in str(w) for w in run.warnings) == 2
+    assert any("has no id; recorded as '~1'" in str(w) for w in run.warnings)
 
 
 def test_uncanonicalizable_identity_is_kept_without_a_key(tmp_path: Path) -> None:
@@ -323,8 +330,9 @@ def test_secrets_are_redacted_and_marked(tmp_path: Path) -> None:
     blob = orjson.dumps([r.to_json_obj() for r in run.recording.records])
     assert secret.encode() not in blob and b"hunter22" not in blob
     (t,) = tools(run.recording)
-    assert t.arguments == {"user": "u", "api_key": REDACTED}
-    assert t.result.redacted is True and t.result.content == f"token={REDACTED}"
+    # markers name the kind removed (docs/format.md, "Redaction")
+    assert t.arguments == {"user": "u", "api_key": marker("api-key")}
+    assert t.result.redacted is True and t.result.content == f"token={marker('openai-key')}"
     assert run.recording.metadata["source"]["redacted"] is True
     assert any(w.place == "redaction" for w in run.warnings)
     out = tmp_path / "out.json"

@@ -88,9 +88,9 @@ def test_tool_that_always_errors():
     assert any("inferred" in w.message for w in warnings)
     # secret headers: placeholders upstream, redacted by name here
     h = rec.metadata["http"][0]["request_headers"]
-    assert h["authorization"] == "[REDACTED]"
-    assert rec.metadata["http"][0]["response_headers"]["set-cookie"] == "[REDACTED]"
-    assert rec.metadata["http"][1]["request_headers"]["cookie"] == "[REDACTED]"
+    assert h["authorization"] == "[REDACTED:authorization]"  # markers name the kind removed
+    assert rec.metadata["http"][0]["response_headers"]["set-cookie"] == "[REDACTED:cookie]"
+    assert rec.metadata["http"][1]["request_headers"]["cookie"] == "[REDACTED:cookie]"
 
 
 def test_anthropic_native_tool_call():
@@ -109,7 +109,7 @@ def test_anthropic_native_tool_call():
     )
     assert t.result.content == "The result of 15 * 8 is 120" and t.result.error is None
     assert m2.response.message.content == "120" and m2.response.finish_reason == "end_turn"
-    assert rec.metadata["http"][0]["request_headers"]["x-api-key"] == "[REDACTED]"
+    assert rec.metadata["http"][0]["request_headers"]["x-api-key"] == "[REDACTED:api-key]"
     assert rec.records[0].at == "2026-01-22T20:40:57Z"
     assert rec.records[0].duration_seconds == pytest.approx(1.6)
 
@@ -140,10 +140,14 @@ def test_two_providers_in_one_cassette():
     assert [m.model for m in ms] == ["gemini-2.0-flash-exp"] * 2 + ["gpt-4o-mini"] * 2
     gem_call = ms[0].response.message.tool_calls[0]
     oai_call = ms[2].response.message.tool_calls[0]
-    assert gem_call.id == "" and gem_call.name == "get_capital" and gem_call.arguments == {"country": "France"}
+    # Gemini's call has no id; pydantic-ai gives it one in the OpenAI history: recorded under that id everywhere
+    rewritten = "pyd_ai_504f8147f83f44f3a5f14d87bfd01bda"
+    assert gem_call.id == rewritten and gem_call.name == "get_capital" and gem_call.arguments == {"country": "France"}
     assert oai_call.id == "call_SkEQ3ZGSJC8m6AvaIGNuuKdm" and oai_call.arguments == {"country": "England"}
     france, england = tools(rec)
-    assert france.tool_call_id is None and france.result.content == {"return_value": "Paris"}
+    assert france.tool_call_id == rewritten and france.result.content == {"return_value": "Paris"}
+    assert [m.tool_call_id for m in ms[1].request.messages if m.role == "tool"] == [rewritten]
+    assert any("has no id; recorded as" in w.message and "a later request" in w.message for w in warnings)
     assert england.tool_call_id == "call_SkEQ3ZGSJC8m6AvaIGNuuKdm" and england.result.content == "London"
     # the France call reappears in the OpenAI history under a rewritten id: not imported twice
     assert [r.kind for r in rec.records] == ["model", "tool", "model", "model", "tool", "model"]
@@ -151,7 +155,7 @@ def test_two_providers_in_one_cassette():
     assert any("no id" in w.message and "paired by" in w.message for w in warnings)
     assert ms[1].response.message.content == "The capital of France is Paris.\n"
     assert ms[3].response.message.content == "The capital of England is London."
-    assert rec.metadata["http"][3]["request_headers"]["cookie"] == "[REDACTED]"
+    assert rec.metadata["http"][3]["request_headers"]["cookie"] == "[REDACTED:cookie]"
 
 
 def test_streamed_thinking_reassembled_separate_from_text():
@@ -312,7 +316,11 @@ def test_empty_tool_call_ids_still_paired(tmp_path):
     p = _two_step(tmp_path, _call("", "lookup", '{"q": "x"}'), {"role": "tool", "tool_call_id": "", "content": "found"})
     rec, warnings = load(p)
     [t] = tools(rec)
-    assert (t.tool, t.arguments, t.result.content, t.tool_call_id) == ("lookup", {"q": "x"}, "found", None)
+    # no id on either side: the call gets one ("~1") in its response, its record and the next request
+    assert (t.tool, t.arguments, t.result.content, t.tool_call_id) == ("lookup", {"q": "x"}, "found", "~1")
+    m0, m1 = models(rec)
+    assert m0.response.message.tool_calls[0].id == "~1"
+    assert [m.tool_call_id for m in m1.request.messages if m.role == "tool"] == ["~1"]
     assert any("paired by" in w.message for w in warnings)
 
 
@@ -583,8 +591,8 @@ def test_secret_values_redacted_in_bodies_and_tool_results(tmp_path):
     data = rec.dumps()
     assert secret.encode() not in data
     [t] = tools(rec)
-    assert t.result.redacted is True and "[REDACTED]" in t.result.content
-    assert rec.metadata["http"][0]["request_headers"]["Authorization"] == "[REDACTED]"
+    assert t.result.redacted is True and "[REDACTED:openai-key]" in t.result.content
+    assert rec.metadata["http"][0]["request_headers"]["Authorization"] == "[REDACTED:authorization]"
     assert any("redacted" in w.message for w in warnings)
     assert Recording.loads(data).records[1].key == t.key
 

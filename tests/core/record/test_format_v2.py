@@ -16,7 +16,7 @@ from core.record.canonical import model_key, tool_key
 from core.record.io import dumps_recording, recording_to_dict, records_digest, save_recording
 from core.record.migrate import MIGRATIONS, migrate, migrate_1_to_2
 from core.record.recording import FORMAT_VERSION, LINK_RELS, ModelRecord, Recording, RunLink, ToolRecord
-from core.record.redaction import REDACTED, SecretRedactor
+from core.record.redaction import SecretRedactor, marker
 from core.record.schema import SCHEMA_PATH
 from inspector.cli import main
 from tests.builders import DATA, make_recording
@@ -178,10 +178,11 @@ def test_secrets_in_meta_and_links_are_redacted_on_save(tmp_path):
     for secret in ("sk-live-0123456789", "hunter2-secret-value", "Bearer abc", "pw1234"):
         assert secret not in text
     loaded = Recording.load(out, verify_keys=True)
-    assert loaded.records[3].meta == {"api_key": REDACTED, "upstream": f"token={REDACTED}"}
-    assert loaded.records[2].meta == {"headers": [["Authorization", REDACTED], ["Accept", "json"]]}
-    assert loaded.links[0].target == f"https://x.invalid/run?sig={REDACTED}"
-    assert loaded.links[0].meta == {"password": REDACTED}
+    # markers name the kind removed (docs/format.md, "Redaction")
+    assert loaded.records[3].meta == {"api_key": marker("api-key"), "upstream": f"token={marker('token')}"}
+    assert loaded.records[2].meta == {"headers": [["Authorization", marker("authorization")], ["Accept", "json"]]}
+    assert loaded.links[0].target == f"https://x.invalid/run?sig={marker('signature')}"
+    assert loaded.links[0].meta == {"password": marker("password")}
     # scrubbing meta is not scrubbing the result, and never changes the key
     assert loaded.records[3].result.redacted is False
     assert loaded.records[3].key == key_before

@@ -7,7 +7,7 @@ import pytest
 
 from core.record.io import redact_recording, save_recording
 from core.record.recording import ChatMessage, ModelRecord, Recording, ToolRecord
-from core.record.redaction import REDACTED, SecretRedactor, is_sensitive_name, redact
+from core.record.redaction import SecretRedactor, is_sensitive_name, marker, redact
 from tests.builders import make_recording
 
 
@@ -75,13 +75,17 @@ def test_nested_objects_and_header_lists():
     }
     out, changed = redact(value)
     assert changed
+    # markers name the kind removed (docs/format.md, "Redaction")
     assert out["request"]["headers"] == [
         ["Content-Type", "application/json"],
-        ["Authorization", REDACTED],
-        ["X-Api-Key", REDACTED],
+        ["Authorization", marker("authorization")],
+        ["X-Api-Key", marker("api-key")],
     ]
-    assert out["request"]["header_objs"] == [{"name": "Cookie", "value": REDACTED}, {"name": "Accept", "value": "*/*"}]
-    assert out["request"]["body"]["config"] == {"api_key": REDACTED, "max_tokens": 100, "token_count": 3}
+    assert out["request"]["header_objs"] == [
+        {"name": "Cookie", "value": marker("cookie")},
+        {"name": "Accept", "value": "*/*"},
+    ]
+    assert out["request"]["body"]["config"] == {"api_key": marker("api-key"), "max_tokens": 100, "token_count": 3}
     assert out["usage"] == {"input_tokens": 5, "output_tokens": 6}
     assert value["request"]["body"]["config"]["api_key"] == "sk-live"  # input untouched
 
@@ -89,7 +93,7 @@ def test_nested_objects_and_header_lists():
 def test_ordinary_two_item_lists_are_not_headers():
     out, changed = redact({"pairs": [["token", "abc"], ["x", "y"]]})
     # [name, value] pairs whose name looks like a credential header are redacted ...
-    assert out["pairs"][0] == ["token", REDACTED]
+    assert out["pairs"][0] == ["token", marker("token")]
     out2, changed2 = redact({"matrix": [[1, 2], [3, 4]], "words": ["key", "value"]})
     assert not changed2 and out2 == {"matrix": [[1, 2], [3, 4]], "words": ["key", "value"]}
 
@@ -99,7 +103,7 @@ def test_secret_values_in_free_text(monkeypatch):
     r = SecretRedactor(secrets=["hunter22"], env=["MY_SERVICE_TOKEN", "UNSET_VAR_XYZ"])
     out, changed = redact({"content": "password is hunter22 and tok-1234567890 ok", "n": 1}, r)
     assert changed
-    assert out["content"] == f"password is {REDACTED} and {REDACTED} ok"
+    assert out["content"] == f"password is {marker('secret')} and {marker('my-service-token')} ok"
 
 
 def test_short_secrets_are_ignored():
@@ -134,8 +138,8 @@ def test_recording_redaction_sets_flag_and_recomputes_keys(tmp_path):
     assert b"hunter22" not in raw
     loaded = Recording.load(path)  # keys verified on load
     t = loaded.records[3]
-    assert t.arguments["password"] == REDACTED
-    assert t.result.content == f"logged in with {REDACTED}"
+    assert t.arguments["password"] == marker("password")
+    assert t.result.content == f"logged in with {marker('secret')}"
     assert t.result.redacted is True
     assert t.key == t.compute_key()
     m = loaded.records[2]
@@ -149,12 +153,12 @@ def test_metadata_is_redacted_on_save(tmp_path):
     path = tmp_path / "r.json"
     rec.save(path)
     doc = orjson.loads(path.read_bytes())
-    assert doc["metadata"]["provider"] == {"api_key": REDACTED, "max_tokens": 5}
+    assert doc["metadata"]["provider"] == {"api_key": marker("api-key"), "max_tokens": 5}
 
 
 def test_redaction_is_idempotent():
     rec = make_recording()
     rec.metadata["token"] = "abc"
     assert redact_recording(rec) == 0  # metadata only; no record changed
-    assert rec.metadata["token"] == REDACTED
+    assert rec.metadata["token"] == marker("token")
     assert redact_recording(rec) == 0

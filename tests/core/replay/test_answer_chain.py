@@ -57,8 +57,9 @@ class OneCall:
 
 
 def expected_source(enabled: dict[str, bool]) -> str | None:
-    """The documented order: the first enabled source of the chain."""
-    return next((s for s in ANSWER_CHAIN if enabled[s]), None)
+    """The documented order: the first enabled source of the chain (``user`` answers only
+    a person's turn, never a model or tool call)."""
+    return next((s for s in ANSWER_CHAIN if enabled.get(s, False)), None)
 
 
 def check_answer(out: ReplayOutcome, seq: int, want: str, progress: list[ReplayProgress]) -> None:
@@ -79,7 +80,8 @@ def check_answer(out: ReplayOutcome, seq: int, want: str, progress: list[ReplayP
 
 
 def test_the_chain_is_the_documented_order() -> None:
-    assert ANSWER_CHAIN == ("intervention", "recorded", "fixture", "drift", "live")
+    # model and tool calls: the first five; a person's turn after divergence: only "user"
+    assert ANSWER_CHAIN == ("intervention", "recorded", "fixture", "drift", "live", "user")
     assert [f.__name__ for f in ReplayEngine._CHAIN] == [f"_from_{s}" for s in ANSWER_CHAIN]
     assert set(ANSWER_CHAIN) | {"policy"} == set(ANSWER_SOURCES)
 

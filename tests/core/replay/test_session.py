@@ -23,7 +23,7 @@ from core.record.recording import (
     ToolRecord,
     ToolResult,
 )
-from core.record.redaction import REDACTED, SecretRedactor
+from core.record.redaction import SecretRedactor, marker
 from core.replay.boundary import AgentRuntime
 from core.replay.session import (
     Harness,
@@ -478,14 +478,16 @@ def test_redaction_scrubs_and_keys_match_between_record_and_replay(tmp_path: Pat
     live_tool = h.call_tool("search", args, "c1")
     assert SECRET in live_tool.content["hits"][0] and SECRET in live_model.message.content  # the agent sees real values
     mrec, trec = session.recording.records
-    assert trec.arguments == {"query": f"docs for {REDACTED}", "api_key": REDACTED}
+    # markers name the kind removed (docs/format.md, "Redaction")
+    S, A = marker("secret"), marker("api-key")
+    assert trec.arguments == {"query": f"docs for {S}", "api_key": A}
     assert trec.key == tool_key("search", trec.arguments)
-    assert trec.result.redacted is True and trec.result.content["hits"] == [f"found docs for {REDACTED}"]
-    assert trec.result.content["api_key"] == REDACTED
-    assert mrec.request.messages[0].content == f"my key is {REDACTED}"
-    assert mrec.request.options == {"api_key": REDACTED}
+    assert trec.result.redacted is True and trec.result.content["hits"] == [f"found docs for {S}"]
+    assert trec.result.content["api_key"] == A
+    assert mrec.request.messages[0].content == f"my key is {S}"
+    assert mrec.request.options == {"api_key": A}
     assert mrec.key == model_key("m", mrec.request)
-    assert mrec.response.message.content == f"I saw my key is {REDACTED}"
+    assert mrec.response.message.content == f"I saw my key is {S}"
     path = tmp_path / "redacted.json"
     session.save(path)
     data = path.read_bytes()
@@ -494,9 +496,9 @@ def test_redaction_scrubs_and_keys_match_between_record_and_replay(tmp_path: Pat
     replay = ReplaySession.load(path, redactor=redactor)
     hr = Harness(replay, {}, models=[ReplayChatModel(replay, None, "m")])
     # the agent makes the same raw calls: keys are computed on redacted values in both modes
-    assert hr.call_model("m", request).message.content == f"I saw my key is {REDACTED}"
+    assert hr.call_model("m", request).message.content == f"I saw my key is {S}"
     got = hr.call_tool("search", args, "c1")
-    assert got.redacted is True and got.content["hits"] == [f"found docs for {REDACTED}"]
+    assert got.redacted is True and got.content["hits"] == [f"found docs for {S}"]
     assert replay.stats.replayed == 2 and replay.stats.live == 0
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import orjson
+import pytest
 
 from core.record.recording import Recording
 from inspector.cli import main
@@ -37,6 +38,22 @@ def test_validate_subprocess_has_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and "truncated" in proc.stderr and str(bad) in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("path", "described"),
+    [
+        (DATA / "importers" / "inspect-0.3.285" / "adder.eval", "an Inspect AI eval log (.json or .eval zip)"),
+        (DATA / "importers" / "inspect-0.3.285" / "adder.json", "an Inspect AI eval log (.json or .eval zip)"),
+    ],
+)
+def test_validate_on_another_format_says_what_it_is_and_suggests_import(path, described, capsys):
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{path}: not a Chassis recording: it looks like {described}, format inspect_ai" in err
+    assert f"convert it with: chassis-inspector import {path} -o OUT" in err
+    assert "malformed JSON" not in err and "surrogates" not in err
 
 
 def test_info_text_and_json(saved, capsys):
