@@ -251,6 +251,8 @@ def recording_digest(rec: Recording) -> str:
     Raises:
         CanonicalizationError: the recording has no digest and a record holds a value
             without a canonical form.
+        FormatError: the recording has no digest and a record holds a value nested
+            deeper than the nesting limit (:data:`core.record.nesting.MAX_DEPTH`).
     """
     if rec.digest:
         return rec.digest

@@ -30,7 +30,7 @@ from core.analysis.metrics import (
     run_metrics,
 )
 from core.analysis.safe_text import shown
-from core.errors import AnalysisError
+from core.errors import AnalysisError, short_pointer
 from core.record.nesting import dumps
 
 from .common import load_any, print_json
@@ -114,14 +114,14 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"tool {names} (base seq {t['base_seq']} ↔ other seq {t['other_seq']})")
             for part in ("arguments", "result"):
                 for ch in t[part]:
-                    typer.echo(f"  {part} {ch['op']} {cell(ch['path'] or '/')}: " + _change_text(ch))
+                    typer.echo(f"  {part} {ch['op']} {cell(short_pointer(ch['path'] or '/'))}: " + _change_text(ch))
         for s in doc["state_diffs"]:
             typer.echo("")
             typer.echo(
                 f"snapshot {cell(s['generation_id'] or '-')} {s['status']} (base seq {_seq(s['base_seq'])}, other seq {_seq(s['other_seq'])})"
             )
             for ch in s["changes"]:
-                typer.echo(f"  {ch['op']} {cell(ch['path'] or '/')}: " + _change_text(ch))
+                typer.echo(f"  {ch['op']} {cell(short_pointer(ch['path'] or '/'))}: " + _change_text(ch))
         od = doc["output_diff"]
         typer.echo("")
         if not od["changed"]:
@@ -135,7 +135,7 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo("final output (structural diff):")
             for ch in od["changes"]:
-                typer.echo(f"  {ch['op']} {cell(ch['path'] or '/')}: " + _change_text(ch))
+                typer.echo(f"  {ch['op']} {cell(short_pointer(ch['path'] or '/'))}: " + _change_text(ch))
 
     @app.command()
     def metrics(
