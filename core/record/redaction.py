@@ -63,6 +63,7 @@ __all__ = [
     "REDACTED",
     "SECRET_VALUE_PATTERNS",
     "SecretRedactor",
+    "clear_caches",
     "find_secrets",
     "has_marker",
     "header_kind",
@@ -355,7 +356,7 @@ OWN_RULES: tuple[_Rule, ...] = (
             r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
         group=1,
-        lower=("aws",),
+        anchors=("aws", "AWS", "Aws"),
     ),
     _Rule(
         "url-password",
@@ -378,7 +379,7 @@ OWN_RULES: tuple[_Rule, ...] = (
         re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+([A-Za-z0-9._~+/\-]{16,}=*)"),
         group=1,
         after=_ALNUM,
-        lower=("bearer",),
+        anchors=("bearer", "Bearer", "BEARER"),
     ),
     _Rule("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), after=_ALNUM, anchors=("sk-ant-",)),
     _Rule(
@@ -436,7 +437,7 @@ DETECT_SECRETS_KINDS: dict[str, tuple[str, ...]] = {
 # listed (a newer detect-secrets) runs on every text.
 _DETECT_SECRETS_WHERE: dict[str, tuple[str, ...]] = {
     "ArtifactoryDetector": ("re:AKC[a-zA-Z0-9]{10}", "re:AP[0-9A-F][a-zA-Z0-9]{8}"),
-    "AWSKeyDetector": (",".join(_AWS_IDS), "lower:aws"),
+    "AWSKeyDetector": (",".join(_AWS_IDS), "aws,AWS,Aws"),
     "AzureStorageKeyDetector": ("AccountKey=",),
     "BasicAuthDetector": ("://",),
     "CloudantDetector": ("window", "window", "://", "://"),
@@ -474,8 +475,11 @@ _DETECT_SECRETS_SKIPPED = {"IPPublicDetector"}
 _KEYWORDS = ("pass", "pwd", "secret", "token", "key", "auth", "cookie", "credent")
 _KEYWORD = re.compile("|".join(_KEYWORDS), re.I)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-#: characters many anchors hold: an anchor is looked for only in a text that holds its guard
-_GUARDS = "_-:"
+#: characters many anchors hold: the anchors holding one are looked for together, by one
+#: regex that starts at that character (the regex engine skips ahead to a literal first
+#: character quickly; an alternation of literals starting with common letters it tries at
+#: every position)
+_GUARDS = "_-:."
 _NAME_END = re.compile(r"[A-Za-z0-9_.\-]*")
 #: what may follow a name that is assigned a value: a closing quote (escaped or not), an
 #: assignment, or blanks before one (``--flag VALUE`` included)
@@ -619,25 +623,33 @@ class _Detector:
             else:
                 everywhere.append(rule)
         family: dict[str, list[_Check]] = {}
-        capital: list[str] = []
+        branches: dict[str, list[str]] = {}  # a family's gate: one regex of all its checks
         for lit, rules in checks.items():
             guard = next((c for c in _GUARDS if c in lit), "")
-            if not guard and lit[0].isupper():
+            if guard:  # the regex starts at the guard, what comes before it a look-behind
+                k = lit.index(guard)
+                before = f"(?<={re.escape(lit[: k + 1])})" if k else ""  # after the guard: it is matched
+                branches.setdefault(guard, []).append(before + re.escape(lit[k + 1 :]))
+            elif lit[0].isupper():
                 guard = "A-Z"
-                capital.append(re.escape(lit))
+                branches.setdefault(guard, []).append(re.escape(lit))
             family.setdefault(guard, []).append((lit, rules))
         for pattern, (probe, rules) in probes.items():
-            literal = re.match(r"[A-Za-z0-9_:.\\-]+", pattern)
             first = pattern[1] if pattern.startswith("\\") else pattern[0]
-            guard = next((c for c in _GUARDS + "." if c == first), "")
-            if not guard and first.isupper() and literal is not None:
+            guard = next((c for c in _GUARDS if c == first), "")
+            if guard:
+                branches.setdefault(guard, []).append(pattern[2 if pattern.startswith("\\") else 1 :])
+            elif first.isupper() and re.match(r"[A-Za-z0-9]", first):
                 guard = "A-Z"
-                capital.append(pattern)
+                branches.setdefault(guard, []).append(pattern)
             family.setdefault(guard, []).append((probe, rules))
         for guard, items in family.items():
-            gate: str | re.Pattern[str] | None = guard or None
+            gate: str | re.Pattern[str] | None = None
             if guard == "A-Z":
-                gate = re.compile("|".join(sorted(capital, key=len, reverse=True)))
+                gate = re.compile("|".join(sorted(branches[guard], key=len, reverse=True)))
+            elif guard:
+                alts = "|".join(sorted(branches[guard], key=len, reverse=True))
+                gate = re.compile(re.escape(guard) + "(?:" + alts + ")")
             grouped = _grouped(items)
             literals = [(c, r) for c, r in grouped if type(c) is str]
             regexes = [(c, r) for c, r in grouped if type(c) is not str]
@@ -646,27 +658,25 @@ class _Detector:
         self.windowed = tuple(windowed)
         self.everywhere = tuple(everywhere)
 
-    def rules_for(self, text: str, low: str) -> list[_Rule]:
-        """The rules that may match ``text`` (``low``: its lower-cased form)."""
+    def rules_for(self, text: str) -> list[_Rule]:
+        """The rules that may match ``text``."""
         found: list[_Rule] = []
         for gate, literals, regexes in self.families:
-            if gate is not None:
-                if type(gate) is str:
-                    if gate not in text:
-                        continue
-                elif gate.search(text) is None:  # type: ignore[union-attr]
-                    continue
+            if gate is not None and (gate not in text if type(gate) is str else gate.search(text) is None):  # type: ignore[union-attr]
+                continue
             for lit, rules in literals:
                 if lit in text:
-                    found.extend(rules)
+                    found += rules
             for regex, rules in regexes:
                 if regex.search(text) is not None:
-                    found.extend(rules)
-        for lit, rules in self.lowered:
-            if lit in low:
-                found.extend(rules)
+                    found += rules
+        if self.lowered:
+            low = text.lower()
+            for lit, rules in self.lowered:
+                if lit in low:
+                    found += rules
         if self.everywhere:
-            found.extend(self.everywhere)
+            found += self.everywhere
         if len(found) > 1:
             found = list({id(r): r for r in found}.values())
         return found
@@ -824,14 +834,14 @@ def _shape_spans(text: str) -> tuple[tuple[int, int, str], ...]:
     if cached is not None:
         return cached
     det = _DETECTOR.load()
-    low = text.lower()
     out: list[tuple[int, int, str]] = []
-    for rule in det.rules_for(text, low):
+    for rule in det.rules_for(text):
         _rule_spans(text, rule, out)
-    if ":" in text or "=" in text or "--" in text or "\t" in text:  # no assignment without one
-        _assignment_spans(text, low, det.windowed, out)
-    if "=" in text and ("?" in text or "&" in text or ";" in text):
-        _query_spans(text, out)
+    equals = "=" in text
+    if equals or ":" in text or "--" in text or "\t" in text:  # no assignment without one
+        _assignment_spans(text, text.lower(), det.windowed, out)
+        if equals and ("?" in text or "&" in text or ";" in text):
+            _query_spans(text, out)
     found = tuple(_outside_markers(text, out)) if out else _NO_SPANS
     # every text scanned is remembered: a save after an import, a second pass, sees it again
     global _span_cache_chars
@@ -841,6 +851,14 @@ def _shape_spans(text: str) -> tuple[tuple[int, int, str], ...]:
     _SPAN_CACHE[text] = found
     _span_cache_chars += len(text)
     return found
+
+
+def clear_caches() -> None:
+    """Forget the texts scanned so far (the cache :func:`redact` answers a text seen
+    before from; a long-running process may drop it between unrelated runs)."""
+    global _span_cache_chars
+    _SPAN_CACHE.clear()
+    _span_cache_chars = 0
 
 
 def find_secrets(text: str) -> list[tuple[int, int, str]]:
