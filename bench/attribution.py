@@ -125,7 +125,9 @@ def _one(job: tuple[str, str, str, int, str, int, float]) -> dict:
     fault = rec.metadata["fault"]
     executor = "bench.attribution:make_noisy_executor" if noise else "recorded"
     t0 = time.perf_counter()
-    res = run_sweep(path, executor=executor, candidates="all", strategy=strategy, base=rec, repeat=repeat)
+    res = run_sweep(
+        path, executor=executor, trust_executor=True, candidates="all", strategy=strategy, base=rec, repeat=repeat
+    )
     dt = time.perf_counter() - t0
     ranked = [e.seq for e in res.effects if e.kind == "call"]
     calls = [r.seq for r in rec.records if isinstance(r, (ToolRecord, ModelRecord))]

@@ -30,7 +30,13 @@ an events recording and requirements.
 
 Every replay's outputs (record, events, attempts, requirements) are written in one
 transaction (:meth:`Workspace.save_replay_outputs`): a crash at any moment leaves either
-the previous state or the new one.
+the previous state or the new one. The events file, when asked for, is written before
+that transaction (files first, commit last). A process working on a replay holds its
+lock, ``locks/REPLAY_ID.lock`` (:meth:`Workspace.claim_replay`; the comment "replay
+locks" below): a ``queued``/``running`` replay whose process is gone reads as
+``interrupted`` (:meth:`Workspace.get_replay`). Each open of a writable workspace
+cleans up after killed writers (:meth:`Workspace._recover`); :meth:`Workspace.check`
+lists what is inconsistent. Rules: docs/replay.md, "Replay states" and "The workspace".
 
 Privacy (docs/format.md, "Redaction"): the database file — and so its ``-wal`` and
 ``-shm`` files, which SQLite creates with its mode — is readable by its owner only (0600,
@@ -44,15 +50,19 @@ effects).
 from __future__ import annotations
 
 import codecs
+import errno
 import gc
 import json
 import os
 import re
+import socket
 import sqlite3
+import threading
+import time
 import urllib.parse
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,7 +71,7 @@ from typing import Any, Protocol, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from .errors import BranchError, FixtureError, FormatError, WorkspaceError, invalid_text, printable
+from .errors import BranchError, FixtureError, FormatError, OutputError, WorkspaceError, invalid_text, printable
 from .record.io import atomic_write_bytes, dumps_recording, recording_digest, recording_to_dict
 from .record.nesting import dumps
 from .record.recording import Recording
@@ -69,7 +79,12 @@ from .record.recording_redaction import ensure_redacted, redact_recording
 from .record.redaction import SecretRedactor, redact
 from .replay.branch import Branch, branch_from_dict
 from .replay.fixtures import Fixture, FixtureGateway, Requirement, parse_output, parse_scope
-from .replay.replay_record import ReplayRecord
+from .replay.replay_record import LIVE_STATUSES, ReplayOwner, ReplayRecord
+
+try:
+    import fcntl as _fcntl
+except ImportError:  # no flock(2) (Windows): a replay's recorded owner alone tells whether it runs
+    _fcntl = None  # type: ignore[assignment]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -77,12 +92,15 @@ __all__ = [
     "DEFAULT_DIR",
     "EVENTS_DIR",
     "FILE_NAME",
+    "LOCKS_DIR",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "BranchNode",
     "BranchTree",
     "HasEvents",
     "NoWorkspace",
+    "ReplayBusy",
+    "ReplayClaim",
     "ReplaySummary",
     "StoredRecording",
     "Workspace",
@@ -178,10 +196,11 @@ def _json(obj: Any) -> str:
         ) from exc
 
 
-def _private_files(path: Path) -> None:
+def _private_files(path: Path) -> bool:
     """Make the database ``path`` readable by its owner only (mode 0600), as recordings
     are: created so when it does not exist (SQLite gives its ``-wal`` and ``-shm`` files
-    the database file's mode), narrowed when an older version left it wider."""
+    the database file's mode), narrowed when an older version left it wider. Returns
+    whether this call created the (empty) file."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -195,6 +214,35 @@ def _private_files(path: Path) -> None:
         pass
     else:
         os.close(fd)
+        return True
+    return False
+
+
+def _discard_new_database(path: Path, folder: Path | None) -> None:
+    """Remove the database file ``path`` this process created but could not make a
+    workspace of (a full disk: SQLite wrote nothing), with its ``-wal``/``-shm``/
+    ``-journal`` files and ``folder`` when it was created too and is empty — so a failed
+    creation leaves no 0-byte database behind. A file another process has meanwhile
+    written to (its database or WAL is not empty) is kept."""
+    side = [path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal")]
+    try:
+        if path.stat().st_size or any(p.exists() and p.stat().st_size for p in side[::2]):
+            return
+    except OSError:
+        return
+    for p in (path, *side):
+        with suppress(OSError):
+            p.unlink()
+    if folder is not None:
+        with suppress(OSError):
+            folder.rmdir()
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether a SQLite or OS error says the disk is full (SQLITE_FULL, ENOSPC, EDQUOT)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "disk is full" in str(exc) or "No space left" in str(exc)
 
 
 def _head_metadata(blob: Any) -> dict[str, Any] | None:
@@ -228,6 +276,249 @@ def _head_metadata(blob: Any) -> dict[str, Any] | None:
             want *= 2
     except (zlib.error, UnicodeDecodeError, ValueError, RecursionError):
         return None
+
+
+# ---------------------------------------------------------------------------- replay locks
+#
+# A process holds an exclusive flock(2) on ``FOLDER/locks/REPLAY_ID.lock`` from before it
+# stores a replay ``queued`` (or ``running``, for a resume) until that attempt's outcome
+# is stored. The kernel drops the lock when the process ends, however it ends (SIGKILL
+# included), and a pid reused later holds nothing: a ``queued``/``running`` replay whose
+# lock file exists and is free is *interrupted*, whatever its recorded pid says. Only
+# where no lock can be probed (the lock file is gone, or the file system has no
+# flock(2)) does the recorded :class:`~core.replay.replay_record.ReplayOwner` decide:
+# the same host and boot (``/proc/sys/kernel/random/boot_id``), a live pid and the same
+# start time (``/proc/PID/stat``, field 22) — a reused pid has another start time.
+# flock locks belong to the open file description, so a second open in the same process
+# conflicts too (a reader in the app sees its own worker's replay as running), and
+# closing a probe's descriptor never drops another's lock. SQLite's WAL mode needs a
+# local file system anyway (https://www.sqlite.org/wal.html), where flock is reliable.
+
+#: the folder, beside the database, holding one lock file per replay being worked on
+LOCKS_DIR = "locks"
+
+#: a temporary file :func:`core.record.io.atomic_write_bytes` leaves beside an events
+#: file when its writer dies mid-write: ``.REPLAY_ID.json.XXXXXXXX.tmp`` (tempfile.mkstemp)
+_EVENTS_TMP = re.compile(r"\.(?P<id>[A-Za-z0-9_-][A-Za-z0-9._-]{0,127})\.json\.[a-z0-9_]+\.tmp")
+#: the write probe :func:`_cannot_write` creates and removes at once: ``.workspace.sqlite.probe-PID``
+_WRITE_PROBE = re.compile(r"\." + re.escape(FILE_NAME) + r"\.probe-(?P<pid>[0-9]+)")
+#: errors of a file system without flock(2): the replay then runs without a lock
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.ENOSYS}
+
+_held: dict[str, int] = {}  # lock file path -> descriptor, of the locks this process holds
+_held_guard = threading.Lock()
+
+
+def _forget_held_locks_in_child() -> None:
+    """After fork(2): the child shares the parent's lock descriptors (one open file
+    description), which would keep a replay locked after the parent died; it closes its
+    copies (the parent keeps its locks) and forgets them."""
+    global _held_guard
+    _held_guard = threading.Lock()
+    for fd in _held.values():
+        with suppress(OSError):
+            os.close(fd)
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_held_locks_in_child)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _boot_id() -> str | None:
+    """This boot's id (Linux ``/proc/sys/kernel/random/boot_id``), or ``None``."""
+    text = _read_text("/proc/sys/kernel/random/boot_id")
+    return text.strip() or None if text is not None else None
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """``(state, start time in clock ticks since boot)`` of process ``pid`` from
+    ``/proc/PID/stat`` (proc(5): fields 3 and 22), or ``None`` (no such process, no /proc)."""
+    text = _read_text(f"/proc/{pid}/stat")
+    if text is None:
+        return None
+    fields = text.rpartition(")")[2].split()  # the name (field 2) may hold spaces and ')'
+    try:
+        return fields[0], int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _this_process() -> ReplayOwner:
+    """The :class:`ReplayOwner` identity of this process."""
+    stat = _proc_stat(os.getpid())
+    return ReplayOwner(
+        pid=os.getpid(), host=socket.gethostname(), boot_id=_boot_id(), started=stat[1] if stat else None
+    )
+
+
+def _owner_alive(owner: ReplayOwner) -> bool:
+    """Whether the process ``owner`` names still runs: on this host and boot (a
+    workspace is local — SQLite WAL — so a process of another host or an earlier boot is
+    not running it now), its pid alive and not a zombie, with the recorded start time
+    (a reused pid has another) when one was recorded."""
+    if owner.host != socket.gethostname() or owner.boot_id != _boot_id():
+        return False
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        pass
+    except OSError:
+        return False
+    stat = _proc_stat(owner.pid)
+    if stat is not None and stat[0] in ("Z", "X"):
+        return False
+    if owner.started is not None:
+        return stat is not None and stat[1] == owner.started
+    return True
+
+
+def _probe_lock(path: Path) -> str:
+    """Whether a process holds the replay lock ``path``: ``held``, ``free`` (the file
+    exists and nobody holds it: its holder is gone), ``absent`` (no lock file) or
+    ``unknown`` (it cannot be probed: no flock(2) here). Takes a shared lock for an
+    instant, so it never blocks and never drops another descriptor's lock."""
+    if _fcntl is None:
+        return "unknown"
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return "absent"
+        except OSError:
+            return "unknown"
+        try:
+            try:
+                _fcntl.flock(fd, _fcntl.LOCK_SH | _fcntl.LOCK_NB)
+            except BlockingIOError:
+                return "held"
+            except OSError:
+                return "unknown"
+            try:
+                now = os.stat(path)
+            except FileNotFoundError:
+                return "absent"
+            mine = os.fstat(fd)
+            if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino):
+                return "free"
+            # the file was replaced while we opened it: probe the new one
+        finally:
+            os.close(fd)
+    return "unknown"
+
+
+class ReplayBusy(WorkspaceError):
+    """A replay cannot be claimed: another process (or thread) is running it
+    (:meth:`Workspace.claim_replay`); the message names its recorded owner."""
+
+
+class ReplayClaim:
+    """The replay lock this process holds while it works on one replay (module
+    comment "replay locks"): from :meth:`Workspace.claim_replay` until :meth:`release`
+    (also on leaving a ``with`` block). ``owner`` is this process's identity, to record
+    in the replay. On release the lock file is removed when the replay's stored status
+    needs it no more (``settled``: an outcome is stored, or no replay is); a replay
+    still stored ``queued``/``running`` keeps it, free, so readers see it
+    ``interrupted``."""
+
+    def __init__(
+        self,
+        replay_id: str,
+        path: Path | None,
+        fd: int | None,
+        owner: ReplayOwner,
+        settled: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.replay_id = replay_id
+        self.path = path
+        self.owner = owner
+        self._settled = settled
+        self._fd = fd
+
+    @property
+    def locked(self) -> bool:
+        """Whether a lock is held (``False`` where the file system has no flock(2))."""
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Remove the lock file when settled (class docstring), then drop the lock.
+        Idempotent."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with _held_guard:
+            _held.pop(str(self.path), None)
+        if self.path is not None and self._settled():
+            with suppress(OSError):
+                self.path.unlink()  # while still holding it: see _probe_lock's inode check
+        with suppress(OSError):
+            os.close(fd)
+
+    def __enter__(self) -> ReplayClaim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _events_file_digest(path: Path) -> str | None:
+    """The ``digest`` of an events file as the workspace writes it (``{"format":…,
+    "format_version":…,"metadata":{…},"session":{…},["links":…,]"digest":"…",
+    "records":[…]}``), read from its start without parsing the records; ``None`` when
+    the file does not start that way (or cannot be read)."""
+    decoder = json.JSONDecoder()
+    want = 1 << 16
+    try:
+        with open(path, "rb") as fh:
+            data = b""
+            while True:
+                chunk = fh.read(want - len(data))
+                data += chunk
+                found = _head_digest(decoder, data.decode("utf-8", errors="replace"))
+                if found is not _MORE:
+                    return found if isinstance(found, str) else None
+                if not chunk:
+                    return None
+                want *= 2
+    except (OSError, RecursionError):
+        return None
+
+
+_MORE = object()  # _head_digest: the text read so far ends too early
+
+
+def _head_digest(decoder: json.JSONDecoder, text: str) -> object:
+    """:func:`_events_file_digest` on the first part of a file: the digest, ``None``
+    (not an events file as written here) or ``_MORE`` (read further)."""
+    head = _EVENTS_HEAD.match(text)
+    if head is None:
+        return _MORE if len(text) < 256 else None
+    try:
+        _, pos = decoder.raw_decode(text, head.end())  # metadata
+        for key in ("session", "links", "digest"):
+            prefix = f',"{key}":'
+            if len(text) < pos + len(prefix) + 1:
+                return _MORE
+            if not text.startswith(prefix, pos):
+                if key == "links":
+                    continue
+                return None
+            value, pos = decoder.raw_decode(text, pos + len(prefix))
+            if key == "digest":
+                return value if isinstance(value, str) else None
+    except json.JSONDecodeError:
+        return _MORE
+    return None
 
 
 class NoWorkspace(WorkspaceError):
@@ -338,7 +629,7 @@ class StoredRecording:
 @dataclass(frozen=True)
 class ReplaySummary:
     """One replay in a :class:`BranchTree`: ``id``, ``status`` (``queued``, ``running``,
-    ``paused``, ``completed``, ``failed``), ``status_line`` (as ``replay show`` prints
+    ``paused``, ``completed``, ``failed``, ``interrupted``), ``status_line`` (as ``replay show`` prints
     it: never plain success for a replay that cannot be compared), ``comparability``
     (``full``, ``partial``, ``none``), ``stop_reason``, ``outcome`` and
     ``outcome_reason`` (the events' ``metadata.outcome`` / ``outcome_reason``, set when
@@ -435,6 +726,8 @@ class Workspace:
         self._conn = conn
         #: opened for reading only: the file or its folder cannot be written
         self.read_only = False
+        #: replay id -> events digest of the events files this instance wrote
+        self._files_written: dict[str, str] = {}
 
     # ------------------------------------------------------------------ open / close
 
@@ -463,14 +756,29 @@ class Workspace:
         if (folder_p / FILE_NAME).is_file() and _cannot_write(folder_p / FILE_NAME):
             # a read-only mount or an immutable file: readable, and every write says why not
             return cls._open_read_only(folder_p / FILE_NAME, timeout)
+        new_folder = not folder_p.is_dir()
         try:
-            if not folder_p.is_dir():
+            if new_folder:
                 folder_p.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: it holds runs
                 folder_p.chmod(0o700)
         except OSError as exc:
             raise WorkspaceError(f"{folder_p}: cannot create the workspace folder: {exc.strerror}") from None
         path = folder_p / FILE_NAME
-        _private_files(path)
+        created = _private_files(path)
+
+        def cannot_create(exc: BaseException) -> WorkspaceError | None:
+            # a database this call created but could not initialize (a full disk) is
+            # removed: no 0-byte workspace is left behind, and the next open starts afresh
+            if not created:
+                return None
+            _discard_new_database(path, folder_p if new_folder else None)
+            if not _disk_full(exc):
+                return None
+            return WorkspaceError(
+                f"{path}: cannot create the workspace: no space left on the device "
+                "(SQLite: database or disk is full); nothing was stored"
+            )
+
         try:
             conn = sqlite3.connect(
                 str(path), timeout=timeout, isolation_level=None, check_same_thread=False, factory=_Conn
@@ -480,6 +788,11 @@ class Workspace:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
         except (sqlite3.DatabaseError, WorkspaceError) as exc:
+            with suppress(NameError, sqlite3.Error):
+                conn.close()
+            full = cannot_create(exc)
+            if full is not None:
+                raise full from None
             if isinstance(exc, sqlite3.OperationalError):
                 raise WorkspaceError(f"{path}: cannot open the workspace database ({exc})") from None
             detail = str(exc) if isinstance(exc, sqlite3.DatabaseError) else str(exc).rpartition(": ")[2]
@@ -487,12 +800,15 @@ class Workspace:
         ws = cls(path, conn)
         try:
             ws._migrate()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, WorkspaceError) as exc:
             conn.close()
-            raise WorkspaceError(f"{path}: not a workspace database ({exc})") from None
-        except WorkspaceError:
-            conn.close()
+            full = cannot_create(exc)
+            if full is not None:
+                raise full from None
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise WorkspaceError(f"{path}: not a workspace database ({exc})") from None
             raise
+        ws._recover()
         return ws
 
     @classmethod
@@ -565,14 +881,23 @@ class Workspace:
         try:
             yield c
         except BaseException:
-            c.execute("ROLLBACK")
+            self._rollback()
             raise
         else:
             try:
                 c.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
-                c.execute("ROLLBACK")
-                raise WorkspaceError(f"{self.path}: cannot commit: {exc}") from None
+            except (sqlite3.OperationalError, WorkspaceError) as exc:  # _Conn turns SQLite's errors into ours
+                self._rollback()
+                reason = str(exc).rpartition(": ")[2] if isinstance(exc, WorkspaceError) else str(exc)
+                raise WorkspaceError(f"{self.path}: cannot commit: {reason}") from None
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already (it does on some
+        errors, e.g. a full disk: https://www.sqlite.org/lang_transaction.html), so the
+        connection can write again; the error that led here is what the caller reports."""
+        with suppress(sqlite3.Error, WorkspaceError):
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
 
     def _migrate(self) -> None:
         c = self._conn
@@ -662,31 +987,66 @@ class Workspace:
         return self._parse_version(row[0]) if row else 0
 
     def check(self) -> list[str]:
-        """Integrity and consistency problems (empty when healthy): SQLite's
-        ``integrity_check``, and every finished replay (completed, paused, failed) has
-        its events and one attempt row per attempt in its record."""
+        """Integrity and consistency problems (empty when healthy), one sentence each:
+        SQLite's ``integrity_check``; every finished replay (completed, paused, failed)
+        has one attempt row per attempt in its record, its last attempt ended with its
+        status and none is still ``running``; a completed or paused one has its events;
+        stored events have the digest the record names; an events file
+        (``replays/ID.json``) holds the stored events (while no process runs the
+        replay); a ``queued``/``running`` replay whose process is gone (read as
+        ``interrupted``) claims no comparability and no steps; and no temporary file of
+        a writer that is gone is left in ``replays/``."""
         problems: list[str] = []
         res = [r[0] for r in self._conn.execute("PRAGMA integrity_check").fetchall()]
         if res != ["ok"]:
             problems.extend(res)
         rows = self._conn.execute(
-            "SELECT r.id, r.status, r.record, e.replay_id IS NOT NULL, "
+            "SELECT r.id, r.status, r.record, e.digest, "
             "(SELECT COUNT(*) FROM attempts a WHERE a.replay_id = r.id) FROM replays r "
             "LEFT JOIN replay_events e ON e.replay_id = r.id"
         ).fetchall()
-        for rid, status, record, has_events, n_attempts in rows:
+        for rid, status, record, events_digest, n_attempts in rows:
             rec = self._load(record, f"table replays, row {rid}, column record")
             if not isinstance(rec, dict):
                 problems.append(f"replay {rid}: record is not a JSON object")
                 continue
+            has_events = events_digest is not None
+            attempts = rec.get("attempts") or []
             if status in ("completed", "paused") and not has_events:
                 problems.append(f"replay {rid} is {status} but has no events")
-            if status in ("completed", "paused", "failed") and n_attempts != len(rec.get("attempts", [])):
+            if status in ("completed", "paused", "failed"):
+                if n_attempts != len(attempts):
+                    problems.append(f"replay {rid}: {n_attempts} attempt row(s), record lists {len(attempts)}")
+                outcomes = [a.get("outcome") for a in attempts if isinstance(a, dict)]
+                if outcomes and outcomes[-1] != status:
+                    problems.append(f"replay {rid} is {status} but its last attempt ended {outcomes[-1]}")
+                if "running" in outcomes:
+                    problems.append(f"replay {rid} is {status} but an attempt is still marked running")
+            if has_events and rec.get("events_digest") != events_digest:
                 problems.append(
-                    f"replay {rid}: {n_attempts} attempt row(s), record lists {len(rec.get('attempts', []))}"
+                    f"replay {rid}: the record names events {rec.get('events_digest')}, the stored ones are {events_digest}"
                 )
             if rec.get("status") != status:
                 problems.append(f"replay {rid}: status column {status} != record {rec.get('status')}")
+            live = False
+            if status in LIVE_STATUSES:
+                read = self._as_read(self._model(ReplayRecord, record, f"table replays, row {rid}, column record"))
+                live = read.status in LIVE_STATUSES
+                if read.status == "interrupted" and (read.comparability.level != "none" or read.steps):
+                    problems.append(f"replay {rid} is interrupted but claims comparability {read.comparability.level}")
+            out = self.events_file(rid) if _SAFE_ID.fullmatch(rid) else None
+            if out is not None and not live and out.exists():
+                if not has_events:
+                    problems.append(f"replay {rid} has an events file ({out}) but no stored events")
+                elif _events_file_digest(out) != events_digest:
+                    problems.append(f"replay {rid}: its events file ({out}) does not hold the stored events")
+        events_dir = self.path.parent / EVENTS_DIR
+        if events_dir.is_dir():
+            for entry in sorted(os.scandir(events_dir), key=lambda e: e.name):
+                m = _EVENTS_TMP.fullmatch(entry.name)
+                lock = self._lock_path(m["id"]) if m is not None else None
+                if lock is not None and _probe_lock(lock) in ("free", "absent"):
+                    problems.append(f"stale temporary file {entry.path} (its writer is gone)")
         return problems
 
     # ------------------------------------------------------------------ recordings
@@ -859,6 +1219,189 @@ class Workspace:
             for i, b in rows
         ]
 
+    # ------------------------------------------------------------------ replay locks
+
+    def _lock_path(self, replay_id: str) -> Path | None:
+        """``FOLDER/locks/REPLAY_ID.lock`` (module comment "replay locks"); ``None`` for an
+        id that cannot name a file (such a replay runs without a lock: its recorded owner
+        decides)."""
+        if not _SAFE_ID.fullmatch(replay_id):
+            return None
+        return self.path.parent / LOCKS_DIR / f"{replay_id}.lock"
+
+    def claim_replay(self, replay_id: str, *, wait: float = 1.0) -> ReplayClaim:
+        """Take the lock of replay ``replay_id`` for this process — before storing it
+        ``queued`` or ``running`` — and return the :class:`ReplayClaim` (release it when
+        the attempt's outcome is stored; use it as a context manager). ``wait``: seconds
+        to retry while another descriptor holds it (a reader's probe holds it for an
+        instant). On a file system without flock(2) the claim holds no lock and the
+        replay's recorded owner (``claim.owner``) is what readers check.
+
+        Raises:
+            ReplayBusy: another process (or another thread of this one) is running the
+                replay (naming its recorded owner).
+            WorkspaceError: the workspace is read-only, or the lock file cannot be
+                created (e.g. the disk is full).
+        """
+        owner = _this_process()
+        if self.read_only:
+            raise WorkspaceError(f"{self.path}: the workspace cannot be written (its file or folder is read-only)")
+        path = self._lock_path(replay_id)
+        if path is None or _fcntl is None:
+            return ReplayClaim(replay_id, None, None, owner)
+        try:
+            if not path.parent.is_dir():
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                path.parent.chmod(0o700)
+        except OSError as exc:
+            raise WorkspaceError(f"{path.parent}: cannot create the replay lock folder: {exc.strerror}") from None
+        deadline = time.monotonic() + wait
+        while True:
+            with _held_guard:
+                mine = str(path) in _held
+            if not mine:
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+                except OSError as exc:
+                    raise WorkspaceError(f"{path}: cannot create the replay lock: {exc.strerror}") from None
+                try:
+                    _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                except OSError as exc:
+                    os.close(fd)
+                    if exc.errno in _NO_FLOCK:
+                        return ReplayClaim(replay_id, None, None, owner)
+                    raise WorkspaceError(f"{path}: cannot lock the replay: {exc.strerror}") from None
+                else:
+                    try:
+                        now, held = os.stat(path), os.fstat(fd)
+                        same = (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+                    except FileNotFoundError:
+                        same = False
+                    if same:
+                        with _held_guard:
+                            _held[str(path)] = fd
+                        return ReplayClaim(replay_id, path, fd, owner, lambda: self._settled(replay_id))
+                    os.close(fd)  # its holder removed the file as we took it: take the new one
+                    continue
+            if time.monotonic() >= deadline:
+                raise ReplayBusy(self._busy_message(replay_id, mine))
+            time.sleep(0.02)
+
+    def _busy_message(self, replay_id: str, mine: bool) -> str:
+        row = self._conn.execute("SELECT record FROM replays WHERE id=?", (replay_id,)).fetchone()
+        who = "another process"
+        if mine:
+            who = "this process (another thread)"
+        elif row is not None:
+            with suppress(WorkspaceError):
+                owner = self._model(ReplayRecord, row[0], f"table replays, row {replay_id}, column record").owner
+                if owner is not None:
+                    who = f"another process (pid {owner.pid} on {owner.host}, since {owner.since})"
+        return (
+            f"{self.path}: replay {replay_id} is being run by {who}; wait for it to end "
+            f"(replay show {replay_id}) — it can be resumed only once no process runs it"
+        )
+
+    def _process_gone(self, record: ReplayRecord) -> bool:
+        """Whether the process that stored ``record`` ``queued``/``running`` is gone: its
+        lock file exists and nobody holds it; or, where no lock can be probed, its
+        recorded owner no longer runs (none recorded: gone)."""
+        path = self._lock_path(record.id)
+        state = _probe_lock(path) if path is not None else "unknown"
+        if state == "held":
+            return False
+        if state == "free":
+            return True
+        return record.owner is None or not _owner_alive(record.owner)
+
+    def _as_read(self, record: ReplayRecord) -> ReplayRecord:
+        """``record`` as readers see it: a ``queued``/``running`` replay whose process is
+        gone is :meth:`ReplayRecord.interrupted` (docs/replay.md, "Replay states"). The
+        row is read again once the lock is found free, so a replay that ended meanwhile
+        is shown as it ended."""
+        if record.status not in LIVE_STATUSES or not self._process_gone(record):
+            return record
+        row = self._conn.execute("SELECT record FROM replays WHERE id=?", (record.id,)).fetchone()
+        if row is not None:
+            record = self._model(ReplayRecord, row[0], f"table replays, row {record.id}, column record")
+        if record.status not in LIVE_STATUSES:
+            return record
+        return record.interrupted()
+
+    # ------------------------------------------------------------------ recovery
+
+    def _recover(self) -> None:
+        """Clean up after processes killed mid-write, on every open of a writable
+        workspace (best effort: nothing here fails the open). Removes our own temporary
+        files whose writer is gone — ``replays/.ID.json.*.tmp`` whose replay lock nobody
+        holds (every events file is written under its replay's lock), and write probes
+        (``.workspace.sqlite.probe-PID``) of a dead process or older than a minute; makes the events
+        file of each interrupted replay agree with its stored events again (rewritten
+        from them, or removed when it has none: a process killed between writing the
+        file and committing left it ahead); and removes the free lock files of replays
+        whose outcome is stored (or that were never stored)."""
+        if self.read_only:
+            return
+        folder = self.path.parent
+        with suppress(OSError, WorkspaceError):
+            for entry in os.scandir(folder):
+                m = _WRITE_PROBE.fullmatch(entry.name)
+                if m is None or not entry.is_file(follow_symlinks=False):
+                    continue
+                dead = not _owner_alive(ReplayOwner(pid=int(m["pid"]), host=socket.gethostname(), boot_id=_boot_id()))
+                if dead or time.time() - entry.stat(follow_symlinks=False).st_mtime > 60:
+                    with suppress(OSError):
+                        os.unlink(entry.path)
+        events_dir = folder / EVENTS_DIR
+        with suppress(OSError, WorkspaceError):
+            if events_dir.is_dir():
+                for entry in os.scandir(events_dir):
+                    m = _EVENTS_TMP.fullmatch(entry.name)
+                    if m is None or not entry.is_file(follow_symlinks=False):
+                        continue
+                    lock = self._lock_path(m["id"])
+                    if lock is not None and _probe_lock(lock) in ("free", "absent"):
+                        with suppress(OSError):
+                            os.unlink(entry.path)
+        with suppress(OSError, WorkspaceError):
+            rows = self._conn.execute("SELECT id, record FROM replays WHERE status IN (?, ?)", LIVE_STATUSES).fetchall()
+            for rid, body in rows:
+                with suppress(OSError, WorkspaceError):
+                    record = self._model(ReplayRecord, body, f"table replays, row {rid}, column record")
+                    if self._process_gone(record):
+                        self._reconcile_events_file(rid)
+        locks_dir = folder / LOCKS_DIR
+        with suppress(OSError, WorkspaceError):
+            if locks_dir.is_dir():
+                for entry in os.scandir(locks_dir):
+                    rid = entry.name[: -len(".lock")] if entry.name.endswith(".lock") else None
+                    if rid is None or not _SAFE_ID.fullmatch(rid):
+                        continue
+                    row = self._conn.execute("SELECT status FROM replays WHERE id=?", (rid,)).fetchone()
+                    if row is not None and row[0] in LIVE_STATUSES:
+                        continue  # evidence that the replay was interrupted: kept until resumed
+                    with suppress(WorkspaceError):
+                        self.claim_replay(rid, wait=0).release()  # removes it: settled
+
+    def _reconcile_events_file(self, replay_id: str) -> None:
+        """Make ``replays/REPLAY_ID.json`` of a replay whose process is gone agree with
+        its stored events, under its lock (skipped while someone holds it): rewritten from
+        them when its digest differs, removed when none are stored."""
+        out = self.events_file(replay_id)
+        if not out.exists():
+            return
+        row = self._conn.execute("SELECT digest FROM replay_events WHERE replay_id=?", (replay_id,)).fetchone()
+        if row is not None and _events_file_digest(out) == row[0]:
+            return
+        try:
+            claim = self.claim_replay(replay_id, wait=0)
+        except WorkspaceError:
+            return  # being resumed right now: that attempt writes the file
+        with claim:
+            self._align_events_file(replay_id)
+
     # ------------------------------------------------------------------ replays
 
     def create_replay(self, record: ReplayRecord) -> None:
@@ -891,18 +1434,36 @@ class Workspace:
             )
 
     def save_replay_outputs(
-        self, record: ReplayRecord, outcome: HasEvents | None, requirements: list[Requirement]
+        self,
+        record: ReplayRecord,
+        outcome: HasEvents | None,
+        requirements: list[Requirement],
+        *,
+        events_file: bool = False,
     ) -> None:
         """Write everything one attempt produced in ONE transaction: the record, the
         events of ``outcome`` (replacing earlier ones; ``None`` keeps them), the attempts,
         and the requirements (a requirement met again is reopened). Sets
         ``record.events_digest``.
 
+        ``events_file``: also write the events to :meth:`events_file` — files first,
+        commit last (docs/replay.md, "The workspace"): the file is written (atomically)
+        before the transaction, so a write that fails stores no outcome, and a commit
+        that fails takes the new file back (the earlier events' file is restored, best
+        effort). A process killed in between leaves its replay ``running`` — read as
+        ``interrupted`` — and the next open puts the file back in line
+        (:meth:`_recover`). The caller holds the replay's lock (:meth:`claim_replay`).
+
         Raises:
             CanonicalizationError: an event holds a value without a canonical form
                 (nothing is written).
+            OutputError: the events file cannot be written (e.g. no space left on the
+                device); nothing is stored.
+            WorkspaceError: the transaction failed (e.g. the disk is full); nothing is
+                stored.
         """
         events_blob = None
+        raw = None
         n_events = 0
         digest = None
         if outcome is not None:
@@ -910,10 +1471,70 @@ class Workspace:
                 redact_recording(outcome.events)  # replay events are stored redacted
                 doc = recording_to_dict(outcome.events)
                 digest = doc["digest"]
-                record.events_digest = digest
-                events_blob = zlib.compress(dumps(doc), 1)
+                raw = dumps(doc)
+                events_blob = zlib.compress(raw, 1)
                 del doc
             n_events = len(outcome.events.records)
+        written = self.events_file(record.id) if events_file and raw is not None else None
+        before = record.events_digest
+        try:
+            if written is not None and raw is not None:
+                self._write_events_bytes(written, raw)  # files first ...
+                raw = None
+            if digest is not None:
+                record.events_digest = digest
+            self._save_outputs_tx(record, digest, n_events, events_blob, requirements)  # ... commit last
+        except BaseException:
+            record.events_digest = before  # the stored events did not change
+            if written is not None:
+                self._files_written.pop(record.id, None)
+                self._align_events_file(record.id)  # take back events the database does not hold
+            raise
+        if written is not None and digest is not None:
+            self._files_written[record.id] = digest
+
+    def _write_events_bytes(self, out: Path, data: bytes) -> None:
+        """Write an events file atomically into the private ``replays/`` folder.
+
+        Raises:
+            OutputError: it cannot be written (e.g. no space left on the device).
+        """
+        try:
+            if not out.parent.is_dir():
+                out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private, as the database
+                out.parent.chmod(0o700)
+            atomic_write_bytes(out, data)
+        except OutputError:
+            raise
+        except OSError as exc:  # the folder, or its fsync after the rename
+            raise OutputError(str(out), f"cannot write: {exc.strerror or exc}") from None
+
+    def _align_events_file(self, replay_id: str) -> None:
+        """Make ``replays/REPLAY_ID.json`` agree with the replay's stored events (best
+        effort; the caller holds the replay's lock): a file holding other events is
+        removed, and rewritten from the stored ones when there are any."""
+        out = self.events_file(replay_id)
+        try:
+            row = self._conn.execute("SELECT digest FROM replay_events WHERE replay_id=?", (replay_id,)).fetchone()
+        except WorkspaceError:
+            return
+        if out.exists() and (row is None or _events_file_digest(out) != row[0]):
+            with suppress(OSError):
+                out.unlink()
+        if row is not None and not out.exists():
+            with suppress(Exception):
+                data = self.replay_events_bytes(replay_id)
+                if data is not None:
+                    self._write_events_bytes(out, data)
+
+    def _save_outputs_tx(
+        self,
+        record: ReplayRecord,
+        digest: str | None,
+        n_events: int,
+        events_blob: bytes | None,
+        requirements: list[Requirement],
+    ) -> None:
         with self._tx() as c:
             c.execute(
                 "UPDATE replays SET status=?, updated_at=?, record=? WHERE id=?",
@@ -938,14 +1559,17 @@ class Workspace:
                 )
 
     def get_replay(self, replay_id: str) -> ReplayRecord:
-        """The replay record ``replay_id``. Raises WorkspaceError if unknown."""
+        """The replay record ``replay_id``; a ``queued``/``running`` one whose process is
+        gone reads as ``interrupted`` (:meth:`ReplayRecord.interrupted`). Raises
+        WorkspaceError if unknown."""
         row = self._conn.execute("SELECT record FROM replays WHERE id=?", (replay_id,)).fetchone()
         if row is None:
             raise WorkspaceError(f"{self.path}: no replay {replay_id!r}")
-        return self._model(ReplayRecord, row[0], f"table replays, row {replay_id}, column record")
+        return self._as_read(self._model(ReplayRecord, row[0], f"table replays, row {replay_id}, column record"))
 
     def list_replays(self, *, base_digest: str | None = None, branch_id: str | None = None) -> list[ReplayRecord]:
-        """Replay records, oldest first, optionally of one base or one branch."""
+        """Replay records, oldest first, optionally of one base or one branch (read as
+        :meth:`get_replay` reads them: ``interrupted`` once their process is gone)."""
         q = "SELECT record FROM replays"
         args: list[Any] = []
         cond = []
@@ -959,7 +1583,7 @@ class Workspace:
             q += " WHERE " + " AND ".join(cond)
         q = q.replace("SELECT record", "SELECT id, record") + " ORDER BY created_at, rowid"
         return [
-            self._model(ReplayRecord, r[1], f"table replays, row {r[0]}, column record")
+            self._as_read(self._model(ReplayRecord, r[1], f"table replays, row {r[0]}, column record"))
             for r in self._conn.execute(q, args).fetchall()
         ]
 
@@ -1020,19 +1644,50 @@ class Workspace:
         """Write a replay's events (as stored) to :meth:`events_file`, atomically, and
         return that path; ``None`` when the replay has no events yet.
 
+        The file is written under the replay's lock (:meth:`claim_replay`), so another
+        process's clean-up never takes its temporary file; while another process runs
+        the replay the file is left to that attempt (the path is returned when the file
+        exists). A file this instance has just written with the stored events
+        (:meth:`save_replay_outputs` with ``events_file``) is not written again.
+
         Raises:
             OutputError: the file cannot be written. WorkspaceError: the stored events
-                are damaged, or the id cannot name a file.
+                are damaged, the id cannot name a file, or the workspace is read-only.
         """
-        data = self.replay_events_bytes(replay_id)
-        if data is None:
+        row = self._conn.execute("SELECT digest FROM replay_events WHERE replay_id=?", (replay_id,)).fetchone()
+        if row is None:
             return None
         out = self.events_file(replay_id)
-        if not out.parent.is_dir():
-            out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private, as the database
-            out.parent.chmod(0o700)
-        atomic_write_bytes(out, data)
+        if self._files_written.get(replay_id) == row[0] and out.is_file():
+            return out
+        lock = self._lock_path(replay_id)
+        with _held_guard:
+            mine = lock is not None and str(lock) in _held
+        claim = None
+        if not mine:
+            try:
+                claim = self.claim_replay(replay_id, wait=0.2)
+            except ReplayBusy:
+                return out if out.is_file() else None
+        try:
+            data = self.replay_events_bytes(replay_id)
+            if data is None:
+                return None
+            self._write_events_bytes(out, data)
+            self._files_written[replay_id] = row[0]
+        finally:
+            if claim is not None:
+                claim.release()
         return out
+
+    def _settled(self, replay_id: str) -> bool:
+        """Whether replay ``replay_id``'s stored status needs no lock file as evidence:
+        stored with an outcome, or not stored at all (``False`` when it cannot be read)."""
+        try:
+            row = self._conn.execute("SELECT status FROM replays WHERE id=?", (replay_id,)).fetchone()
+        except (WorkspaceError, sqlite3.Error):
+            return False
+        return row is None or row[0] not in LIVE_STATUSES
 
     def export_events(self, replay_id: str, output: str | os.PathLike[str]) -> Path:
         """Write a replay's events (a recording, as stored) to ``output`` atomically and
@@ -1138,8 +1793,42 @@ class Workspace:
 
     # ------------------------------------------------------------------ fixtures
 
-    def put_fixture(self, fixture: Fixture) -> Fixture:
-        """Store a fixture (later ones win ties in the gateway); return it."""
+    def check_scope(self, scope: str, *, creating_replay: str | None = None, creating_branch: str | None = None) -> str:
+        """``scope`` when it is valid here: ``project``, or ``branch:ID`` / ``replay:ID``
+        naming a branch or replay of this workspace (``creating_replay`` /
+        ``creating_branch``: ids of a replay or branch being created, which count as
+        existing). A fixture scoped to something
+        that does not exist would never apply, so it is refused.
+
+        Raises:
+            FixtureError: a malformed scope (:func:`~core.replay.fixtures.parse_scope`),
+                or no such branch or replay (naming the workspace and the scope).
+        """
+        scope = parse_scope(scope)
+        kind, _, ident = scope.partition(":")
+        if kind == "branch" and ident != creating_branch and not self.has_branch(ident):
+            raise FixtureError(
+                f"scope {scope!r}: no branch {ident!r} in workspace {self.path} "
+                "(see: chassis-inspector branch list); the fixture would never apply"
+            )
+        if kind == "replay" and ident != creating_replay:
+            found = self._conn.execute("SELECT 1 FROM replays WHERE id=?", (ident,)).fetchone()
+            if found is None:
+                raise FixtureError(
+                    f"scope {scope!r}: no replay {ident!r} in workspace {self.path} "
+                    "(see: chassis-inspector replay list); the fixture would never apply"
+                )
+        return scope
+
+    def put_fixture(self, fixture: Fixture, *, creating_replay: str | None = None) -> Fixture:
+        """Store a fixture (later ones win ties in the gateway); return it.
+
+        Raises:
+            FixtureError: its scope names a branch or replay this workspace does not hold
+                (:meth:`check_scope`; ``creating_replay`` is the replay being created),
+                or its id is taken.
+        """
+        self.check_scope(fixture.scope, creating_replay=creating_replay)
         with self._tx() as c:
             self._insert_fixture(c, fixture)
         return fixture
@@ -1223,7 +1912,7 @@ class Workspace:
         out = parse_output(output, req.kind, source=source)
         if scope is None:
             scope = f"branch:{self.get_replay(req.replay_id).branch_id}"
-        scope = parse_scope(scope)
+        scope = self.check_scope(scope)
         fx = Fixture(
             scope=scope,
             kind=req.kind,

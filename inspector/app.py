@@ -1,4 +1,5 @@
-"""The Textual application: opens one loaded recording on the timeline screen.
+"""The Textual application: opens one loaded recording on the timeline screen, or a
+file of several runs on the run picker.
 
 Kept small on purpose: screens live in :mod:`inspector.screens`, widgets in
 :mod:`inspector.widgets`, palette providers in :mod:`inspector.commands`, styles in
@@ -10,6 +11,12 @@ clears the status the task showed and opens the error screen naming the task and
 went wrong. Workers therefore run on the app (``self.app.run_worker``), never exit it on
 error, and carry a name and a description.
 
+A file of several runs (an Inspect AI log of many samples, tau-bench's results) opens on
+the run picker (:class:`~inspector.screens.run_picker.RunPickerScreen`) unless a run was
+named (``open --run N``); ``enter`` there opens a run (:meth:`InspectorApp.open_run`,
+from the runs parsed when the file was loaded), ``p`` (or "run: pick another run" in the
+palette) goes back to the picker from the timeline.
+
 Recorded text is data: every widget shows it as plain text with its control characters
 visible (:mod:`inspector.plain`); :meth:`InspectorApp.notify` does the same for every
 notification (never markup). An exception nothing handles ends the app with exit code 1
@@ -19,11 +26,14 @@ instead of Textual's traceback (set ``TEXTUAL=debug`` to get the traceback).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from textual import on, work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from core.errors import InspectorError
@@ -35,6 +45,7 @@ from .plain import block, line
 from .runinfo import open_notice, warning_texts
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
+from .screens.run_picker import RunPickerScreen
 from .screens.timeline import TimelineScreen
 from .widgets.timeline_table import TimelineTable
 
@@ -50,6 +61,13 @@ class InspectorApp(App[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide"), (160, "-xwide")]
     BINDINGS = [
         Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="List every key"),
+        Binding(
+            "p",
+            "pick_run",
+            "Runs",
+            id="app.pick_run",
+            tooltip="Back to the run picker: every run of this file (a file of several runs)",
+        ),
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit the inspector"),
     ]
 
@@ -69,6 +87,7 @@ class InspectorApp(App[None]):
 
     def __init__(self, loaded: LoadedRecording, keymap: dict[str, str] | None = None) -> None:
         super().__init__()
+        #: the run shown (for a file of several runs: the one picked last)
         self.loaded = loaded
         if keymap:
             self.set_keymap(keymap)
@@ -109,14 +128,90 @@ class InspectorApp(App[None]):
         super()._print_error_renderables()
 
     def on_mount(self) -> None:
+        if self.loaded.has_runs and not self.loaded.run_requested:
+            # a file of several runs and none named: the picker first
+            self.push_screen(self._picker(current=None))
+            return
         self.push_screen(TimelineScreen(self.loaded))
-        # one grouped notice; every warning is listed in the run-info view (i)
+        self._open_notice()
+        if self.loaded.verify is not None:
+            self._verify()
+
+    def _open_notice(self) -> None:
+        """One grouped notice on the run just opened; every warning is listed in the
+        run-info view (i)."""
         notice = open_notice(self.loaded.recording, self.loaded.notices, opened=self.loaded.opened)
         if notice:
             warned = bool(warning_texts(self.loaded.recording, self.loaded.notices, self.loaded.opened))
             self.notify(notice, title="opened", severity="warning" if warned else "information", timeout=8)
-        if self.loaded.verify is not None:
-            self._verify()
+
+    # ------------------------------------------------------------------ runs of a file
+
+    def _picker(self, current: str | None) -> RunPickerScreen:
+        assert self.loaded.opened is not None
+        return RunPickerScreen(self.loaded.opened, self.loaded.path.name, current=current)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``pick_run`` only where it means something: on the timeline of a file of
+        several runs (elsewhere its key is hidden from the footer and does nothing)."""
+        if action == "pick_run":
+            return self.loaded.has_runs and isinstance(self.screen, TimelineScreen)
+        return True
+
+    def action_pick_run(self) -> None:
+        """Show the run picker over the timeline, the run shown marked (escape comes
+        back to it)."""
+        if not self.loaded.has_runs:
+            self.notify("this file holds one run: nothing to pick", timeout=3)
+            return
+        if not isinstance(self.screen, RunPickerScreen):
+            self.push_screen(self._picker(current=self.loaded.opened.run_id if self.loaded.opened else None))
+
+    def open_run(self, run: str | int) -> None:
+        """Open run ``run`` (an ``int``: its index in run order; a ``str``: its id) of
+        the file on a new timeline, from the runs imported when the file was loaded (no
+        second parse); called by the run picker, which it closes. The run already shown
+        comes back as it was left.
+
+        An error (no such run) opens the error screen; the picker stays."""
+        picker = self.screen if isinstance(self.screen, RunPickerScreen) else None
+        below = self.screen_stack[-2] if picker is not None and len(self.screen_stack) > 1 else None
+        shown = self.loaded.opened.run if self.loaded.opened is not None else None
+        same = shown is not None and (shown.index == run if isinstance(run, int) else shown.id == run)
+        if isinstance(below, TimelineScreen) and same:
+            self.pop_screen()  # the run already open, with its cursor, filter and search
+            return
+        try:
+            loaded = self.loaded.for_run(run)
+        except InspectorError as exc:
+            self.push_screen(ErrorScreen(f"cannot open run {run!r}", str(exc)))
+            return
+        self.loaded = loaded
+        if picker is not None:
+            self.pop_screen()
+        if isinstance(below, TimelineScreen):
+            self.switch_screen(TimelineScreen(loaded))
+        else:
+            self.push_screen(TimelineScreen(loaded))
+        self._open_notice()
+
+    def close_run_picker(self) -> bool:
+        """Back from the run picker to the run that was open; ``False`` (nothing done)
+        when no run was open yet."""
+        if isinstance(self.screen, RunPickerScreen) and any(isinstance(s, TimelineScreen) for s in self.screen_stack):
+            self.pop_screen()
+            return True
+        return False
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands, plus "run: pick another run" on a file of several
+        runs."""
+        yield from super().get_system_commands(screen)
+        if self.loaded.has_runs and isinstance(screen, TimelineScreen):
+            n = len(self.loaded.opened.runs) if self.loaded.opened else 0
+            yield SystemCommand(
+                "run: pick another run", f"Back to the run picker: the {n} runs of this file (p)", self.action_pick_run
+            )
 
     @work(
         thread=True,
@@ -208,7 +303,10 @@ class InspectorApp(App[None]):
             ("copy.", "Copy to clipboard"),
         ):
             groups.append((title, [b for b in screen_bindings if (b.id or "").startswith(prefix)]))
-        app_bindings = [b for b in self.BINDINGS if isinstance(b, Binding)]
+        # the run picker's key only for a file of several runs
+        app_bindings = [
+            b for b in self.BINDINGS if isinstance(b, Binding) and (b.id != "app.pick_run" or self.loaded.has_runs)
+        ]
         groups.append(
             ("App", [*app_bindings, Binding("ctrl+p", "command_palette", "Command palette", id="app.palette")])
         )

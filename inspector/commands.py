@@ -39,6 +39,7 @@ TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
     ("detail: record JSON tree", "Show the record as a JSON tree (r)", "show_tab('tab-record')"),
     ("detail: transcript", "Show the chat transcript (t)", "show_tab('tab-transcript')"),
     ("detail: expand long text", "Expand folded strings or long messages (z)", "expand"),
+    ("detail: show raw", "Raw text of images and base64 instead of placeholders (v)", "show_raw"),
     ("detail: switch pane", "Move focus between timeline and detail (w)", "focus_other"),
     ("copy: canonical key", "Copy the key of the selected call (y)", "copy('key')"),
     ("copy: args hash", "Copy the args hash of the selected tool call (a)", "copy('args_hash')"),

@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from core.errors import FormatError
+from core.record.reader import USER_JSON_LIMIT, read_input
 
 DEFAULT_KEYMAP_PATH = Path("~/.config/chassis-inspector/keymap.json")
 
@@ -53,10 +54,7 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
     if path is None:
         return {}
     source = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"cannot read keymap: {exc.strerror}", file=source) from None
+    data = read_input(path, what="keymap file", limit=USER_JSON_LIMIT)
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -3,7 +3,9 @@
 Goes through :func:`core.importers.open_any`, so files in other formats that the
 importers accept are converted on the fly; the typed result (:class:`core.importers.Opened`:
 source format, runs, warnings) is kept as ``LoadedRecording.opened`` and the app phrases
-it (:mod:`inspector.runinfo`).
+it (:mod:`inspector.runinfo`). A file of several runs is parsed once: the app's run
+picker opens another run with :meth:`LoadedRecording.for_run`, from the runs already
+imported.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.analysis.timeline import TimelineIndex
-from core.errors import FormatError
+from core.errors import FormatError, SourceImportError
 from core.importers import Opened, open_any
 from core.record.recording import FORMAT_NAME, FORMAT_VERSION, Recording
 
@@ -35,7 +37,9 @@ class LoadedRecording:
     """A recording ready to view: ``path`` it came from, the ``recording``, its timeline
     ``index``, ``notices`` (notes on the conversion, one line each; ``warning: ...``
     lines are accepted too) and ``opened``, what :func:`core.importers.open_any` said
-    about the file (``None`` for an in-memory or fast-opened recording)."""
+    about the file (``None`` for an in-memory or fast-opened recording);
+    ``run_requested``: the run was named (``open --run``), so the app opens it without
+    the run picker."""
 
     path: Path
     recording: Recording
@@ -45,6 +49,26 @@ class LoadedRecording:
     #: recording or raises FormatError); ``None`` when the recording is verified
     verify: Callable[[], Recording] | None = None
     opened: Opened | None = None
+    run_requested: bool = False
+
+    @property
+    def has_runs(self) -> bool:
+        """Whether the file holds several runs (the app offers its run picker)."""
+        return self.opened is not None and len(self.opened.runs) > 1
+
+    def for_run(self, run: str | int) -> LoadedRecording:
+        """The same file at another run (id, or index in run order), built from the runs
+        imported when it was opened: the file is not parsed again.
+
+        Raises:
+            core.errors.SourceImportError: not a file of runs (native or in memory), or
+                no such run.
+        """
+        if self.opened is None:
+            raise SourceImportError(f"{self.path}: one recording; no run to pick")
+        loaded = LoadedRecording.from_opened(self.opened.with_run(run), self.path)
+        loaded.run_requested = True
+        return loaded
 
     @classmethod
     def from_recording(
@@ -65,8 +89,15 @@ class LoadedRecording:
         return cls.from_recording(opened.recording, p, opened_notes(opened, p), opened)
 
 
-def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> LoadedRecording:
+def load_for_view(
+    path: Path | str, *, run: str | int | None = None, fast_open_bytes: int | None = None
+) -> LoadedRecording:
     """Load (and if needed convert) ``path`` and index it.
+
+    ``run`` names one run of a multi-run file (id, or index in run order as
+    ``import --list`` shows it); the app then opens it without the run picker. Without
+    it, the first run in run order is loaded and a file of several runs opens on the
+    picker.
 
     A native (format v1 or v2) recording of at least ``fast_open_bytes`` (default
     :data:`FAST_OPEN_BYTES`) is *fast-opened*: parsed with orjson, its header validated,
@@ -77,19 +108,26 @@ def load_for_view(path: Path | str, *, fast_open_bytes: int | None = None) -> Lo
     Raises:
         core.errors.FormatError: the file cannot be read, parsed or verified (for a
             fast-opened file: parsed, or its header and record shapes checked).
-        core.errors.InspectorError: other load failures (e.g. no importer accepts it).
+        core.errors.SourceImportError: no importer accepts it, no run ``run``, or
+            ``run`` given for a Chassis recording (one run).
+        core.errors.InspectorError: other load failures.
     """
     p = Path(path)
     threshold = FAST_OPEN_BYTES if fast_open_bytes is None else fast_open_bytes
     try:
-        big = p.is_file() and p.stat().st_size >= threshold
+        big = run is None and p.is_file() and p.stat().st_size >= threshold
     except OSError:
         big = False
     if big:
         fast = _fast_open(p)
         if fast is not None:
             return fast
-    return LoadedRecording.from_opened(open_any(p), p)
+    opened = open_any(p, run)
+    if run is not None and not opened.converted:
+        raise SourceImportError(f"{p}: a Chassis recording is one run; --run picks a run of a multi-run file")
+    loaded = LoadedRecording.from_opened(opened, p)
+    loaded.run_requested = run is not None
+    return loaded
 
 
 def _fast_open(path: Path) -> LoadedRecording | None:

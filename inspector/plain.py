@@ -17,6 +17,10 @@ the error screen:
 :func:`line` is for one-line places (a newline becomes ``␊``), :func:`block` for
 multi-line ones (newlines kept, tabs expanded to spaces: a raw tab would move the
 terminal's cursor where the layout does not expect it).
+
+Invalid Unicode (the ``{"$invalid_unicode": TEXT, …}`` tag of :mod:`core.record.jsonvalues`,
+or a string holding its JSON text) is shown as ``TEXT`` — U+FFFD in each bad place —
+with the marker just before the first one (:func:`invalid_text`), never as the tag.
 """
 
 from __future__ import annotations
@@ -26,23 +30,48 @@ from typing import Any
 from rich.style import StyleType
 from rich.text import Text
 
-from core.analysis.safe_text import shown
+from core.analysis.placeholders import invalid_unicode_of
+from core.analysis.safe_text import HIDDEN_MARK, shown
+from core.record.jsonvalues import display_text, is_tagged
 
-__all__ = ["TAB_SIZE", "block", "block_text", "line", "line_text"]
+__all__ = ["TAB_SIZE", "block", "block_text", "invalid_text", "line", "line_text", "mark_at"]
 
 #: tabs in multi-line text become spaces up to the next multiple of this
 TAB_SIZE = 4
 
 
+def mark_at(text: str, index: int | None) -> str:
+    """``text`` with :data:`~core.analysis.safe_text.HIDDEN_MARK` inserted before
+    ``text[index]`` (``text`` itself when ``index`` is ``None`` or out of range)."""
+    if index is None or not 0 <= index <= len(text):
+        return text
+    return text[:index] + HIDDEN_MARK + text[index:]
+
+
+def invalid_text(value: Any) -> str | None:
+    """The text an invalid-Unicode value stands for, with the marker before its first
+    U+FFFD (see the module docstring); ``None`` for any other value."""
+    found = invalid_unicode_of(value)
+    return None if found is None else mark_at(*found)
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, str):
+        return value if not value.startswith("{") else (invalid_text(value) or value)
+    if is_tagged(value):
+        return invalid_text(value) or display_text(value)
+    return str(value)
+
+
 def line(value: Any) -> str:
-    """``value`` (a string, else ``str(value)``) for a one-line place."""
-    return shown(value if isinstance(value, str) else str(value))
+    """``value`` (a string, a tagged value as what it stands for, else ``str(value)``)
+    for a one-line place."""
+    return shown(_text_of(value))
 
 
 def block(value: Any) -> str:
     """``value`` for a multi-line place: newlines kept, tabs expanded."""
-    text = value if isinstance(value, str) else str(value)
-    return shown(text, keep_newline=True, keep_tab=True).expandtabs(TAB_SIZE)
+    return shown(_text_of(value), keep_newline=True, keep_tab=True).expandtabs(TAB_SIZE)
 
 
 def line_text(value: Any, style: StyleType = "") -> Text:

@@ -24,6 +24,7 @@ from typing import Any
 from core.analysis.marks import Mark, record_marks
 from core.analysis.metrics import outcome_of
 from core.importers.opened import Opened
+from core.importers.opened import run_score as _core_run_score
 from core.record.recording import Recording
 
 #: metadata keys shown in their own section of the run-info view (not again in "other")
@@ -34,6 +35,23 @@ def run_outcome(recording: Recording) -> tuple[str, str]:
     """``(outcome, source)`` as :func:`core.analysis.metrics.outcome_of` computes it (outcome is
     ``success``/``failure``/``unknown``...; source ``metadata`` or ``unknown``)."""
     return outcome_of(recording)
+
+
+def run_error(recording: Recording) -> str | None:
+    """The error that ended the run, as the source recorded it (``metadata.error``:
+    Inspect AI's sample error is ``{message, traceback, ...}``, its ``message`` is
+    taken; a string as is), or ``None``. Recorded text: shown as data."""
+    err = recording.metadata.get("error")
+    if isinstance(err, dict):
+        msg = err.get("message")
+        return msg if isinstance(msg, str) and msg else None
+    return err if isinstance(err, str) and err else None
+
+
+def run_score(recording: Recording) -> str | None:
+    """The run's score as one short line (:func:`core.importers.run_score`: Inspect's
+    scores, tau-bench's reward), or ``None``."""
+    return _core_run_score(recording)
 
 
 def marked_seqs(recording: Recording) -> list[Mark]:
@@ -90,17 +108,20 @@ def source_warnings(recording: Recording) -> list[str]:
 def opened_notes(opened: Opened, path: Path) -> list[str]:
     """The app's notes on the file at ``path`` converted in memory (none for a native
     recording): converted from which format (and how to save it), which run among how
-    many, incomplete."""
+    many (its index in run order, as ``--run`` takes it; ``p`` opens the run picker),
+    incomplete."""
     if not opened.converted:
         return []
+    several = len(opened.runs) > 1
+    run = f" --run {opened.run_index}" if several else ""
     notes = [
         f"converted from {opened.source_format} ({path.name}) in memory; "
-        f"save it with: chassis-inspector import {path} -o OUT"
+        f"save it with: chassis-inspector import {path}{run} -o OUT"
     ]
-    if len(opened.runs) > 1:
+    if several:
         notes.append(
             f"{path.name} holds {len(opened.runs)} runs; showing run {opened.run_id!r} "
-            f"({opened.run_index} of 0..{len(opened.runs) - 1}); import another with: chassis-inspector import --run ID"
+            f"({opened.run_index} of 0..{len(opened.runs) - 1}); p: pick another run"
         )
     if opened.incomplete:
         notes.append("this run is incomplete (the source was cut short)")

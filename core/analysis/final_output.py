@@ -33,15 +33,22 @@ that call succeeded and asked for no tool; else none.
 
 Benchmark metadata is never the run's output (Who&When's ``ground_truth`` is the
 *expected* answer).
+
+**Invalid Unicode** in the output is given as a viewer shows it: every
+``{"$invalid_unicode": TEXT, …}`` tag in the value (and every string holding such a
+tag's JSON text, as some importers store message content) is replaced by ``TEXT``,
+which has U+FFFD in each bad place (:func:`core.analysis.placeholders.shown_value`), so
+no consumer — the audit, its ``--json``, the diff — ever shows the internal tag.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..record.recording import ModelRecord, Recording, ToolRecord
+from .placeholders import shown_value
 
 __all__ = ["FinalOutput", "final_model_record", "final_output", "find_final_output", "final_output_rule"]
 
@@ -108,7 +115,7 @@ def final_output_rule(rec: Recording) -> dict[str, Any] | None:
 def _content_text(content: Any) -> Any:
     """A result's content as the output: text parts joined when it is a list of them."""
     if isinstance(content, list) and content and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
-        return "\n".join(str(p.get("text", "")) for p in content)
+        return "\n".join(str(shown_value(p.get("text", ""))) for p in content)
     return content
 
 
@@ -216,10 +223,17 @@ def find_final_output(rec: Recording, *, source: str = "auto") -> FinalOutput:
     ``source``: ``auto`` (default) — the declared rule; else ``metadata.final_output``
     when present; else the records. ``records`` — the declared rule, else the records
     (``metadata.final_output`` ignored). ``metadata`` — ``metadata.final_output`` only.
+    Invalid Unicode in the value is given as its text with U+FFFD (module docstring).
     Raises ``ValueError`` for another ``source``.
     """
     if source not in ("auto", "records", "metadata"):
         raise ValueError(f"source must be auto, records or metadata, not {source!r}")
+    found = _find(rec, source)
+    value = shown_value(found.value)
+    return found if value is found.value else replace(found, value=value)
+
+
+def _find(rec: Recording, source: str) -> FinalOutput:
     rule = final_output_rule(rec)
     if rule is not None and source != "metadata":
         return _by_rule(rec, rule)

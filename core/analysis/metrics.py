@@ -50,7 +50,9 @@ import polars as pl
 
 from ..errors import AnalysisError
 from ..record.nesting import dumps
+from ..record.reader import USER_JSON_LIMIT, read_input
 from ..record.recording import ModelRecord, Recording, ToolRecord
+from ..record.userjson import loads_user_json
 from .diff import TraceDiff, output_diff, trace_diff
 from .final_output import final_model_record, final_output
 
@@ -199,12 +201,8 @@ def load_price_table(path: Path | str) -> dict[str, dict[str, float]]:
     Raises AnalysisError naming the file and the place of a bad entry.
     """
     p = Path(path)
-    try:
-        doc = orjson.loads(p.read_bytes())
-    except OSError as exc:
-        raise AnalysisError(f"{p}: cannot read price table: {exc.strerror}") from None
-    except orjson.JSONDecodeError as exc:
-        raise AnalysisError(f"{p}: price table is not JSON: {exc}") from None
+    data = read_input(p, what="price table", limit=USER_JSON_LIMIT, error=AnalysisError)
+    doc = loads_user_json(data, str(p), AnalysisError)
     return validate_price_table(doc, source=str(p))
 
 

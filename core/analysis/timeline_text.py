@@ -16,6 +16,7 @@ import orjson
 
 from ..record.nesting import dumps
 from ..record.recording import InterruptRecord, LifecycleRecord, ModelRecord, SnapshotRecord, ToolRecord
+from .placeholders import MIN_BASE64, MIN_DATA_URL, blob_of, find_blobs, has_base64_run, shown_value
 
 if TYPE_CHECKING:
     from .timeline import TimelineRow
@@ -27,10 +28,16 @@ def one_line(value: Any, limit: int = SUMMARY_CHARS) -> str:
     """``value`` as a single line of at most ``limit`` characters.
 
     Strings are used as they are; anything else is compact JSON. Runs of whitespace
-    (newlines included) become one space; a cut line ends with ``…``.
+    (newlines included) become one space; a cut line ends with ``…``. An
+    ``$invalid_unicode`` value shows as its text (U+FFFD in each bad place,
+    :func:`core.analysis.placeholders.shown_value`), never as the tag; binary data
+    written as text that begins in the part shown (a data URL, base64) as its
+    placeholder (``<image/png, 3.0 MB>``), for ``limit`` up to 16,384 (text to show;
+    longer limits are search text, kept as it is).
     """
     if value is None:
         return ""
+    value = shown_value(value)
     if isinstance(value, str):
         text = value
     else:
@@ -39,10 +46,44 @@ def one_line(value: Any, limit: int = SUMMARY_CHARS) -> str:
         except TypeError:
             text = repr(value)
     # cut before splitting so a 1 MB result costs no more than a short one
-    text = " ".join(text[: limit * 4].split())
+    window = limit * 4
+    # placeholders in what is shown (a summary, a cell), not in search text (a limit of
+    # a megabyte and more: the whole value, searched as it is)
+    if len(text) >= MIN_DATA_URL and limit <= 1 << 14:
+        whole = blob_of(text) if text[:5].lower() == "data:" else None
+        text = whole.label() if whole is not None else _with_placeholders(text, window)
+    text = " ".join(text[:window].split())
     if len(text) > limit:
         return text[: limit - 1] + "…"
     return text
+
+
+def _with_placeholders(text: str, window: int) -> str:
+    """``text`` from its start, at least ``window`` characters of it, with each blob
+    that begins in the first ``window`` characters replaced by its placeholder. Text
+    with no word long enough to be base64 and no data URL in the part looked at costs
+    one split of about ``window`` characters; a blob found costs one pass over it."""
+    cut = text[: window + 2 * MIN_BASE64]
+    # a cheap look first (a summary is made for every row): a data URL, or a stretch
+    # with no space or line break long enough to hold a base64 run (a run of
+    # MIN_BASE64 characters covers one whole aligned chunk of half that); base64
+    # wrapped in short lines is left as text here
+    if "data:" not in cut and "DATA:" not in cut:
+        half = MIN_BASE64 // 2
+        chunks = (cut[k : k + half] for k in range(0, len(cut) - half + 1, half))
+        if not any(" " not in c and "\n" not in c for c in chunks) or not has_base64_run(cut):
+            return text
+    blobs = find_blobs(text, 0, window)
+    if not blobs:
+        return text
+    parts: list[str] = []
+    at = 0
+    for b in blobs:
+        parts.append(text[at : b.start])
+        parts.append(b.label())
+        at = b.end
+    parts.append(text[at : at + window])
+    return "".join(parts)
 
 
 def _error_text(err: Any) -> str:

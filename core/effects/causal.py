@@ -256,9 +256,11 @@ def compare_replay(
                 parts.append(_change_text(m, c["base"], c["replay"]))
         effect_text = "; ".join(parts) or "no observed change"
     else:
-        why = {"paused": "the replay is paused", "failed": "the replay failed"}.get(
-            replay.status, f"the replay is {replay.status}"
-        )
+        why = {
+            "paused": "the replay is paused",
+            "failed": "the replay failed",
+            "interrupted": "the replay was interrupted (its process ended before it stored an outcome)",
+        }.get(replay.status, f"the replay is {replay.status}")
         if replay.status == "completed":
             why = "the replay is not comparable with its base"
         effect_text = f"not observed: {why}"
@@ -340,8 +342,9 @@ def workspace_effects(
     Each replay's comparison is reused from its stored ``causal`` diff when that was
     computed for the same events (``events_digest``) and the same outcome predicate
     (``predicate_spec``), else computed (:func:`compare_replay`) and stored
-    (:func:`store_comparison`) — unless ``refresh`` forces recomputing all. The base's
-    run metrics are stored under its digest.
+    (:func:`store_comparison`) — unless ``refresh`` forces recomputing all. Replays
+    without an attempt outcome (``queued``, ``running``, ``interrupted``: docs/replay.md,
+    "Replay states") are left out. The base's run metrics are stored under its digest.
 
     Raises:
         WorkspaceError: the base is not in the workspace. AnalysisError: the predicate
@@ -355,8 +358,8 @@ def workspace_effects(
     ws.put_metrics(base_digest, {k: v for k, v in base_row.items() if k != "run"})
     observations: list[Observation] = []
     for record in ws.list_replays(base_digest=base_digest):
-        if record.status in ("queued", "running"):
-            continue
+        if record.status in ("queued", "running", "interrupted"):
+            continue  # no attempt outcome to compare (docs/replay.md, "Replay states")
         cached = ws.diffs(record.id, "causal")
         if cached and not refresh:
             body = cached[-1]["body"]

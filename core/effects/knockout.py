@@ -80,14 +80,17 @@ class ReplayKnockout:
         )
 
 
-def knockout_runner(spec: str, recording: Recording, *, predicate: Predicate | None = None) -> ReplayKnockout:
+def knockout_runner(
+    spec: str, recording: Recording, *, predicate: Predicate | None = None, trust_executor: bool = False
+) -> ReplayKnockout:
     """A :class:`ReplayKnockout` for ``--executor SPEC`` (``recorded`` = the recording's
-    ``metadata.executor``, or ``module:function``). Raises SweepError when the executor
-    cannot be resolved or loaded."""
+    ``metadata.executor``, run only with ``trust_executor``; or ``module:function``).
+    Raises SweepError when the executor cannot be resolved, is not consented to, or
+    cannot be loaded."""
     from ..replay.replays import resolve_executor
 
     try:
-        executor, name = resolve_executor(spec, recording)
+        executor, name = resolve_executor(spec, recording, trust_executor=trust_executor)
     except BranchError as exc:
         raise SweepError(str(exc)) from None
     return ReplayKnockout(executor, name, predicate=predicate)

@@ -54,7 +54,7 @@ from ..record.recording import (
     ToolRecord,
     ToolResult,
 )
-from ..replay.boundary import load_executor
+from ..replay.boundary import ExecutorChoice, choose_executor, load_executor
 from ..replay.branch import (
     BranchDraft,
     ModelResponseIntervention,
@@ -187,7 +187,7 @@ def sweep_policy(executor_wired: bool) -> Policy:
 # --------------------------------------------------------------------------- workers
 
 _BASES: dict[str, Recording] = {}
-_EXECUTORS: dict[str, Any] = {}
+_EXECUTORS: dict[ExecutorChoice, Any] = {}
 _PREDICATES: dict[str, Any] = {}
 
 
@@ -257,15 +257,20 @@ def _base_of(task: dict[str, Any]) -> Recording:
     return rec
 
 
-def _executor_of(spec: str | None) -> Any:
-    if spec is None:
+def _choice_of(task: dict[str, Any]) -> ExecutorChoice | None:
+    spec = task["executor"]
+    return ExecutorChoice(spec, task.get("executor_origin") or "command line") if spec is not None else None
+
+
+def _executor_of(choice: ExecutorChoice | None) -> Any:
+    if choice is None:
         return None
-    if spec not in _EXECUTORS:
+    if choice not in _EXECUTORS:
         try:
-            _EXECUTORS[spec] = load_executor(spec)
+            _EXECUTORS[choice] = load_executor(choice)
         except ValueError as exc:
             raise SweepError(str(exc)) from None
-    return _EXECUTORS[spec]
+    return _EXECUTORS[choice]
 
 
 def _predicate_of(spec: str | None) -> Any:
@@ -284,7 +289,7 @@ def _run_candidate(task: dict[str, Any]) -> dict[str, Any]:
 
     base = _base_of(task)
     seq, attempt = task["seq"], task["attempt"]
-    executor = _executor_of(task["executor"])
+    executor = _executor_of(_choice_of(task))
     predicate = _predicate_of(task["predicate"])
     ws = None
     if task["workspace"] is not None:
@@ -310,7 +315,7 @@ def _run_candidate(task: dict[str, Any]) -> dict[str, Any]:
         except (_Skip, BranchError) as exc:
             return {"seq": seq, "attempt": attempt, "skipped": str(exc)}
         if ws is not None:
-            record, outcome = start_replay(ws, task["base_path"], branch, executor=task["executor"], base=base)
+            record, outcome = start_replay(ws, task["base_path"], branch, executor=_choice_of(task), base=base)
         else:
             from ..replay.replay_record import ReplayRecord
 
@@ -413,6 +418,7 @@ def run_sweep(
     base_path: str | os.PathLike[str],
     *,
     executor: str | None,
+    trust_executor: bool = False,
     candidates: str = "all",
     strategy: str = "resample",
     jobs: int = 1,
@@ -425,8 +431,8 @@ def run_sweep(
 ) -> SweepResult:
     """Sweep the candidate calls of the base at ``base_path`` (module docstring).
 
-    ``executor``: ``None``, ``recorded`` (the base's ``metadata.executor``) or
-    ``module:function``; ``jobs``: worker processes (1 = in this process); ``repeat``:
+    ``executor``: ``None``, ``recorded`` (the base's ``metadata.executor``: code named
+    by a file, run only with ``trust_executor``) or ``module:function``; ``jobs``: worker processes (1 = in this process); ``repeat``:
     replays per candidate (a mean and a spread for executors that are not
     deterministic); ``workspace``: a workspace folder to store everything in, or
     ``None``; ``fixtures_path``: a fixture file (``replay --fixtures`` format) — the
@@ -437,12 +443,11 @@ def run_sweep(
 
     Raises:
         SweepError: bad strategy / candidates / jobs / repeat, ``resample`` without an
-            executor, or an executor that cannot be loaded.
+            executor, ``recorded`` without ``trust_executor``, or an executor that
+            cannot be loaded.
         FormatError: the base cannot be loaded. FixtureError: a bad fixture file.
         AnalysisError: the outcome predicate cannot be loaded or fails.
     """
-    from ..replay.replays import resolve_executor
-
     if strategy not in STRATEGIES:
         raise SweepError(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
     if jobs < 1:
@@ -458,15 +463,16 @@ def run_sweep(
         base = Recording.load(path)
     calls = sweep_candidates(base, candidates)
     try:
-        _, spec = resolve_executor(executor, base)
+        choice = choose_executor(executor, base, trust_recorded=trust_executor)
     except BranchError as exc:
         raise SweepError(str(exc)) from None
+    spec = choice.spec if choice is not None else None
     if spec is None and strategy == "resample":
         raise SweepError(
             "--strategy resample needs an executor (--executor module:function or "
             "--executor recorded): it re-executes each call live"
         )
-    _executor_of(spec)  # fail early, in this process, on a bad executor
+    _executor_of(choice)  # fail early, in this process, on a bad executor
     pred = _predicate_of(predicate)
     data = dumps_recording(base)
     digest = recording_digest(base)
@@ -479,6 +485,8 @@ def run_sweep(
             from ..workspace import Workspace
 
             with Workspace.open(workspace) as ws:
+                for f in fx:  # every scope checked before any fixture is stored
+                    ws.check_scope(f.scope)
                 for f in fx:
                     ws.put_fixture(f)
         fixtures_json = [f.to_json_obj() for f in fx]
@@ -499,6 +507,7 @@ def run_sweep(
             "repeat": repeat,
             "strategy": strategy,
             "executor": spec,
+            "executor_origin": choice.origin if choice is not None else None,
             "predicate": predicate,
             "workspace": str(workspace) if workspace is not None else None,
             "fixtures": fixtures_json,

@@ -6,7 +6,12 @@ Public API:
   source format, tried in order by :func:`detect` (an importer module adds itself
   with one line here);
 * :func:`detect` — which importer takes a file (a native Chassis recording first);
-* :func:`import_file` — every run of a file as :class:`~.base.ImportedRun` objects;
+* :func:`import_file` — every run of a file as :class:`~.base.ImportedRun` objects,
+  in file order;
+* :func:`order_runs` — those runs in *run order* (by sample id, then epoch, compared
+  naturally: ``2`` before ``10``), the one order every frontend lists them in;
+  :func:`select_run` picks one by id or by its index in that order
+  (:mod:`~.opened` holds them, with :func:`run_label` and :func:`run_score`);
 * :func:`open_any` — one recording from any file (native or importable) as an
   :class:`~.opened.Opened`: the recording, its source format, the run shown and every
   run of the file, whether it is incomplete, and its typed warnings.
@@ -23,13 +28,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import CanonicalizationError, FormatError, InspectorError, SourceImportError
-from ..record.io import load_recording, recording_digest
+from ..errors import FormatError, InspectorError, SourceImportError
+from ..record.io import load_recording
 from ._source import TruncatedSourceError, read_head
-from .base import ImportedRun, Importer, ImportWarning, fold_warnings
+from .base import ImportedRun, Importer, ImportWarning
 from .inspect_ai import InspectAIImporter
 from .mini_swe_agent import MiniSweAgentImporter
-from .opened import Opened, RunRef
+from .opened import Opened, RunRef, natural_key, order_runs, run_label, run_order, run_score, select_run
 from .openhands import OpenHandsImporter
 from .otel import OtelImporter
 from .swe_agent import SweAgentImporter
@@ -49,7 +54,12 @@ __all__ = [
     "detect",
     "get_importer",
     "import_file",
+    "natural_key",
     "open_any",
+    "order_runs",
+    "run_label",
+    "run_order",
+    "run_score",
     "select_run",
 ]
 
@@ -93,18 +103,18 @@ def detect(path: str | Path) -> str:
     registry order.
 
     Raises:
-        FormatError: the file does not exist or is empty.
+        FormatError: the file does not exist, is not a regular file
+            (:func:`core.record.reader.check_input`) or is empty.
         SourceImportError: no importer takes it; the message names every format tried
             and its reason, and ``attempts`` maps name → reason.
         TruncatedSourceError: the file is JSON cut short too early for any importer to
             recognise (a known format cut that early is returned as that format, whose
             ``load`` then reports the truncation).
     """
+    from ..record.reader import check_input
+
     p = Path(path)
-    if not p.exists():
-        raise FormatError("no such file", file=str(p))
-    if p.is_dir():
-        raise FormatError("is a directory, not a file", file=str(p))
+    check_input(p)  # missing, a directory, a FIFO or a device: one line, nothing read
     head = read_head(p)
     if not head.strip():
         raise FormatError("file is empty", file=str(p))
@@ -194,42 +204,6 @@ def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = Fal
         ) from None
 
 
-def select_run(runs: list[ImportedRun], run: str | int | None, *, source: str) -> ImportedRun:
-    """Pick one run by id or index (``None`` → the first).
-
-    Raises:
-        SourceImportError: no such run (the message lists the ids available).
-    """
-    if not runs:
-        raise SourceImportError(f"{source}: holds no run")
-    if run is None:
-        return runs[0]
-    key = str(run)
-    for r in runs:
-        if r.run_id == key:
-            return r
-    if key.lstrip("-").isdigit():
-        i = int(key)
-        if -len(runs) <= i < len(runs):
-            return runs[i]
-    ids = [r.run_id for r in runs]
-    shown = ", ".join(ids[:10]) + (f", … ({len(ids)} in all)" if len(ids) > 10 else "")
-    raise SourceImportError(f"{source}: no run {key!r} (runs: {shown}; or an index 0..{len(runs) - 1})")
-
-
-def run_label(run: ImportedRun) -> str:
-    """A short summary of a run for a picker: its outcome when the source records one,
-    and its number of records (``success · 24 records``)."""
-    n = len(run.recording.records)
-    parts = [f"{n} record{'s' if n != 1 else ''}"]
-    outcome = run.recording.metadata.get("outcome")
-    if isinstance(outcome, str) and outcome:
-        parts.insert(0, outcome)
-    if run.incomplete:
-        parts.append("incomplete")
-    return " · ".join(parts)
-
-
 def open_any(
     path: str | Path,
     run: str | int | None = None,
@@ -244,8 +218,10 @@ def open_any(
     :func:`core.record.io.load_recording` takes it) as is: ``source_format`` ``"chassis"``, no
     runs, no warnings. Any importable file is converted in memory (``fmt`` names the
     importer, else :func:`detect` finds it); ``run`` picks one of its runs by id or
-    index (default the first, :func:`select_run`); ``runs`` lists them all; the
-    chosen run's warnings come folded (``warnings``) and as raised (``all_warnings``).
+    index in run order (default the first in run order, :func:`select_run`); ``runs``
+    lists them all in run order, and :meth:`Opened.with_run` opens another from the
+    runs parsed here (no second parse); the chosen run's warnings come folded
+    (``warnings``) and as raised (``all_warnings``).
     A recording that has no canonical digest is returned without one (saving it
     reports the value).
 
@@ -264,7 +240,7 @@ def open_any(
     p = Path(path)
     name = fmt or detect(p)
     if name == NATIVE:
-        return Opened(recording=load_recording(p, verify_keys=verify_keys), source_format=NATIVE)
+        return Opened(recording=load_recording(p, verify_keys=verify_keys), source_format=NATIVE, source=str(p))
     damage: list[ImportWarning] = []
     try:
         runs = import_file(p, name)
@@ -281,19 +257,4 @@ def open_any(
                 "truncated",
             )
         )
-    chosen = select_run(runs, run, source=str(p))
-    if chosen.recording.digest is None:
-        try:
-            chosen.recording.digest = recording_digest(chosen.recording)
-        except (FormatError, CanonicalizationError):
-            pass  # shown without a digest; saving reports the value that has no canonical form
-    every = damage + list(chosen.warnings)
-    return Opened(
-        recording=chosen.recording,
-        source_format=name,
-        run_id=chosen.run_id,
-        runs=[RunRef(r.run_id, i, run_label(r)) for i, r in enumerate(runs)],
-        incomplete=chosen.incomplete,
-        warnings=fold_warnings(every),
-        all_warnings=every,
-    )
+    return Opened.from_runs(runs, run, source_format=name, source=str(p), file_warnings=damage)

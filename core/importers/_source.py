@@ -87,37 +87,26 @@ def read_source(path: str | Path) -> SourceFile:
     Raises:
         FormatError: no such file, a directory, or unreadable (names the file).
     """
+    from ..record.reader import read_input
+
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise FormatError("no such file", file=str(p)) from None
-    except IsADirectoryError:
-        raise FormatError("is a directory, not a file", file=str(p)) from None
-    except OSError as exc:
-        raise FormatError(f"cannot read file: {exc.strerror}", file=str(p)) from None
+    data = read_input(p)  # regular files only (core.record.reader)
     return SourceFile(p, data, hashlib.sha256(data).hexdigest())
 
 
 def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
-    """The first ``n`` bytes of ``path`` (``b""`` when unreadable)."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(n)
-    except OSError:
-        return b""
+    """The first ``n`` bytes of ``path`` (``b""`` when unreadable or not a regular
+    file: a FIFO or a device is never read while sniffing)."""
+    from ..record.reader import read_input_head
+
+    return read_input_head(path, n)
 
 
 def read_tail(path: Path, n: int = HEAD_BYTES) -> bytes:
-    """The last ``n`` bytes of ``path`` (``b""`` when unreadable)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - n))
-            return fh.read()
-    except OSError:
-        return b""
+    """The last ``n`` bytes of ``path`` (``b""`` as :func:`read_head`)."""
+    from ..record.reader import read_input_tail
+
+    return read_input_tail(path, n)
 
 
 @dataclass

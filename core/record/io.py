@@ -44,6 +44,7 @@ from ..errors import CanonicalizationError, FormatError, OutputError
 from .canonical import _NeedsReference, _prepare, canonical_json
 from .migrate import migrate
 from .nesting import VALUE, Each, Pattern, check_text, check_values, dumps, ensure_recursion_limit, is_depth_failure
+from .reader import read_input
 from .recording import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -56,6 +57,7 @@ from .recording import (
 )
 from .recording_redaction import redact_recording as _redact_recording
 from .redaction import SecretRedactor
+from .userjson import invalid_utf8_at
 
 _RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
 
@@ -134,6 +136,15 @@ def parse_json(data: bytes | str, *, source: str) -> Any:
             raise FormatError("file is empty", file=source) from None
         if "depth limit" in exc.msg:  # orjson parses 1,024 levels at most
             check_text(raw, RECORDING_VALUES, source=source)
+        bad = invalid_utf8_at(raw) if "UTF-8" in exc.msg else None
+        if bad is not None:  # orjson checks the encoding first and reports line 1, column 1
+            line, column, offset, byte = bad
+            raise FormatError(
+                f"malformed JSON: not valid UTF-8 (byte 0x{byte:02x} at byte offset {offset:,})",
+                file=source,
+                line=line,
+                column=column,
+            ) from None
         if pos >= len(tail) or "EOF" in exc.msg or "unexpected end" in exc.msg.lower():
             reason = f"truncated JSON: the document ends early ({exc.msg})"
         else:
@@ -507,17 +518,7 @@ def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "a
         FormatError: unreadable file, or any validation failure (names the file).
     """
     source = str(path)
-    p = Path(path)
-    try:
-        if p.exists() and not p.is_file() and not p.is_dir():
-            raise FormatError("is not a regular file (a FIFO, device or socket)", file=source)
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise FormatError("no such file", file=source) from None
-    except IsADirectoryError:
-        raise FormatError("is a directory, not a recording file", file=source) from None
-    except OSError as exc:
-        raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+    data = read_input(path)  # regular files only, no size limit (core.record.reader)
     return loads_recording(data, source=source, verify_keys=verify_keys)
 
 

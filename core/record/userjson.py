@@ -51,8 +51,11 @@ def loads_user_json(data: bytes | str, source: str, error: type[InspectorError],
     if isinstance(data, (bytes, bytearray)):
         try:
             text = bytes(data).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise error(f"{source}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        except UnicodeDecodeError:
+            line, column, offset, byte = invalid_utf8_at(bytes(data)) or (1, 1, 0, 0)
+            raise error(
+                f"{source}: line {line}, column {column}: not UTF-8 text (byte 0x{byte:02x} at byte offset {offset:,})"
+            ) from None
     else:
         text = data
     text = text.removeprefix("\ufeff")
@@ -88,3 +91,20 @@ def _too_deep(text: str, values: Pattern, source: str, error: type[InspectorErro
 
 def _as(error: type[InspectorError], source: str, exc: FormatError) -> InspectorError:
     return error(f"{source}: at {short_pointer(exc.path or '/')}: {exc.reason}")
+
+
+def invalid_utf8_at(raw: bytes) -> tuple[int, int, int, int] | None:
+    """Where ``raw`` first stops being UTF-8 (RFC 3629; an encoded surrogate counts as
+    invalid, as RFC 8259 section 8.1 requires of JSON text): ``(line, column, offset,
+    byte)`` — line and column 1-based, the column counted in characters as orjson counts
+    them, ``offset`` in bytes from the start, ``byte`` the first bad byte; ``None`` when
+    all of ``raw`` is UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start
+        line_start = raw.rfind(b"\n", 0, offset) + 1
+        line = raw.count(b"\n", 0, offset) + 1
+        column = len(raw[line_start:offset].decode("utf-8", "replace")) + 1
+        return line, column, offset, raw[offset]
+    return None

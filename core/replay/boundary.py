@@ -9,9 +9,15 @@ an intervention (SPEC "Executors").
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..record.recording import ModelRequest, ModelResponse, ToolResult
+from ..errors import BranchError
+from ..record.recording import ModelRequest, ModelResponse, Recording, ToolResult
 
 
 @runtime_checkable
@@ -52,8 +58,91 @@ class Executor(Protocol):
         ...
 
 
-def load_executor(spec: str) -> Executor:
-    """Import ``module:function`` and call it to get an :class:`Executor`.
+#: where an executor's name came from (docs/replay.md, "Executors are code"):
+#: ``command line`` — the user typed ``--executor module:function``; ``recording`` — the
+#: base's ``metadata.executor`` (``--executor recorded``), a field the digest does not seal
+ExecutorOrigin = Literal["command line", "recording"]
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """Which executor a replay runs: ``spec`` (``module:function``) and its ``origin``.
+
+    An executor is code that runs on this machine. One the user names runs as named,
+    found in the installed packages and then the current folder (as ``python -m``
+    finds a module); one taken from a recording runs only with the user's consent
+    (``--trust-executor``, or a confirmation in the app) and is imported with neither
+    the current folder nor ``""`` on the import path, so no module lying beside an
+    untrusted recording is picked up."""
+
+    spec: str
+    origin: ExecutorOrigin = "command line"
+
+    @property
+    def search_cwd(self) -> bool:
+        """Whether the current folder is on the import path while it is imported."""
+        return self.origin == "command line"
+
+
+def _check_spec(spec: str, what: str) -> str:
+    mod_name, sep, func_name = spec.partition(":")
+    if not sep or not mod_name or not func_name:
+        raise BranchError(f"{what} {spec!r} must be written module:function")
+    return spec
+
+
+def choose_executor(
+    spec: str | ExecutorChoice | None, base: Recording | None, *, trust_recorded: bool = False
+) -> ExecutorChoice | None:
+    """Resolve ``--executor`` without importing anything: ``None`` (no executor),
+    ``recorded`` (the base's ``metadata.executor``), ``module:function`` (named by the
+    user) or an :class:`ExecutorChoice` as it is.
+
+    Raises:
+        BranchError: ``recorded`` when the base names no executor, or without
+            ``trust_recorded`` (the message names the module and says how to consent);
+            a spec not written ``module:function``.
+    """
+    if spec is None or isinstance(spec, ExecutorChoice):
+        return spec
+    if spec != "recorded":
+        return ExecutorChoice(_check_spec(spec, "executor"), "command line")
+    named = base.metadata.get("executor") if base is not None else None
+    if not isinstance(named, str):
+        raise BranchError("--executor recorded: the base recording names no executor in metadata.executor")
+    _check_spec(named, "--executor recorded: metadata.executor")
+    if not trust_recorded:
+        raise BranchError(
+            f"--executor recorded: the recording names the executor {named!r} (metadata.executor), "
+            "code that would run on this machine; the recording's digest does not cover that field. "
+            "Run it only if you trust where the recording came from: add --trust-executor "
+            "(or name an executor yourself: --executor module:function)"
+        )
+    return ExecutorChoice(named, "recording")
+
+
+@contextlib.contextmanager
+def _import_path(search_cwd: bool) -> Iterator[None]:
+    """``sys.path`` while an executor is imported: the current folder added (a user's
+    own module, as ``python -m`` finds it) or taken away (``""``, ``.`` and the current
+    folder: an executor named by a file), restored afterwards."""
+    saved = list(sys.path)
+    cwd = os.getcwd()
+    if search_cwd:
+        if "" not in sys.path and cwd not in sys.path:
+            sys.path.append(cwd)
+    else:
+        sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != cwd]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def load_executor(spec: str | ExecutorChoice) -> Executor:
+    """Import ``module:function`` and call it to get an :class:`Executor`. A plain
+    string is an executor the user named (:class:`ExecutorChoice` says where the current
+    folder is searched).
 
     Raises:
         ValueError: ``spec`` is not ``module:function``, the module or function does not
@@ -63,13 +152,16 @@ def load_executor(spec: str) -> Executor:
     """
     import importlib
 
+    choice = spec if isinstance(spec, ExecutorChoice) else ExecutorChoice(spec)
+    spec = choice.spec
     if ":" not in spec:
         raise ValueError(f"executor {spec!r} must be written module:function")
     mod_name, func_name = spec.split(":", 1)
     if not mod_name or not func_name:
         raise ValueError(f"executor {spec!r} must be written module:function")
     try:
-        mod = importlib.import_module(mod_name)
+        with _import_path(choice.search_cwd):
+            mod = importlib.import_module(mod_name)
     except ImportError as exc:
         raise ValueError(f"executor {spec!r}: cannot import {mod_name!r} ({exc})") from None
     except Exception as exc:  # noqa: BLE001 — the user's module failed while importing

@@ -57,6 +57,7 @@ from ..errors import BranchError, CanonicalizationError, invalid_text, printable
 from ..record.canonical import args_hash as compute_args_hash
 from ..record.io import atomic_write_bytes, recording_digest
 from ..record.nesting import VALUE, Each, Pattern, dumps, json_mode_dump
+from ..record.reader import USER_JSON_LIMIT, read_input
 from ..record.recording import (
     ChatMessage,
     ModelRecord,
@@ -448,12 +449,7 @@ BRANCH_VALUES: Pattern = {"interventions": Each(VALUE)}
 
 
 def _read_json(path: Path, what: str) -> Any:
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise BranchError(f"{path}: no such {what} file") from None
-    except OSError as exc:
-        raise BranchError(f"{path}: cannot read {what} file: {exc.strerror}") from None
+    data = read_input(path, what=f"{what} file", limit=USER_JSON_LIMIT, error=BranchError)
     return loads_user_json(data, str(path), BranchError, values=BRANCH_VALUES if what == "branch" else VALUE)
 
 

@@ -14,6 +14,7 @@ tool with an argument diff, so the user can author the missing fixture from it.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..errors import CanonicalizationError, FixtureError
 from ..record.canonical import args_hash as compute_args_hash
 from ..record.canonical import canonical_hash
 from ..record.nesting import json_mode_dump
+from ..record.reader import USER_JSON_LIMIT, read_input
 from ..record.recording import ModelRecord, ModelResponse, Recording, ToolRecord, ToolResult
 from ..record.userjson import loads_user_json
 
@@ -56,14 +58,31 @@ class _Model(BaseModel):
         return out
 
 
+#: what a branch or replay id may be (letters, digits, ``.``, ``_``, ``-``; no ``/``, not
+#: starting with ``.``, at most 128 characters): the same rule as branch ids and events files
+SCOPE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
 def parse_scope(text: str) -> str:
-    """Validate a scope string: ``project``, ``branch:ID`` or ``replay:ID``. Raises
-    FixtureError."""
+    """Validate the syntax of a scope string: ``project``, ``branch:ID`` or
+    ``replay:ID`` with ID matching :data:`SCOPE_ID`. Whether the branch or replay exists
+    is the workspace's check (:meth:`core.workspace.Workspace.check_scope`).
+
+    Raises:
+        FixtureError: anything else (``branch:``, ``replay:../../x``, ``global``).
+    """
+    if not isinstance(text, str):
+        raise FixtureError(f"scope {text!r} must be a string: 'project', 'branch:ID' or 'replay:ID'")
     if text == "project":
         return text
     head, _, ident = text.partition(":")
-    if head in ("branch", "replay") and ident:
+    if head in ("branch", "replay") and ident and SCOPE_ID.fullmatch(ident):
         return text
+    if head in ("branch", "replay") and ident:
+        raise FixtureError(
+            f"scope {text!r}: {ident!r} is not a {head} id (letters, digits, '.', '_', '-'; "
+            "no '/', at most 128 characters, not starting with '.')"
+        )
     raise FixtureError(f"scope {text!r} must be 'project', 'branch:ID' or 'replay:ID'")
 
 
@@ -172,12 +191,7 @@ class FixtureGateway:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise FixtureError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise FixtureError(f"{path}: cannot read file: {exc.strerror}") from None
+    data = read_input(path, limit=USER_JSON_LIMIT, error=FixtureError)
     return loads_user_json(data, str(path), FixtureError)
 
 
@@ -272,10 +286,19 @@ def fixture_from_spec(obj: Any, *, source: str, index: int, default_scope: str) 
 
 
 def load_fixture_file(path: Path, *, default_scope: str = "project") -> list[Fixture]:
-    """Read a fixtures file: one fixture entry or a JSON list of them (see
-    :func:`fixture_from_spec`). Raises FixtureError naming the file and entry."""
+    """Read a fixtures file (``--fixtures FILE``): a JSON list of fixture entries (see
+    :func:`fixture_from_spec`; docs/replay.md, "Fixtures").
+
+    Raises:
+        FixtureError: naming the file and the entry — the file is not a JSON list (a
+            single entry too: the file format is a list), or an entry is invalid.
+    """
     obj = _read_json(path)
-    items = obj if isinstance(obj, list) else [obj]
+    if not isinstance(obj, list):
+        what = "an object" if isinstance(obj, dict) else f"a {type(obj).__name__}"
+        hint = " (a single fixture is written as a list of one: [{...}])" if isinstance(obj, dict) else ""
+        raise FixtureError(f"{path}: a fixtures file is a JSON list of fixture entries, not {what}{hint}")
+    items = obj
     return [fixture_from_spec(o, source=str(path), index=i, default_scope=default_scope) for i, o in enumerate(items)]
 
 

@@ -17,11 +17,13 @@ from .branch import Policy
 
 __all__ = [
     "ANSWER_SOURCES",
+    "LIVE_STATUSES",
     "Attempt",
     "Comparability",
     "FirstDivergence",
     "PauseInfo",
     "ReplayErrorInfo",
+    "ReplayOwner",
     "ReplayRecord",
     "first_divergence",
 ]
@@ -29,6 +31,10 @@ __all__ = [
 #: where an answer came from; ``policy`` tags a denied call, ``user`` a person's turn a
 #: user pinned (docs/replay.md, "Replay states")
 ANSWER_SOURCES = ("recorded", "intervention", "fixture", "drift", "live", "policy", "user")
+
+#: the statuses stored while a process works on a replay; read back as ``interrupted``
+#: once that process is gone (docs/replay.md, "Replay states")
+LIVE_STATUSES = ("queued", "running")
 
 
 def _now() -> str:
@@ -72,10 +78,29 @@ class ReplayErrorInfo(_Model):
     message: str
 
 
+class ReplayOwner(_Model):
+    """The process working on a queued or running replay, recorded so a reader can tell a
+    live attempt from one whose process died (docs/replay.md, "The workspace": the
+    replay lock comes first; this identity decides only where no lock can be probed).
+
+    ``pid``; ``host`` (:func:`socket.gethostname`); ``boot_id`` (Linux
+    ``/proc/sys/kernel/random/boot_id``, ``None`` elsewhere); ``started`` (the
+    process's start time in clock ticks since boot, field 22 of ``/proc/PID/stat``
+    (proc(5)), ``None`` elsewhere) — pid, boot and start time together name one process
+    even after its pid is reused; ``since`` (RFC 3339, when it took the replay)."""
+
+    pid: int
+    host: str
+    boot_id: str | None = None
+    started: int | None = None
+    since: str = Field(default_factory=_now)
+
+
 class Attempt(_Model):
     """One start or resume of a replay: ``number`` (1-based), ``kind`` ``start`` |
     ``resume``, ``started_at`` / ``ended_at`` (RFC 3339), ``outcome`` (the status it
-    ended in, ``running`` while it runs), ``live_durations`` (``{"SEQ": seconds}``: the
+    ended in, ``running`` while it runs, ``interrupted`` when its process died first:
+    ``ended_at`` then stays ``None``), ``live_durations`` (``{"SEQ": seconds}``: the
     time each executor call this attempt made took — wall-clock, so kept here and not in
     the replay events, which stay byte-identical across attempts)."""
 
@@ -94,21 +119,29 @@ class ReplayRecord(_Model):
     ``pause.requirement_ids``, ``error``.
 
     Other fields: ``id``, ``base_digest``, ``base_path``, ``branch_id``, ``policy``,
-    ``executor`` (``module:function`` or ``None``), ``attempts``, ``stop_reason``
+    ``executor`` (``module:function`` or ``None``), ``executor_origin`` (where its name
+    came from: ``command line`` or ``recording``, consented to with ``--trust-executor``;
+    a resume imports it by the same rule, docs/replay.md "Executors are code"), ``attempts``, ``stop_reason``
     (``final`` | ``max_steps`` | ``model_error`` | ``end_of_base`` | ``paused`` |
     ``error``), ``steps`` (model calls made), ``answers`` (count per source),
     ``fixture_uses`` (``[{seq, fixture_id}]``), ``interventions_applied`` (indexes),
-    ``events_digest``, ``output`` (the agent's final output), ``created_at``,
-    ``updated_at``.
+    ``events_digest`` (of the stored events: while a later attempt runs, those of the
+    last attempt that ended), ``output`` (the agent's final output), ``owner`` (the
+    :class:`ReplayOwner` while ``queued`` or ``running``, else ``None``),
+    ``created_at``, ``updated_at``.
+
+    ``status`` ``interrupted`` is never stored: the workspace reads a ``queued`` or
+    ``running`` replay whose process is gone as :meth:`interrupted`.
     """
 
     id: str
     base_digest: str
     base_path: str | None = None
     branch_id: str
-    status: Literal["queued", "running", "paused", "completed", "failed"] = "queued"
+    status: Literal["queued", "running", "paused", "completed", "failed", "interrupted"] = "queued"
     policy: Policy
     executor: str | None = None
+    executor_origin: Literal["command line", "recording"] | None = None
     comparability: Comparability = Field(default_factory=Comparability)
     first_divergence: FirstDivergence | None = None
     pause: PauseInfo | None = None
@@ -121,8 +154,63 @@ class ReplayRecord(_Model):
     interventions_applied: list[int] = Field(default_factory=list)
     events_digest: str | None = None
     output: Any = None
+    owner: ReplayOwner | None = None
     created_at: str = Field(default_factory=_now)
     updated_at: str = Field(default_factory=_now)
+
+    def _clear_outcome(self, reason: str) -> None:
+        """Forget what an attempt computed: comparability ``none`` with ``reason``, no
+        divergence, pause, error, stop reason or output, 0 steps, no answers."""
+        self.comparability = Comparability(level="none", reasons=[reason])
+        self.first_divergence = None
+        self.pause = None
+        self.error = None
+        self.stop_reason = None
+        self.steps = 0
+        self.answers = {}
+        self.fixture_uses = []
+        self.interventions_applied = []
+        self.output = None
+
+    def begin_attempt(self, attempt: Attempt, owner: ReplayOwner | None) -> None:
+        """Mark the replay ``running`` for ``attempt`` (appended) by ``owner``. Until the
+        attempt ends nothing is compared, so the record claims nothing: comparability
+        ``none`` with a reason, 0 steps (docs/replay.md, "Replay states"). An earlier
+        attempt still marked ``running`` (its process died) becomes ``interrupted``."""
+        for a in self.attempts:
+            if a.outcome == "running":
+                a.outcome = "interrupted"
+        self.attempts.append(attempt)
+        self.status = "running"
+        self.owner = owner
+        self._clear_outcome(
+            f"the replay is running (attempt {attempt.number}, since {attempt.started_at}): "
+            "nothing is compared until the attempt ends"
+        )
+        self.updated_at = _now()
+
+    def interrupted(self) -> ReplayRecord:
+        """This ``queued`` or ``running`` replay as read once its process is gone: a copy
+        with status ``interrupted``, its running attempt's outcome ``interrupted``,
+        comparability ``none`` with the reason, and no outcome (0 steps) — resumable with
+        ``replay resume`` (docs/replay.md, "Replay states"). The stored events, if any,
+        are those of the last attempt that ended (``events_digest``)."""
+        rec = self.model_copy(deep=True)
+        who = (
+            f"its process (pid {rec.owner.pid} on {rec.owner.host}, since {rec.owner.since})"
+            if rec.owner is not None
+            else "its process"
+        )
+        running = [a for a in rec.attempts if a.outcome == "running"]
+        for a in running:
+            a.outcome = "interrupted"
+        when = f"during attempt {running[-1].number}" if running else "before its first attempt started"
+        rec.status = "interrupted"
+        rec._clear_outcome(
+            f"the replay was interrupted: {who} ended {when}, before storing an outcome; "
+            f"nothing was compared (resume it with: replay resume {rec.id})"
+        )
+        return rec
 
     def to_json_obj(self) -> dict[str, Any]:
         """JSON form with every field present (``null`` kept: scripts rely on the keys)."""
@@ -132,7 +220,8 @@ class ReplayRecord(_Model):
     def exit_code(self) -> int:
         """CLI exit code, from the table of replay states in ``docs/replay.md``: 0
         completed and comparable (full or partial), 4 completed but not comparable
-        (comparability ``none``), 3 paused on requirements, 2 failed (and queued/running)."""
+        (comparability ``none``), 3 paused on requirements, 2 failed or interrupted (and
+        queued/running)."""
         if self.status == "completed" and self.comparability.level == "none":
             return 4
         return {"completed": 0, "paused": 3}.get(self.status, 2)
@@ -140,11 +229,14 @@ class ReplayRecord(_Model):
     @property
     def status_line(self) -> str:
         """The status as a person reads it: ``completed — not comparable: <reason>`` for a
-        completed replay whose comparability is ``none`` (never plain success), else the
+        completed replay whose comparability is ``none`` (never plain success),
+        ``interrupted — resumable: replay resume ID`` for an interrupted one, else the
         status itself."""
         if self.status == "completed" and self.comparability.level == "none":
             reason = "; ".join(self.comparability.reasons) or "no reason recorded"
             return f"completed — not comparable: {reason}"
+        if self.status == "interrupted":
+            return f"interrupted — resumable: replay resume {self.id}"
         return self.status
 
 

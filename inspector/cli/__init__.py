@@ -24,6 +24,7 @@ from core.analysis.safe_text import shown
 from core.errors import InspectorError, printable
 from core.record.nesting import ensure_recursion_limit
 
+from .replay_cmds import IMPLICIT_COMMAND
 from .safe_output import protected_output
 
 app = typer.Typer(
@@ -81,16 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     ensure_recursion_limit()
     args = list(sys.argv[1:] if argv is None else argv)
     commands = _known_commands()
+    implied_open = False
     if "open" in commands:
         if not args or (args[0] not in commands and args[0] not in ("--help", "-h")):
             args = ["open", *args]
+            implied_open = True
     if args and args[0] in _UNFILTERED_COMMANDS:
         return _run(args)
     with protected_output():
-        return _run(args)
+        return _run(args, implied_open)
 
 
-def _run(args: list[str]) -> int:
+def _run(args: list[str], implied_open: bool = False) -> int:
     try:
         result = app(args=args, prog_name="chassis-inspector", standalone_mode=False)
     except SystemExit as exc:
@@ -112,7 +115,7 @@ def _run(args: list[str]) -> int:
         return 130
     except Exception as exc:  # typer's (vendored click) usage errors: one line, exit 2
         if _is_usage_error(exc):
-            typer.echo(_usage_line(exc, args), err=True)
+            typer.echo(_usage_line(exc, args, implied_open), err=True)
             return int(getattr(exc, "exit_code", 2) or 2)
         if type(exc).__name__ == "Abort":
             typer.echo("aborted", err=True)
@@ -145,12 +148,29 @@ def _is_usage_error(exc: BaseException) -> bool:
     return hasattr(exc, "format_message") and hasattr(exc, "exit_code") and hasattr(exc, "show")
 
 
-def _usage_line(exc: BaseException, args: list[str]) -> str:
-    """``chassis-inspector CMD: <reason> (see 'chassis-inspector CMD --help')``."""
+def _usage_line(exc: BaseException, args: list[str], implied_open: bool = False) -> str:
+    """``chassis-inspector CMD: <reason> (see 'chassis-inspector CMD --help')``.
+
+    CMD is the command as typed: when a subcommand name was implied (``chassis-inspector
+    FILE`` is ``open FILE``, ``replay BASE`` is ``replay run BASE``), the line names the
+    typed words and the hint says which command's help lists the options."""
     message = exc.format_message().replace("Value error, ", "")  # type: ignore[attr-defined]
     ctx = getattr(exc, "ctx", None)
     path = getattr(ctx, "command_path", None) or "chassis-inspector"
     message = message[:1].lower() + message[1:] if message[:1].isupper() and message[1:2].islower() else message
+    implied: tuple[str, str] | None = None
+    meta = getattr(ctx, "meta", None) or {}
+    if isinstance(meta.get(IMPLICIT_COMMAND), tuple):
+        implied = meta[IMPLICIT_COMMAND]
+    elif implied_open and path.split()[1:2] == ["open"]:
+        implied = ("", "open")
+    if implied is not None:
+        group, sub = implied
+        full = " ".join(w for w in ("chassis-inspector", group, sub) if w)
+        typed = " ".join(w for w in ("chassis-inspector", group) if w)
+        what = f"{typed} {'BASE' if group else 'FILE'}"
+        implied_what = f"{full.removeprefix('chassis-inspector ')} {'BASE' if group else 'FILE'}"
+        return f"{typed}: {message.rstrip('.')} (see '{full} --help': '{what}' is '{implied_what}')"
     return f"{path}: {message.rstrip('.')} (see '{path} --help')"
 
 

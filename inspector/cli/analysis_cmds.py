@@ -33,7 +33,7 @@ from core.analysis.safe_text import shown
 from core.errors import AnalysisError, short_pointer
 from core.record.nesting import dumps
 
-from .common import load_any, print_json
+from .common import TrustExecutorOpt, load_any, print_json
 from .safe_output import cell, csv_safe
 
 
@@ -188,13 +188,14 @@ def register(app: typer.Typer) -> None:
                 help="Executor module:function or 'recorded': knock each call out by replaying (core.effects.knockout).",
             ),
         ] = None,
+        trust_executor: TrustExecutorOpt = False,
     ) -> None:
         """Lineage of the final output: contributing and unused calls, redactions."""
         rec = load_any(file)
         if executor is not None:
             from core.effects.knockout import knockout_runner
 
-            rep = audit_run(rec, knockout=knockout_runner(executor, rec))
+            rep = audit_run(rec, knockout=knockout_runner(executor, rec, trust_executor=trust_executor))
         else:
             rep = audit_run(rec)
         if json:
@@ -232,12 +233,59 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"knockout: {rep.knockout}")
 
 
+#: characters of unchanged text shown before a changed region of a long string
+CONTEXT_CHARS = 12
+
+
+def _escaped(s: str) -> str:
+    return shown(s.replace("\n", "\\n"))
+
+
+def _region(s: str, start: int, end: int, n: int) -> str:
+    """``s[start:end]`` escaped as :func:`_short` escapes, with ``…`` where text is left
+    out before or after, cut to ``n`` characters (escaped first, then cut)."""
+    lead = "…" if start > 0 else ""
+    body = _escaped(s[start:end])
+    trail = "…" if end < len(s) else ""
+    if len(lead) + len(body) + len(trail) > n:
+        body, trail = body[: n - len(lead) - 1], "…"
+    return lead + body + trail
+
+
+def changed_strings(old: str, new: str, n: int = 38) -> tuple[str, str, int]:
+    """Two changed strings as one line each, showing where they differ: the common
+    prefix and suffix are left out but for :data:`CONTEXT_CHARS` characters before the
+    first difference; each side is escaped (newlines as ``\\n``, control characters
+    as visible stand-ins) and at most ``n`` characters. Returns ``(old_text, new_text,
+    index)``, ``index`` the 0-based character offset of the first difference."""
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
+        suffix += 1
+    if len(_escaped(old)) <= n and len(_escaped(new)) <= n:
+        return _escaped(old), _escaped(new), prefix
+    start = max(0, prefix - CONTEXT_CHARS)
+    return (
+        _region(old, start, len(old) - suffix + CONTEXT_CHARS, n),
+        _region(new, start, len(new) - suffix + CONTEXT_CHARS, n),
+        prefix,
+    )
+
+
 def _change_text(ch: dict[str, Any]) -> str:
     if ch["op"] == "added":
         return _short(ch.get("new"))
     if ch["op"] == "removed":
         return _short(ch.get("old"))
-    return f"{_short(ch.get('old'), 38)} → {_short(ch.get('new'), 38)}"
+    old, new = ch.get("old"), ch.get("new")
+    if isinstance(old, str) and isinstance(new, str):
+        a, b, at = changed_strings(old, new)
+        where = f" (from character {at:,} of {len(old):,} → {len(new):,})" if at > 0 and len(old) > 38 else ""
+        return f"{a} → {b}{where}"
+    return f"{_short(old, 38)} → {_short(new, 38)}"
 
 
 _RUN_COLS = (

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import orjson
 import typer
@@ -163,3 +165,24 @@ def check_output(path: Path, *, force: bool, inputs: tuple[Path, ...] = (), new_
                 raise OutputError(str(path), f"is the input {src}; choose another output file")
         if path.is_file() and not force:
             raise OutputError(str(path), "exists; pass --force to overwrite it")
+
+
+def command_hint(words: str, workspace: Path | None = None) -> str:
+    """A command line to suggest: ``chassis-inspector WORDS``, with ``--workspace W``
+    (shell-quoted) when the user named a workspace, so that the suggestion works as
+    printed from the same folder."""
+    hint = f"chassis-inspector {words}"
+    if workspace is not None:
+        hint += f" --workspace {shlex.quote(str(workspace))}"
+    return hint
+
+
+#: ``--trust-executor``: consent to run the executor a recording names (docs/replay.md,
+#: "Executors are code")
+TrustExecutorOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-executor",
+        help="Run the executor the recording names (--executor recorded): it is code that runs on this machine.",
+    ),
+]

@@ -14,6 +14,7 @@ Both take ``--workspace DIR`` (default ``./.chassis-inspector``). Rules: docs/ef
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,7 +29,7 @@ from core.record.io import recording_digest
 from core.record.recording import Recording
 from core.workspace import DEFAULT_DIR, Workspace
 
-from .common import echo_err, load_any, print_json
+from .common import TrustExecutorOpt, command_hint, echo_err, load_any, print_json
 from .replay_cmds import open_to_read
 
 WorkspaceOpt = Annotated[
@@ -125,6 +126,7 @@ def register(app: typer.Typer) -> None:
                 "--executor", help="Executor module:function, or 'recorded' for the recording's metadata.executor."
             ),
         ] = None,
+        trust_executor: TrustExecutorOpt = False,
         candidates: Annotated[
             str, typer.Option("--candidates", help=f"Calls to sweep: {', '.join(CANDIDATE_SETS)}.")
         ] = "all",
@@ -157,6 +159,7 @@ def register(app: typer.Typer) -> None:
         res = run_sweep(
             base,
             executor=executor,
+            trust_executor=trust_executor,
             candidates=candidates,
             strategy=strategy,
             jobs=jobs,
@@ -177,7 +180,8 @@ def register(app: typer.Typer) -> None:
             + (f", {len(res.skipped)} skipped" if res.skipped else "")
         )
         if ws_dir is not None:
-            typer.echo(f"stored in {ws_dir} (see: chassis-inspector effects --base {base})")
+            hint = command_hint(f"effects --base {shlex.quote(str(base))}", workspace)
+            typer.echo(f"stored in {ws_dir} (see: {hint})")
         typer.echo("")
         if not res.calls:
             typer.echo(f"no candidate calls: the run has no call of the set '{res.candidates}'")
@@ -212,7 +216,8 @@ def register(app: typer.Typer) -> None:
                 diffs = ws.diffs(replay)
                 if not diffs:
                     raise AnalysisError(
-                        f"replay {replay} has no stored comparison yet (run: chassis-inspector effects --base BASE)"
+                        f"replay {replay} has no stored comparison yet "
+                        f"(run: {command_hint('effects --base BASE', workspace)})"
                     )
                 if json:
                     print_json({"replay_id": replay, "diffs": [d["body"] for d in diffs]})
@@ -225,7 +230,7 @@ def register(app: typer.Typer) -> None:
                 if not ws.count_replays(base_digest=digest):
                     raise AnalysisError(
                         f"{base}: no replay of this recording in {ws.path} "
-                        f"(run: chassis-inspector sweep {base} --executor recorded)"
+                        f"(run: {command_hint(f'sweep {shlex.quote(str(base))} --executor recorded --trust-executor', workspace)})"
                     )
                 bases: list[tuple[str, str, Recording | None]] = [(str(base), digest, rec)]
             else:

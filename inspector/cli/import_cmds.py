@@ -2,7 +2,9 @@
 
 ``chassis-inspector import SRC -o OUT [--from NAME] [--run ID|INDEX]`` writes one
 recording; ``--all -o DIR`` writes every run of a multi-run source (one file per run,
-named after the run id); ``--list`` only lists the runs. The format is detected
+named after the run id); ``--list`` only lists the runs. Runs are listed, and ``--run
+N`` counted, in run order (:func:`core.importers.order_runs`: by sample id, then epoch,
+compared naturally), the same order as the app's run picker and ``open --run N``. The format is detected
 unless ``--from`` names it. Import warnings are printed on stderr (and stored in the
 recording's ``metadata.source.warnings``). Existing outputs are never overwritten
 without ``--force``; files are written atomically (:func:`core.record.io.save_recording`).
@@ -18,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from core.importers import IMPORTERS, ImportedRun, import_file, select_run
+from core.importers import IMPORTERS, ImportedRun, import_file, order_runs, select_run
 from core.importers.base import group_warnings
 from core.record.io import save_recording
 
@@ -69,7 +71,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         from_: Annotated[str | None, typer.Option("--from", help=_FROM_HELP)] = None,
         run: Annotated[
-            str | None, typer.Option("--run", help="Run to import from a multi-run source: id or index.")
+            str | None,
+            typer.Option("--run", help="Run to import from a multi-run source: id, or index as --list shows it."),
         ] = None,
         all_: Annotated[bool, typer.Option("--all", help="Import every run into the directory given by -o.")] = False,
         list_: Annotated[bool, typer.Option("--list", help="List the runs of SRC and write nothing.")] = False,
@@ -86,7 +89,9 @@ def register(app: typer.Typer) -> None:
         if all_ and run is not None:
             echo_err("--all and --run cannot be used together")
             raise typer.Exit(2)
-        runs = import_file(src, from_, recover=recover)
+        # run order (core.importers.order_runs: by sample id, then epoch, naturally), the
+        # order --list prints, --run N counts in and the app's picker shows
+        runs = order_runs(import_file(src, from_, recover=recover))
         fmt = runs[0].recording.metadata.get("source", {}).get("format", from_) if runs else from_
         if list_:
             rows = [_summary(r, None, i) for i, r in enumerate(runs)]

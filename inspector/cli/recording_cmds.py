@@ -11,6 +11,7 @@ from core.errors import FormatError
 from core.record.io import atomic_write_bytes, parse_json, recording_from_dict, recording_to_dict, redact_recording
 from core.record.migrate import detect_version
 from core.record.nesting import dumps
+from core.record.reader import read_input
 from core.record.recording import ModelRecord, Recording, ToolRecord
 
 from .common import check_output, echo_err, load_any, print_json
@@ -169,10 +170,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Migrate a recording to the current format version (written atomically)."""
         source = str(old)
-        try:
-            data = old.read_bytes()
-        except OSError as exc:
-            raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+        data = read_input(old)  # regular files only (core.record.reader)
         doc = parse_json(data, source=source)
         version = detect_version(doc, source=source)
         rec = recording_from_dict(doc, source=source)

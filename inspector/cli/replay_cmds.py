@@ -31,20 +31,26 @@ from typer.core import TyperGroup
 from core.errors import FixtureError
 from core.record.canonical import args_hash
 from core.record.nesting import dumps
+from core.record.reader import USER_JSON_LIMIT, read_input
 from core.record.userjson import loads_user_json
+from core.replay.boundary import choose_executor
 from core.replay.branch import BranchDraft, InterventionFile, load_policy, resolve_branch, save_branch
 from core.replay.fixtures import Fixture, Requirement, load_output_file, parse_scope
 from core.replay.replay_record import ReplayRecord
-from core.replay.replays import dry_run, resolve_executor, resume_replay, start_replay
+from core.replay.replays import dry_run, resume_replay, start_replay
 from core.workspace import NoWorkspace, Workspace
 
-from .common import check_output, load_any, print_json
+from .common import TrustExecutorOpt, check_output, command_hint, load_any, print_json
 
 WorkspaceOpt = Annotated[
     Path | None,
     typer.Option("--workspace", help="Workspace folder (default ./.chassis-inspector).", show_default=False),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+#: ``ctx.meta`` key: the (typed, implied) command words when a subcommand name was implied
+IMPLICIT_COMMAND = "chassis_inspector.implicit_command"
 
 
 class _ReplayGroup(TyperGroup):
@@ -54,6 +60,7 @@ class _ReplayGroup(TyperGroup):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
+            ctx.meta[IMPLICIT_COMMAND] = ("replay", "run")  # a usage error names what was typed
         return super().parse_args(ctx, args)
 
 
@@ -64,7 +71,7 @@ def _report_failure(record: ReplayRecord) -> None:
         typer.echo(f"replay {record.id} failed: {' '.join(reason.split())}", err=True)
 
 
-def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> None:
+def _print_record(record: ReplayRecord, events: Path | None, as_json: bool, workspace: Path | None = None) -> None:
     if as_json:
         obj = record.to_json_obj()
         obj["events_file"] = str(events) if events else None
@@ -97,7 +104,7 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> N
         echo(
             "paused on       "
             + ", ".join(record.pause.requirement_ids)
-            + "  (see: chassis-inspector requirements --open)"
+            + f"  (see: {command_hint('requirements --open', workspace)})"
         )
     if record.error:
         echo(f"error           {record.error.type}: {record.error.message}")
@@ -106,7 +113,7 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool) -> N
         echo(f"events          {events}")
 
 
-def _print_requirement(req: Requirement) -> None:
+def _print_requirement(req: Requirement, workspace: Path | None = None) -> None:
     if req.kind == "user":
         # a person's turn after the branch diverged (docs/replay.md, the user-turn rule)
         typer.echo(
@@ -120,7 +127,7 @@ def _print_requirement(req: Requirement) -> None:
             typer.echo(f"    pinned answer: {dumps(req.answer).decode()}")
         elif req.status == "open":
             typer.echo(
-                f"    answer with: chassis-inspector requirements --answer {req.id} TEXT "
+                f"    answer with: {command_hint(f'requirements --answer {req.id} TEXT', workspace)} "
                 f"(--approve {req.id}: the recorded answer; --waive {req.id}: skip the turn)"
             )
         return
@@ -264,19 +271,22 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--dry-run", help="Predict which calls are recorded, need fixtures or go live; run nothing."),
         ] = False,
+        trust_executor: TrustExecutorOpt = False,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
         """Replay a branch of BASE. Exit 0 completed, 3 paused, 2 failed."""
         rec = load_any(base)
+        if not dry_run_:  # consent first: a refused executor leaves no workspace behind
+            choose_executor(executor, rec, trust_recorded=trust_executor)
         with Workspace.open(workspace) as ws:
             br = resolve_branch(ws, branch, rec)
             if dry_run_:
-                wired = False
-                if executor is not None:
-                    resolve_executor(executor, rec)
-                    wired = True
-                result = dry_run(ws, rec, br, executor_wired=wired)
+                # a dry run never imports an executor: the name is checked, not loaded
+                chosen = choose_executor(executor, rec, trust_recorded=True)
+                result = dry_run(ws, rec, br, executor_wired=chosen is not None)
+                if chosen is not None:
+                    result["executor"] = {"spec": chosen.spec, "origin": chosen.origin, "imported": False}
                 if json:
                     print_json(result)
                 else:
@@ -289,27 +299,45 @@ def register(app: typer.Typer) -> None:
                             f"{p['answer']:<12} {p['detail']}"
                         )
                     typer.echo("summary: " + (", ".join(f"{k} {v}" for k, v in result["counts"].items()) or "-"))
+                    if chosen is not None:
+                        consent = (
+                            "; the replay runs it only with --trust-executor"
+                            if chosen.origin == "recording" and not trust_executor
+                            else ""
+                        )
+                        where = "by the recording" if chosen.origin == "recording" else "on the command line"
+                        typer.echo(f"executor: {chosen.spec} (named {where}; not imported by a dry run{consent})")
                 raise typer.Exit(0 if result["status"] == "ok" else 2)
-            record, _ = start_replay(ws, base, br, executor=executor, fixtures_path=fixtures, base=rec)
+            record, _ = start_replay(
+                ws,
+                base,
+                br,
+                executor=executor,
+                trust_executor=trust_executor,
+                fixtures_path=fixtures,
+                base=rec,
+                events_file=True,
+            )
             events = ws.write_events_file(record.id)
-        _print_record(record, events, json)
+        _print_record(record, events, json, workspace)
         _report_failure(record)
         raise typer.Exit(record.exit_code)
 
     @replay_app.command("resume")
     def replay_resume(
-        replay_id: Annotated[str, typer.Argument(help="The paused replay's id.")],
+        replay_id: Annotated[str, typer.Argument(help="The paused, failed or interrupted replay's id.")],
         executor: Annotated[
             str | None, typer.Option("--executor", help="Executor to use (default: the one the replay started with).")
         ] = None,
+        trust_executor: TrustExecutorOpt = False,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
-        """Resume a paused replay after attaching fixtures (or approving). Exit 0/3/2."""
+        """Resume a paused replay after attaching fixtures (or approving), or an interrupted one. Exit 0/3/2."""
         with Workspace.open(workspace, create=False) as ws:
-            record, _ = resume_replay(ws, replay_id, executor=executor)
+            record, _ = resume_replay(ws, replay_id, executor=executor, trust_executor=trust_executor, events_file=True)
             events = ws.write_events_file(record.id)
-        _print_record(record, events, json)
+        _print_record(record, events, json, workspace)
         _report_failure(record)
         raise typer.Exit(record.exit_code)
 
@@ -323,7 +351,7 @@ def register(app: typer.Typer) -> None:
         with Workspace.open(workspace, create=False) as ws:
             record = ws.get_replay(replay_id)
             f = ws.events_file(replay_id)
-        _print_record(record, f if f.exists() else None, json)
+        _print_record(record, f if f.exists() else None, json, workspace)
 
     @replay_app.command("events")
     def replay_events(
@@ -353,7 +381,7 @@ def register(app: typer.Typer) -> None:
             typer.echo("no replays")
         for r in records:
             typer.echo(
-                f"{r.id}  {r.status:<9} {r.comparability.level:<7} branch {r.branch_id}  {r.base_path or r.base_digest}"
+                f"{r.id}  {r.status:<11} {r.comparability.level:<7} branch {r.branch_id}  {r.base_path or r.base_digest}"
             )
 
     # ------------------------------------------------------------------ requirements
@@ -388,16 +416,21 @@ def register(app: typer.Typer) -> None:
             if approve or waive:
                 raise FixtureError("give one of --answer, --approve or --waive")
             approve, text = answer
-        decided = approve or waive
-        if decided:
+        if approve is not None and waive is not None:
+            raise FixtureError("give one of --answer, --approve or --waive")
+        for option, value in (("--answer" if text is not None else "--approve", approve), ("--waive", waive)):
+            if value is not None and not value.strip():
+                raise FixtureError(f"{option}: the requirement id is empty (ids are listed by: requirements --open)")
+        decided = approve if approve is not None else waive
+        if decided is not None:
             ws_or_none: Workspace | None = Workspace.open(workspace, create=False)
         else:
             ws_or_none = open_to_read(workspace, json, [])
         if ws_or_none is None:
             return
         with ws_or_none as ws:
-            if decided:
-                req = ws.decide_requirement(decided, "satisfied" if approve else "waived", answer=text)
+            if decided is not None:
+                req = ws.decide_requirement(decided, "satisfied" if approve is not None else "waived", answer=text)
                 if json:
                     print_json(req.to_json_obj())
                 else:
@@ -405,7 +438,8 @@ def register(app: typer.Typer) -> None:
                     if req.kind == "user" and req.answer is not None:
                         how = " with the recorded answer" if req.answer == req.default else " with an authored answer"
                     typer.echo(
-                        f"{req.id}: {req.status}{how}; resume with: chassis-inspector replay resume {req.replay_id}"
+                        f"{req.id}: {req.status}{how}; resume with: "
+                        + command_hint(f"replay resume {req.replay_id}", workspace)
                     )
                 return
             reqs = ws.requirements(open_only=open_, replay_id=replay)
@@ -415,7 +449,7 @@ def register(app: typer.Typer) -> None:
         if not reqs:
             typer.echo("no open requirements" if open_ else "no requirements")
         for r in reqs:
-            _print_requirement(r)
+            _print_requirement(r, workspace)
 
     # ------------------------------------------------------------------ fixtures
 
@@ -441,10 +475,7 @@ def register(app: typer.Typer) -> None:
             where = "--args-json"
             if args_json.startswith("@"):
                 where = args_json[1:]
-                try:
-                    text = Path(where).read_bytes()
-                except OSError as exc:
-                    raise FixtureError(f"{where}: cannot read file: {exc.strerror}") from None
+                text = read_input(where, what="--args-json file", limit=USER_JSON_LIMIT, error=FixtureError)
             arguments = loads_user_json(text, where, FixtureError)
             h = args_hash(arguments)
         out = load_output_file(output, "tool")
@@ -457,7 +488,8 @@ def register(app: typer.Typer) -> None:
             output=out,
             source=str(output),
         )
-        with Workspace.open(workspace) as ws:
+        # a branch or replay scope names something stored: never create a workspace for it
+        with Workspace.open(workspace, create=fx.scope == "project") as ws:
             ws.put_fixture(fx)
         if json:
             print_json(fx.to_json_obj())
@@ -486,7 +518,7 @@ def register(app: typer.Typer) -> None:
             return
         typer.echo(
             f"fixture {fx.id} answers {req_id} (scope {fx.scope}); resume with: "
-            f"chassis-inspector replay resume {req.replay_id}"
+            + command_hint(f"replay resume {req.replay_id}", workspace)
         )
 
     @fixture_app.command("list")

@@ -83,7 +83,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _load(path: Path, *, fast_open: bool = True):
+def _load(path: Path, *, fast_open: bool = True, run: str | None = None):
     from inspector.loader import load_for_view
 
     try:
@@ -92,7 +92,9 @@ def _load(path: Path, *, fast_open: bool = True):
         size = 0
     if size > LOUD_LOAD_BYTES:
         typer.echo(f"chassis-inspector: loading {path} ({size / 1e6:,.0f} MB)…", err=True)
-    return load_for_view(path) if fast_open else load_for_view(path, fast_open_bytes=1 << 62)
+    if fast_open:
+        return load_for_view(path, run=run)
+    return load_for_view(path, run=run, fast_open_bytes=1 << 62)
 
 
 def register(app: typer.Typer) -> None:
@@ -102,13 +104,21 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Argument(help="Recording (or any format the importers accept). Default: the bundled sample."),
         ] = None,
+        run: Annotated[
+            str | None,
+            typer.Option(
+                "--run",
+                help="A run of a multi-run file: id, or index as `import --list` shows it (skips the run picker).",
+            ),
+        ] = None,
     ) -> None:
-        """Open a recording in the inspector app (the default command)."""
+        """Open a recording in the inspector app (the default command); a file of several
+        runs opens on the run picker unless --run names one."""
         from inspector.app import InspectorApp
         from inspector.keymap import load_keymap
 
         keymap = load_keymap()
-        loaded = _load(resolve_recording(file))
+        loaded = _load(resolve_recording(file), run=run)
         app = InspectorApp(loaded, keymap)
         try:
             app.run()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from functools import partial
 
 import orjson
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -148,7 +148,20 @@ class TimelineScreen(Screen[None]):
             tooltip="Detail: the chat transcript",
         ),
         Binding(
-            "z", "expand", "Expand long", show=False, id="detail.expand", tooltip="Expand long strings and messages"
+            "z",
+            "expand",
+            "Expand long",
+            show=False,
+            id="detail.expand",
+            tooltip="Expand long strings (a page at a time) and messages",
+        ),
+        Binding(
+            "v",
+            "show_raw",
+            "Show raw",
+            show=False,
+            id="detail.show_raw",
+            tooltip="Raw text of images and base64 instead of placeholders",
         ),
         Binding("y", "copy('key')", "Copy key", show=False, id="copy.key", tooltip="Copy the canonical key"),
         Binding(
@@ -231,7 +244,15 @@ class TimelineScreen(Screen[None]):
             yield DetailPane(id="detail")
         yield Footer()
 
+    #: below this width the footer is compact (no padding around each key), so that its
+    #: keys and the palette hint fit side by side at 110 columns
+    COMPACT_FOOTER_BELOW = 150
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one(Footer).compact = event.size.width < self.COMPACT_FOOTER_BELOW
+
     def on_mount(self) -> None:
+        self.query_one(Footer).compact = self.size.width < self.COMPACT_FOOTER_BELOW
         self.title = f"Chassis Inspector — {line(self.loaded.path.name)}"
         self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
         table = self.table
@@ -624,12 +645,23 @@ class TimelineScreen(Screen[None]):
         self.detail.active_tab = tab
 
     def action_expand(self) -> None:
-        """Expand folded strings (Record tab) or long messages (Transcript tab)."""
+        """Expand folded strings (Record tab: the first page of each) or long messages
+        (Transcript tab)."""
         if self.detail.active_tab == "tab-transcript":
             view = self.detail.query_one(TranscriptView)
             view.expanded = not view.expanded
         else:
             self.detail.query_one(JsonTree).expand_all_strings()
+
+    def action_show_raw(self) -> None:
+        """Toggle placeholders (``<image/png, 3.0 MB>``) and the raw text of binary data
+        in the detail pane."""
+        raw = not self.detail.raw
+        self.detail.set_raw(raw)
+        if raw:
+            self.notify("showing images and base64 data as raw text (v: placeholders again)", timeout=3)
+        else:
+            self.notify("showing images and base64 data as placeholders", timeout=2)
 
     def action_copy(self, what: str) -> None:
         """Copy the key, the args hash or the record JSON to the clipboard."""

@@ -3,7 +3,8 @@
 ``show(index, position)`` (attribute down from the screen) fills it. The identity block
 gives the key, args hash and attribution fields; the "Record" tab is the full record as
 a collapsible JSON tree; the "Transcript" tab renders the chat (built only when that
-tab is visible, so moving the cursor stays cheap).
+tab is visible, so moving the cursor stays cheap). Both tabs show binary data (data
+URLs, long base64) as placeholders until :meth:`DetailPane.set_raw` turns them off.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static, TabbedContent, TabPane
 
-from core.analysis.timeline import TimelineIndex, transcript_for
+from core.analysis.timeline import TimelineIndex, TranscriptEntry, transcript_for
 from core.analysis.timeline_text import format_duration, one_line
 from core.errors import FormatError
 from core.record.recording import ModelRecord, ToolRecord
@@ -26,6 +27,25 @@ from core.record.recording import ModelRecord, ToolRecord
 from .. import plain
 from .json_tree import JsonTree
 from .transcript import TranscriptView
+
+#: an error message longer than this is cut (head … tail) before the banner is made
+BANNER_SOURCE_CHARS = 4_000
+
+
+def _with_structured_result(rec: Any, entries: list[TranscriptEntry]) -> list[TranscriptEntry]:
+    """A tool call's transcript with its result shown as recorded: when the result
+    succeeded and its content is not a string (content parts, an object), the last
+    entry carries that content itself rather than its JSON text on one line, so the
+    transcript shows its parts (and an image in them as a placeholder of the right
+    size) as it does in a request's messages."""
+    if type(rec) is not ToolRecord or rec.result.error is not None or not entries:
+        return entries
+    content = rec.result.content
+    if content is None or isinstance(content, str) or not entries[-1].current:
+        return entries
+    last = entries[-1]
+    message = last.message.model_copy(update={"content": content})
+    return [*entries[:-1], TranscriptEntry(message, last.caption, last.current)]
 
 
 class DetailPane(Vertical):
@@ -52,6 +72,8 @@ class DetailPane(Vertical):
         self.marks: dict[int, tuple[str, str]] = {}
         #: the selected record's error (the banner), if any
         self._error: Any = None
+        #: binary data shown as the text it is (no placeholders) in both tabs
+        self.raw = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-identity")
@@ -100,6 +122,13 @@ class DetailPane(Vertical):
         if self.active_tab == "tab-transcript":
             self._show_transcript()
 
+    def set_raw(self, raw: bool) -> None:
+        """Show binary data as placeholders (``False``) or as the text it is (``True``)
+        in the JSON tree and the transcript; the open nodes and the scroll position stay."""
+        self.raw = raw
+        self.query_one(JsonTree).set_raw(raw)
+        self.query_one(TranscriptView).raw = raw
+
     @property
     def active_tab(self) -> str:
         """Id of the visible tab: ``tab-record`` or ``tab-transcript``."""
@@ -123,11 +152,16 @@ class DetailPane(Vertical):
         if self._error is None:
             return
         lines = 1 if self.screen.has_class("-narrow") else 2
+        message = self._error.message or ""
+        if len(message) > BANNER_SOURCE_CHARS:
+            # the banner shows a head and the last sentence: never process megabytes for it
+            half = BANNER_SOURCE_CHARS // 2
+            message = f"{message[:half]} … {message[-half:]}"
         # recorded text: escaped before it is cut to the banner (newlines kept: they split sentences)
         text = Text(
             error_banner(
                 plain.line(self._error.type),
-                plain.block(self._error.message or ""),
+                plain.block(message),
                 max(38, self.size.width - 2),
                 lines,
             )
@@ -153,6 +187,7 @@ class DetailPane(Vertical):
         self._transcript_for = self.position
         try:
             entries, note = transcript_for(self.index, self.position)
+            entries = _with_structured_result(self.index.record(self.position), entries)
         except FormatError as exc:
             entries, note = [], f"✗ {exc}"
         view = self.query_one(TranscriptView)

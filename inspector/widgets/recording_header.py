@@ -1,4 +1,5 @@
-"""The header of the timeline: which recording, its outcome, counts, tokens, duration."""
+"""The header of the timeline: which recording (and which run of its file), its
+outcome and score, counts, tokens, duration."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from core.analysis.timeline_text import format_duration, one_line
 from core.record.recording import Recording
 
 from ..plain import line
-from ..runinfo import marked_seqs, run_outcome
+from ..runinfo import marked_seqs, run_outcome, run_score
 
 OUTCOME_STYLES = {"success": "bold #5faf5f", "failure": "bold #ff5f5f"}
 
@@ -36,17 +37,38 @@ def run_usage_totals(recording: Recording) -> tuple[int, int] | None:
     return None
 
 
+#: metadata fields the first line shows on their own (not again among the simple fields)
+OWN_FIELDS = ("outcome", "outcome_reason", "reward", "score")
+
+
+def source_run(recording: Recording) -> str | None:
+    """The id of the run in its source file (``metadata.source.run``, written by the
+    importers), or ``None`` for a recording that was not imported."""
+    src = recording.metadata.get("source")
+    run = src.get("run") if isinstance(src, dict) else None
+    return run if isinstance(run, str) and run else None
+
+
 def header_text(path: Path | str, recording: Recording, summary: TimelineSummary, verifying: bool = False) -> Text:
-    """Two lines (never wrapped): file · outcome · marked steps · format · producer ·
-    a few metadata fields, then counts, errors, tokens, time;
-    ``verifying`` adds a note that the full verification is still running."""
+    """Two lines (never wrapped): file · run (of an imported file) · outcome · score ·
+    marked steps · format · producer · a few metadata fields, then counts, errors,
+    tokens, time; ``verifying`` adds a note that the full verification is still
+    running. Every recorded value is shown as text (never markup)."""
     t = Text()
     t.append(line(Path(path).name), style="bold")
+    run = source_run(recording)
+    if run is not None:
+        t.append("  run ", style="dim")
+        t.append(line(run), style="bold")
     # the outcome as `chassis-inspector metrics` computes it (core.analysis.metrics.outcome_of);
     # fields such as exit_status are shown as what they are
     outcome, _ = run_outcome(recording)
     t.append("  outcome ", style="dim")
     t.append(line(outcome), style=OUTCOME_STYLES.get(outcome, "bold"))
+    score = run_score(recording)
+    if score is not None:
+        t.append("  score ", style="dim")
+        t.append(line(score), style="bold")
     for mark in marked_seqs(recording):
         t.append(f"  ⚑ {mark.label} seq {mark.seq} (m)", style="bold #d7af00")
     t.append("  i: run info", style="dim italic")
@@ -57,7 +79,7 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     meta = [
         f"{line(k)}={line(one_line(v, 32))}"
         for k, v in recording.metadata.items()
-        if k not in ("outcome", "outcome_reason") and v not in (None, "") and not isinstance(v, (dict, list))
+        if k not in OWN_FIELDS and v not in (None, "") and not isinstance(v, (dict, list))
     ][:3]
     if meta:
         t.append("  " + " ".join(meta), style="dim")

@@ -231,7 +231,7 @@ def test_kill_inside_the_output_transaction_leaves_no_half_written_replay(tmp_pa
         assert ws.check() == []
         rec = ws.get_replay(stalled)
         # the record update, events and attempts of that transaction are all gone
-        assert rec.status == "running" and ws.replay_events(stalled) is None
+        assert rec.status == "interrupted" and ws.replay_events(stalled) is None
         assert [a["outcome"] for a in ws.attempts(stalled)] == []
         done = [r for r in ws.list_replays() if r.id != stalled]
         assert len(done) == 2 and all(ws.replay_events(r.id) is not None for r in done)
@@ -262,7 +262,7 @@ def test_workspace_survives_a_writer_killed_mid_write(tmp_path):
             assert events is not None and events.digest == r.events_digest
             assert len(ws.attempts(r.id)) == len(r.attempts)
         # a killed attempt leaves at most its own replay 'running' with no outputs
-        running = [r for r in replays if r.status in ("queued", "running")]
+        running = [r for r in replays if r.status in ("queued", "running", "interrupted")]
         assert len(running) <= len(delays)
         for r in running:
             assert ws.replay_events(r.id) is None
@@ -339,7 +339,7 @@ def test_resume_equals_fresh_replay_with_live_executor_answers(tmp_path):
         {"content": {"delivered": True, "message_id": "M-1", "customer_id": "C-1001"}},
     ]
     with Workspace.open(tmp_path / "ws") as ws:
-        rec, _ = start_replay(ws, bp, br, executor="recorded")
+        rec, _ = start_replay(ws, bp, br, executor="recorded", trust_executor=True)
         for out in answers:
             assert rec.status == "paused"
             [req] = ws.requirements(open_only=True, replay_id=rec.id)
@@ -353,7 +353,7 @@ def test_resume_equals_fresh_replay_with_live_executor_answers(tmp_path):
         measured = {s for a in rec.attempts for s in a.live_durations}
         assert measured == {str(r.seq) for r in live}
         assert all(v >= 0 for a in rec.attempts for v in a.live_durations.values())
-        fresh, _ = start_replay(ws, bp, br, executor="recorded")
+        fresh, _ = start_replay(ws, bp, br, executor="recorded", trust_executor=True)
         assert fresh.status == "completed"
         assert ws.replay_events_bytes(fresh.id) == resumed
         assert set(fresh.attempts[0].live_durations) == measured

@@ -58,9 +58,11 @@ def main() -> None:
                 ws._conn = _StallingConnection(ws._conn)  # type: ignore[assignment]
             ivs = [] if i % 2 == 0 else [ModelResponseIntervention(step=1, response=resp)]
             br = new_branch(base, str(base_path), at=1, interventions=ivs, label=f"{tag}-{i}")
+            # a write of its own that never applies (no call of the tool): project scope, as
+            # a scope must name a stored branch or replay
             ws.put_fixture(
                 Fixture(
-                    kind="tool", name="lookup", args_hash=None, scope=f"replay:none-{tag}-{i}", output={"content": i}
+                    kind="tool", name=f"never-called-{tag}-{i}", args_hash=None, scope="project", output={"content": i}
                 )
             )
             record, _ = start_replay(ws, base_path, br, base=base)

@@ -37,7 +37,7 @@ SUCCESS = SAMPLES / "sample-agent-success.json"
 @pytest.mark.parametrize("path", FAULTY, ids=lambda p: p.name)
 def test_sweep_finds_the_planted_fault_first(path):
     base = Recording.load(path)
-    res = run_sweep(path, executor="recorded", base=base)
+    res = run_sweep(path, executor="recorded", trust_executor=True, base=base)
     best = res.effects[0]
     assert best.seq == base.metadata["fault"]["seq"]
     assert best.effect == 1.0 and best.direction == "fixes" and best.observed == {"success": 1}
@@ -52,8 +52,8 @@ def test_sweep_finds_the_planted_fault_first(path):
 
 def test_sweep_in_parallel_processes_ranks_the_same():
     path = SAMPLES / "attribution" / "sample-agent-support-002-wrong-tool-step1.json"
-    one = run_sweep(path, executor="recorded")
-    two = run_sweep(path, executor="recorded", jobs=2)
+    one = run_sweep(path, executor="recorded", trust_executor=True)
+    two = run_sweep(path, executor="recorded", trust_executor=True, jobs=2)
 
     def strip(e):  # branch ids are fresh per sweep
         d = e.to_json()
@@ -70,7 +70,13 @@ def test_candidate_sets():
     errors = sweep_candidates(base, "errors")
     assert [c.kind for c in tools] == ["tool"] * len(tools) and len(tools) < len(all_)
     assert [(c.seq, c.name) for c in errors] == [(8, "check_refund_policy")]
-    res = run_sweep(SAMPLES / "sample-agent-fault-tool-error.json", executor="recorded", candidates="errors", base=base)
+    res = run_sweep(
+        SAMPLES / "sample-agent-fault-tool-error.json",
+        executor="recorded",
+        trust_executor=True,
+        candidates="errors",
+        base=base,
+    )
     assert [e.seq for e in res.effects] == [8]
     with pytest.raises(SweepError, match="--candidates must be one of errors, tools, all"):
         sweep_candidates(base, "some")
@@ -81,20 +87,20 @@ def test_sweep_errors():
     with pytest.raises(SweepError, match="resample needs an executor"):
         run_sweep(path, executor=None)
     with pytest.raises(SweepError, match="--strategy must be one of"):
-        run_sweep(path, executor="recorded", strategy="guess")
+        run_sweep(path, executor="recorded", trust_executor=True, strategy="guess")
     with pytest.raises(SweepError, match="--jobs must be at least 1"):
-        run_sweep(path, executor="recorded", jobs=0)
+        run_sweep(path, executor="recorded", trust_executor=True, jobs=0)
     with pytest.raises(SweepError, match="cannot import 'no_such_module'"):
         run_sweep(path, executor="no_such_module:f")
     with pytest.raises(FixtureError, match="needs a fixture library"):
-        run_sweep(path, executor="recorded", strategy="fixture")
+        run_sweep(path, executor="recorded", trust_executor=True, strategy="fixture")
     bare = SAMPLES / "tau-bench-airline-task0-trial0.json"
     with pytest.raises(SweepError, match="names no executor"):
-        run_sweep(bare, executor="recorded")
+        run_sweep(bare, executor="recorded", trust_executor=True)
 
 
 def test_knockout_sweep_on_a_success_run_finds_necessary_calls():
-    res = run_sweep(SUCCESS, executor="recorded", strategy="knockout", candidates="tools")
+    res = run_sweep(SUCCESS, executor="recorded", trust_executor=True, strategy="knockout", candidates="tools")
     assert res.outcome_base == "success"
     # every tool of the clean run is necessary: knocking any out breaks the outcome
     assert all(e.effect == 1.0 and e.direction == "breaks" for e in res.effects)
@@ -109,7 +115,9 @@ def test_fixture_strategy_uses_the_library_and_skips_calls_without_fixture(tmp_p
     good = make_executor().live_tool(rec.tool, rec.arguments)
     lib = tmp_path / "fixtures.json"
     lib.write_bytes(orjson.dumps([{"tool": rec.tool, "arguments": rec.arguments, "output": good.to_json_obj()}]))
-    res = run_sweep(path, executor="recorded", strategy="fixture", fixtures_path=lib, candidates="tools")
+    res = run_sweep(
+        path, executor="recorded", trust_executor=True, strategy="fixture", fixtures_path=lib, candidates="tools"
+    )
     assert [e.seq for e in res.effects] == [fault["seq"]] and res.effects[0].direction == "fixes"
     assert {s["seq"] for s in res.skipped} == {r.seq for r in sweep_candidates(base, "tools")} - {fault["seq"]}
     assert all(s["reason"].startswith("no fixture for tool") for s in res.skipped)
@@ -118,7 +126,7 @@ def test_fixture_strategy_uses_the_library_and_skips_calls_without_fixture(tmp_p
 def test_sweep_in_a_workspace_stores_replays_diffs_metrics_and_effects(tmp_path):
     path = SAMPLES / "sample-agent-fault-wrong-tool.json"
     ws_dir = tmp_path / "ws"
-    res = run_sweep(path, executor="recorded", workspace=ws_dir)
+    res = run_sweep(path, executor="recorded", trust_executor=True, workspace=ws_dir)
     with Workspace.open(ws_dir) as ws:
         digest = res.digest
         replays = ws.list_replays(base_digest=digest)
@@ -139,7 +147,7 @@ def test_sweep_in_a_workspace_stores_replays_diffs_metrics_and_effects(tmp_path)
         again = workspace_effects(ws, digest)
         assert [e.to_json() for e in again] == stored
     # a second sweep: two attempts per call → mean and spread over both
-    run_sweep(path, executor="recorded", workspace=ws_dir)
+    run_sweep(path, executor="recorded", trust_executor=True, workspace=ws_dir)
     with Workspace.open(ws_dir) as ws:
         both = ws.effects(res.digest)
         assert both[0]["replays"] == 2 and both[0]["outcome"]["effect"] == 1.0

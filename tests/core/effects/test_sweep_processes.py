@@ -27,7 +27,7 @@ def slow(task):
     return {{}}
 
 sw._run_candidate = slow
-sw.run_sweep({str(BASE)!r}, executor="recorded", jobs=2, workspace=None)
+sw.run_sweep({str(BASE)!r}, executor="recorded", trust_executor=True, jobs=2, workspace=None)
 """
 
 
@@ -79,9 +79,19 @@ def test_workers_die_with_a_sigkilled_sweep():
 
 def test_absurd_repeat_is_refused(tmp_path, capsys):
     with pytest.raises(SweepError, match=f"--repeat {MAX_REPEAT + 1} is more than the {MAX_REPEAT}"):
-        run_sweep(BASE, executor="recorded", repeat=MAX_REPEAT + 1, workspace=None)
+        run_sweep(BASE, executor="recorded", trust_executor=True, repeat=MAX_REPEAT + 1, workspace=None)
     code = main(
-        ["sweep", str(BASE), "--executor", "recorded", "--repeat", "10000000000", "--workspace", str(tmp_path / "ws")]
+        [
+            "sweep",
+            str(BASE),
+            "--executor",
+            "recorded",
+            "--trust-executor",
+            "--repeat",
+            "10000000000",
+            "--workspace",
+            str(tmp_path / "ws"),
+        ]
     )
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "--repeat 10000000000 is more than" in err
@@ -90,4 +100,4 @@ def test_absurd_repeat_is_refused(tmp_path, capsys):
 
 def test_absurd_jobs_is_refused():
     with pytest.raises(SweepError, match=f"--jobs {MAX_JOBS + 1} is more than the {MAX_JOBS}"):
-        run_sweep(BASE, executor="recorded", jobs=MAX_JOBS + 1, workspace=None)
+        run_sweep(BASE, executor="recorded", trust_executor=True, jobs=MAX_JOBS + 1, workspace=None)

@@ -30,7 +30,7 @@ from core.replay.replays import resolve_executor
 
 base_path = sys.argv[1]
 base = Recording.load(base_path)
-executor, spec = resolve_executor("recorded", base)
+executor, spec = resolve_executor("recorded", base, trust_executor=True)
 branch = new_branch(base, base_path, at=0, interventions=[])
 outcome = ReplayEngine(base, branch, executor=executor).run()
 schema = __import__("core.record.schema", fromlist=["SCHEMA_PATH"]).SCHEMA_PATH

@@ -259,7 +259,7 @@ def test_negative_checkpoint_and_undecodable_args_file(cwd, capsys):
         "@garbage.bin",
         "--output",
         "out.json",
-        expect="garbage.bin: not UTF-8 text",
+        expect="garbage.bin: line 1, column 1: not UTF-8 text (byte 0xff at byte offset 0)",
     )
     refused(
         capsys,

@@ -142,7 +142,7 @@ def test_fixture_file_values_without_a_canonical_form(tmp_path, text, expected):
 def test_fixture_file_not_utf8(tmp_path):
     p = tmp_path / "fx.bin"
     p.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(FixtureError, match=r"fx.bin: not UTF-8 text"):
+    with pytest.raises(FixtureError, match=r"fx.bin: line 1, column 1: not UTF-8 text \(byte 0x"):
         load_fixture_file(p)
 
 

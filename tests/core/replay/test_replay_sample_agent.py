@@ -168,7 +168,7 @@ def test_max_steps_with_executor():
 
 def test_executor_recorded_uses_metadata_and_is_never_implicit():
     base = sample("success")
-    ex, name = resolve_executor("recorded", base)
+    ex, name = resolve_executor("recorded", base, trust_executor=True)
     assert name == EXECUTOR_SPEC and isinstance(ex, SampleAgentExecutor)
     assert resolve_executor(None, base) == (None, None)
     # a live policy with no executor named fails at once even though the base names one
@@ -177,7 +177,7 @@ def test_executor_recorded_uses_metadata_and_is_never_implicit():
     assert out.status == "failed" and out.error.type == "NoExecutor"
     plain = base.model_copy(update={"metadata": {}})
     with pytest.raises(BranchError, match="names no executor"):
-        resolve_executor("recorded", plain)
+        resolve_executor("recorded", plain, trust_executor=True)
     with pytest.raises(BranchError, match="cannot import"):
         resolve_executor("no_such_module_xyz:make", base)
     assert load_executor(EXECUTOR_SPEC) is not None

@@ -7,9 +7,13 @@ import sys
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from core.record.io import save_recording
 from inspector.cli import main
-from tests.builders import ROOT, TESTS
+from inspector.cli.analysis_cmds import changed_strings
+from tests.builders import ROOT, TESTS, recording, tool
 from tests.core.analysis.test_audit import run_with_unused_tool_result
 
 DATA = TESTS / "data" / "analysis"
@@ -106,7 +110,7 @@ def test_audit_json_and_text(capsys, tmp_path):
         (["metrics", OK, "--csv", "--json"], "--csv and --json cannot be used together"),
         (["metrics", OK, "--compare"], "--compare needs a base and at least one other recording"),
         (["metrics", OK, "--outcome", "nocolon"], "must be written module:function"),
-        (["metrics", OK, "--prices", "/nonexistent/prices.json"], "cannot read price table"),
+        (["metrics", OK, "--prices", "/nonexistent/prices.json"], "no such price table"),
         (["diff", OK, "/nonexistent/x.json"], "/nonexistent/x.json"),
         (["audit", "/nonexistent/x.json"], "/nonexistent/x.json"),
     ],
@@ -162,3 +166,35 @@ def test_audit_of_an_imported_who_and_when_run(capsys, tmp_path):
     text = capsys.readouterr().out
     assert text.startswith("final output (seq 28): I clicked the browser back button.")
     assert "Next speaker" not in text.splitlines()[0]
+
+
+# --------------------------------------------------------------------------- diff of long strings
+
+_text = st.text(alphabet=st.sampled_from("ab \n\r\t\x1b[]\u202e\x07é"), max_size=300)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_text, _text, _text, _text)
+def test_changed_strings_show_the_first_difference(prefix, a, b, suffix):
+    """Both sides show the region from just before the first difference, escaped (no raw
+    control character), within the width."""
+    old, new = prefix + "X" + a + suffix, prefix + "Y" + b + suffix
+    left, right, at = changed_strings(old, new, 38)
+    assert at == len(prefix)
+    for side in (left, right):
+        assert len(side) <= 38
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c == "\u202e" for c in side)
+    assert "X" in left and "Y" in right  # the first changed character is on the line
+
+
+def test_cli_diff_of_long_strings_shows_the_changed_region(tmp_path, capsys):
+    body = ("line of text\r\n" * 40) + "the value is {}\r\n" + ("tail\r\n" * 40)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    save_recording(recording(tool(0, "read", {"p": "x"}, body.format(41))), a)
+    save_recording(recording(tool(0, "read", {"p": "x"}, body.format(42))), b)
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    [line] = [x for x in out.splitlines() if "result changed /content" in x]
+    assert "value is 41" in line and "value is 42" in line
+    assert "(from character 574 of 817 → 817)" in line
+    assert "\r" not in out and "␍" in line

@@ -51,7 +51,9 @@ def fails(capsys, *args) -> str:
 
 def test_sweep_json_then_effects_json(capsys, tmp_path):
     ws = tmp_path / "ws"
-    doc = run_json(capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--workspace", ws, "--json")
+    doc = run_json(
+        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--trust-executor", "--workspace", ws, "--json"
+    )
     assert set(doc) == {
         "base",
         "digest",
@@ -91,7 +93,21 @@ def test_sweep_json_then_effects_json(capsys, tmp_path):
 
 
 def test_sweep_text(capsys, tmp_path):
-    assert main(["sweep", str(TOOL_ERROR), "--executor", "recorded", "--no-store", "--candidates", "tools"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(TOOL_ERROR),
+                "--executor",
+                "recorded",
+                "--trust-executor",
+                "--no-store",
+                "--candidates",
+                "tools",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0] == f"base      {TOOL_ERROR} (outcome failure)"
@@ -105,10 +121,10 @@ def test_cli_errors(capsys, tmp_path):
     ws = tmp_path / "ws"
     assert "resample needs an executor" in fails(capsys, "sweep", TOOL_ERROR, "--no-store")
     assert "--candidates must be one of" in fails(
-        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--candidates", "some", "--no-store"
+        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--trust-executor", "--candidates", "some", "--no-store"
     )
     assert "--strategy must be one of" in fails(
-        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--strategy", "x", "--no-store"
+        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--trust-executor", "--strategy", "x", "--no-store"
     )
     assert "no workspace at" in fails(capsys, "effects", "--base", SUCCESS, "--workspace", ws)
     from core.workspace import Workspace
@@ -116,10 +132,10 @@ def test_cli_errors(capsys, tmp_path):
     Workspace.open(ws).close()
     assert "no replay of this recording" in fails(capsys, "effects", "--base", SUCCESS, "--workspace", ws)
     missing = tmp_path / "nope.json"
-    assert "nope.json" in fails(capsys, "sweep", missing, "--executor", "recorded")
+    assert "nope.json" in fails(capsys, "sweep", missing, "--executor", "recorded", "--trust-executor")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    assert "bad.json" in fails(capsys, "sweep", bad, "--executor", "recorded", "--no-store")
+    assert "bad.json" in fails(capsys, "sweep", bad, "--executor", "recorded", "--trust-executor", "--no-store")
     assert "cannot import" in fails(capsys, "audit", SUCCESS, "--executor", "nope:x")
 
 
@@ -136,7 +152,7 @@ def test_effects_of_an_empty_workspace(capsys, tmp_path):
 
 
 def test_audit_knockout_per_call(capsys):
-    doc = run_json(capsys, "audit", SUCCESS, "--executor", "recorded", "--json")
+    doc = run_json(capsys, "audit", SUCCESS, "--executor", "recorded", "--trust-executor", "--json")
     calls = {c["seq"]: c for c in doc["calls"]}
     final = doc["final_seq"]
     n = sum(1 for s in calls if s < final)
@@ -151,7 +167,7 @@ def test_audit_knockout_per_call(capsys):
             assert c["knockout"]["seq"] == seq and c["knockout"]["outcome"] == "failure"
             assert c["knockout"]["final_output_changed"] is True and c["knockout"]["outcome_changed"] is True
             assert "outcome changed (success → failure)" in c["knockout"]["detail"]
-    assert main(["audit", str(SUCCESS), "--executor", "recorded"]) == 0
+    assert main(["audit", str(SUCCESS), "--executor", "recorded", "--trust-executor"]) == 0
     assert "knockout: failure (outcome changed" in capsys.readouterr().out
 
 
@@ -171,7 +187,17 @@ def test_knockout_runner_on_a_faulty_run():
 def test_effects_replay_prints_the_evidence(capsys, tmp_path):
     ws = tmp_path / "ws"
     doc = run_json(
-        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--candidates", "errors", "--workspace", ws, "--json"
+        capsys,
+        "sweep",
+        TOOL_ERROR,
+        "--executor",
+        "recorded",
+        "--trust-executor",
+        "--candidates",
+        "errors",
+        "--workspace",
+        ws,
+        "--json",
     )
     best = doc["effects"][0]
     rid = best["evidence"]["replay_ids"][0]
@@ -187,9 +213,34 @@ def test_effects_replay_prints_the_evidence(capsys, tmp_path):
 
 
 def test_sweep_with_no_candidate_calls(capsys):
-    assert main(["sweep", str(SUCCESS), "--executor", "recorded", "--candidates", "errors", "--no-store"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(SUCCESS),
+                "--executor",
+                "recorded",
+                "--trust-executor",
+                "--candidates",
+                "errors",
+                "--no-store",
+            ]
+        )
+        == 0
+    )
     assert "no candidate calls: the run has no call of the set 'errors'" in capsys.readouterr().out
-    doc = run_json(capsys, "sweep", SUCCESS, "--executor", "recorded", "--candidates", "errors", "--no-store", "--json")
+    doc = run_json(
+        capsys,
+        "sweep",
+        SUCCESS,
+        "--executor",
+        "recorded",
+        "--trust-executor",
+        "--candidates",
+        "errors",
+        "--no-store",
+        "--json",
+    )
     assert doc["effects"] == [] and doc["calls"] == [] and doc["replays"] == []
 
 
@@ -198,7 +249,17 @@ def test_parallel_sweep_in_a_workspace_stores_every_replay(capsys, tmp_path):
 
     ws_dir = tmp_path / "ws"
     doc = run_json(
-        capsys, "sweep", TOOL_ERROR, "--executor", "recorded", "--jobs", "2", "--workspace", ws_dir, "--json"
+        capsys,
+        "sweep",
+        TOOL_ERROR,
+        "--executor",
+        "recorded",
+        "--trust-executor",
+        "--jobs",
+        "2",
+        "--workspace",
+        ws_dir,
+        "--json",
     )
     with Workspace.open(ws_dir) as ws:
         assert ws.check() == []

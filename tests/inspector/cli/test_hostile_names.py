@@ -88,7 +88,7 @@ def test_a_branch_of_a_base_whose_name_is_not_utf8_is_refused(cwd, capsys):
         ),
         (
             ["fixture", "add", "--tool", "t", "--output", "out.json", "--any", "--scope", os.fsdecode(b"branch:b\xff")],
-            "not valid UTF-8 text",
+            "scope 'branch:b\\udcff': 'b\\udcff' is not a branch id",
         ),
     ],
 )

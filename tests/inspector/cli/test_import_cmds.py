@@ -50,7 +50,7 @@ def test_multi_run_source_needs_run_or_all(tmp_path: Path, capsys) -> None:
     assert main(["import", str(TAU), "--run", "task0-trial0", "-o", str(tmp_path / "a.json")]) == 0
     assert main(["import", str(TAU), "--run", "3", "-o", str(tmp_path / "b.json")]) == 0
     assert load_recording(tmp_path / "a.json").metadata["outcome"] == "failure"
-    assert load_recording(tmp_path / "b.json").metadata["source"]["index"] == 3
+    assert load_recording(tmp_path / "b.json").metadata["source"]["run"] == "task0-trial3"
     assert main(["import", str(TAU), "--run", "task99-trial9", "-o", str(tmp_path / "c.json")]) == 2
     assert "no run 'task99-trial9'" in capsys.readouterr().err
 

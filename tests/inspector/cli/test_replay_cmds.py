@@ -92,7 +92,9 @@ def test_pause_attach_resume_complete(cwd, capsys):
     assert code == 0, err
     branch_id = orjson.loads(out)["id"]
     # a branch id in the workspace works as --branch too
-    code, out, err = cli(capsys, "replay", "base.json", "--branch", branch_id, "--executor", "recorded", "--json")
+    code, out, err = cli(
+        capsys, "replay", "base.json", "--branch", branch_id, "--executor", "recorded", "--trust-executor", "--json"
+    )
     assert code == 3, err
     rec = orjson.loads(out)
     assert rec["status"] == "paused"
@@ -203,12 +205,72 @@ def test_fixture_add_and_list(cwd, capsys):
     assert code == 0, err
     fx = orjson.loads(out)
     assert fx["args_hash"].startswith("sha256:") and fx["scope"] == "project"
+    code, out, err = cli(capsys, "branch", "new", "base.json", "--at", 0, "--json")
+    assert code == 0, err
+    branch_id = orjson.loads(out)["id"]
     code, out, err = cli(
-        capsys, "fixture", "add", "--tool", "lookup", "--any", "--output", "out.json", "--scope", "branch:br-1"
+        capsys, "fixture", "add", "--tool", "lookup", "--any", "--output", "out.json", "--scope", f"branch:{branch_id}"
     )
     assert code == 0 and "any arguments" in out
     code, out, _ = cli(capsys, "fixture", "list")
-    assert "check_refund_policy" in out and "branch:br-1" in out
+    assert "check_refund_policy" in out and f"branch:{branch_id}" in out
+
+
+@pytest.mark.parametrize(
+    ("scope", "expected"),
+    [
+        ("branch:br-nothere", "scope 'branch:br-nothere': no branch 'br-nothere' in workspace"),
+        ("replay:rp-nothere", "scope 'replay:rp-nothere': no replay 'rp-nothere' in workspace"),
+        ("replay:../../x", "scope 'replay:../../x': '../../x' is not a replay id"),
+        ("branch:", "scope 'branch:' must be 'project', 'branch:ID' or 'replay:ID'"),
+    ],
+)
+def test_fixture_scope_must_name_something_stored(cwd, capsys, scope, expected):
+    """A fixture scoped to a branch or replay that does not exist would never apply:
+    ``fixture add --scope``, ``--fixtures`` entries and attach refuse it, storing nothing."""
+    write(cwd / "out.json", {"content": "ok"})
+    code, _, err = cli(capsys, "fixture", "add", "--tool", "lookup", "--any", "--output", "out.json")
+    assert code == 0, err  # the workspace exists, with one project fixture
+    code, out, err = cli(
+        capsys, "fixture", "add", "--tool", "lookup", "--any", "--output", "out.json", "--scope", scope
+    )
+    assert code == 2 and expected in err and "Traceback" not in err
+    write(cwd / "b.json", {"checkpoint": 0, "interventions": []})
+    code, _, err = cli(capsys, "branch", "new", "base.json", "--at", 0, "-o", "b.json", "--force")
+    assert code == 0, err
+    write(cwd / "fx.json", [{"tool": "lookup", "any": True, "output": {"content": "x"}, "scope": scope}])
+    code, _, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--fixtures", "fx.json")
+    assert code == 2 and expected in err
+    code, out, _ = cli(capsys, "replay", "list", "--json")
+    assert orjson.loads(out) == []  # nothing stored
+    code, out, _ = cli(capsys, "fixture", "list", "--json")
+    assert len(orjson.loads(out)) == 1
+
+
+def test_fixture_add_for_a_branch_never_creates_a_workspace(cwd, capsys):
+    write(cwd / "out.json", {"content": "ok"})
+    code, _, err = cli(
+        capsys, "fixture", "add", "--tool", "t", "--any", "--output", "out.json", "--scope", "branch:br-1"
+    )
+    assert code == 2 and "no workspace" in err
+    assert not (cwd / ".chassis-inspector").exists()
+
+
+def test_fixtures_file_is_a_list(cwd, capsys):
+    write(cwd / "fx.json", {"tool": "lookup", "any": True, "output": {"content": "x"}})
+    code, _, err = cli(capsys, "branch", "new", "base.json", "--at", 0, "-o", "b.json")
+    assert code == 0, err
+    code, _, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--fixtures", "fx.json")
+    assert code == 2
+    assert "fx.json: a fixtures file is a JSON list of fixture entries, not an object" in err
+    assert "[{...}]" in err
+
+
+@pytest.mark.parametrize("option", ["--approve", "--waive"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_empty_requirement_id_is_an_error(cwd, capsys, option, value):
+    code, out, err = cli(capsys, "requirements", option, value)
+    assert code == 2 and "the requirement id is empty" in err and out == ""
 
 
 @pytest.mark.parametrize(
@@ -315,6 +377,7 @@ def test_fixtures_file_answers_new_calls_for_this_replay_only(cwd, capsys):
         "b.json",
         "--executor",
         "recorded",
+        "--trust-executor",
         "--fixtures",
         "fixtures.json",
         "--json",
@@ -326,7 +389,9 @@ def test_fixtures_file_answers_new_calls_for_this_replay_only(cwd, capsys):
     code, out, _ = cli(capsys, "fixture", "list", "--json")
     assert {f["scope"] for f in orjson.loads(out)} == {f"replay:{rec['id']}"}
     # a second replay of the same branch without the file pauses: those fixtures were replay-scoped
-    code, out, _ = cli(capsys, "replay", "base.json", "--branch", "b.json", "--executor", "recorded", "--json")
+    code, out, _ = cli(
+        capsys, "replay", "base.json", "--branch", "b.json", "--executor", "recorded", "--trust-executor", "--json"
+    )
     assert code == 3 and orjson.loads(out)["status"] == "paused"
 
 
@@ -442,3 +507,61 @@ def test_comparable_completed_replay_still_exits_0(cwd, capsys):
     code, out, _ = cli(capsys, "replay", "base.json", "--branch", "b.json")
     assert code == 0
     assert "status          completed (final)" in out
+
+
+def test_hints_name_the_workspace_the_user_gave(cwd, capsys):
+    """Every command the output suggests works as printed: with ``--workspace W`` when the
+    user gave one (a path with a space is quoted for the shell)."""
+    base = Recording.load("base.json")
+    seq = base.metadata["fault"]["seq"]
+    write(cwd / "fix.json", {"kind": "tool_result", "seq": seq, "result": {"content": get_order("A1001")}})
+    write(cwd / "policy.json", {"model": "live"})
+    ws = "my ws"
+    code, out, err = cli(
+        capsys, "branch", "new", "base.json", "--at", seq, "--intervention", "fix.json", "--policy", "policy.json",
+        "--workspace", ws, "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    branch_id = orjson.loads(out)["id"]
+    code, out, err = cli(
+        capsys,
+        "replay",
+        "base.json",
+        "--branch",
+        branch_id,
+        "--executor",
+        "recorded",
+        "--trust-executor",
+        "--workspace",
+        ws,
+    )
+    assert code == 3, err
+    assert "(see: chassis-inspector requirements --open --workspace 'my ws')" in out
+    code, out, err = cli(capsys, "requirements", "--open", "--workspace", ws, "--json")
+    [req] = orjson.loads(out)
+    write(cwd / "out.json", {"content": {"eligible": True}})
+    code, out, err = cli(capsys, "fixture", "attach", req["id"], "out.json", "--workspace", ws)
+    assert code == 0, err
+    assert f"resume with: chassis-inspector replay resume {req['replay_id']} --workspace 'my ws'" in out
+    # without --workspace: the default folder, and the hint has no option
+    code, out, err = cli(
+        capsys, "branch", "new", "base.json", "--at", seq, "--intervention", "fix.json", "--policy", "policy.json",
+        "-o", "b.json",
+    )  # fmt: skip
+    assert code == 0, err
+    code, out, err = cli(
+        capsys, "replay", "base.json", "--branch", "b.json", "--executor", "recorded", "--trust-executor"
+    )
+    assert code == 3 and "(see: chassis-inspector requirements --open)" in out
+
+
+def test_usage_errors_name_the_command_as_typed(cwd, capsys):
+    code, _, err = cli(capsys, "replay", "base.json")
+    assert code == 2
+    assert err.startswith("chassis-inspector replay: missing option '--branch'")
+    assert "'chassis-inspector replay BASE' is 'replay run BASE'" in err
+    code, _, err = cli(capsys, "replay", "run", "base.json")
+    assert err.startswith("chassis-inspector replay run: missing option '--branch'")
+    code, _, err = cli(capsys, "base.json", "--bogus")
+    assert err.startswith("chassis-inspector: no such option: --bogus")
+    assert "(see 'chassis-inspector open --help': 'chassis-inspector FILE' is 'open FILE')" in err
