@@ -13,7 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..record.jsonvalues import display_text
 from ..record.recording import Recording
+from .placeholders import shown_value
+
+
+def _text(value: Any) -> str:
+    """A metadata value as the text of a mark: a string as it is, an invalid-Unicode
+    tag as its text (U+FFFD in each bad place), anything else as compact JSON."""
+    if value is None or value == "":
+        return ""
+    value = shown_value(value)
+    return value if isinstance(value, str) else display_text(value)
+
 
 __all__ = ["Mark", "record_marks"]
 
@@ -47,12 +59,12 @@ def record_marks(recording: Recording) -> list[Mark]:
             seq = _seq(ann.get("mistake_step"), seqs)
         if seq is not None:
             who = ann.get("mistake_agent")
-            reason = str(ann.get("mistake_reason") or "")
+            reason = _text(ann.get("mistake_reason"))
             out.append(Mark(seq, "mistake", (f"{who}: " if who else "") + reason))
     fault = md.get("fault")
     if isinstance(fault, dict):
         seq = _seq(fault.get("seq"), seqs)
         if seq is not None:
             kind = fault.get("kind")
-            out.append(Mark(seq, "fault", (f"{kind}: " if kind else "") + str(fault.get("description") or "")))
+            out.append(Mark(seq, "fault", (f"{kind}: " if kind else "") + _text(fault.get("description"))))
     return sorted(out, key=lambda m: m.seq)

@@ -29,7 +29,7 @@ from core.analysis.metrics import (
     load_price_table,
     run_metrics,
 )
-from core.analysis.safe_text import shown
+from core.analysis.safe_text import HIDDEN_MARK, shown
 from core.errors import AnalysisError, short_pointer
 from core.record.nesting import dumps
 
@@ -43,15 +43,24 @@ def _short(v: Any, n: int = 80) -> str:
     (:func:`core.analysis.safe_text.shown`) — escaped *before* the cut, so a cut never
     ends inside an escape or OSC sequence left raw."""
     s = v if isinstance(v, str) else dumps(v, orjson.OPT_SORT_KEYS).decode()
-    s = shown(s.replace("\n", "\\n"))
+    s = _marked_replacements(shown(s.replace("\n", "\\n")))
     return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _marked_replacements(s: str) -> str:
+    """``s`` with the marker before its first U+FFFD (what an invalid-Unicode value shows
+    in each bad place), unless the line has the marker already."""
+    i = s.find("\ufffd")
+    if i < 0 or HIDDEN_MARK in s:
+        return s
+    return s[:i] + HIDDEN_MARK + s[i:]
 
 
 def _oneline(v: Any, n: int = 80) -> str:
     """``v`` on one line for prose: runs of whitespace (newlines included) become one
     space, the rest is escaped as in :func:`_short`, then cut to ``n`` characters."""
     s = v if isinstance(v, str) else dumps(v, orjson.OPT_SORT_KEYS).decode()
-    s = shown(" ".join(s.split()))
+    s = _marked_replacements(shown(" ".join(s.split())))
     return s if len(s) <= n else s[: n - 1] + "…"
 
 

@@ -360,7 +360,7 @@ def test_audit_shows_the_final_output_as_u_fffd_never_the_tag(tmp_path, capsys):
     save_recording(surrogate_run(), path)
     assert main(["audit", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "final output (seq 3): bad \ufffd text"
+    assert out.splitlines()[0] == "final output (seq 3): bad \u26a0\ufffd text"  # the marker, then U+FFFD
     assert "$invalid_unicode" not in out
     assert main(["audit", str(path), "--json"]) == 0
     doc = orjson.loads(capsys.readouterr().out)

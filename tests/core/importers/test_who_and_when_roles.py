@@ -225,3 +225,13 @@ def test_property_every_spelling_maps_to_its_kind(tmp_path: Path, steps: list[tu
 )
 def test_speaker(role: str, name: str | None, want: tuple[str, str, str | None]) -> None:
     assert speaker(role, name) == want
+
+
+def test_mark_reasons_are_text_never_a_tag_or_a_repr():
+    from tests.builders import recording, tool
+
+    bad = {"$invalid_unicode": "bad \ufffd", "surrogates": [[4, 0xD800]]}
+    meta = {"annotation": {"mistake_step": 0, "mistake_agent": "A", "mistake_reason": bad}, "fault": {"seq": 0}}
+    meta["fault"]["description"] = {"x": 1}
+    marks = record_marks(recording(tool(0, "t"), metadata=meta))
+    assert [(m.label, m.reason) for m in marks] == [("mistake", "A: bad \ufffd"), ("fault", '{"x":1}')]
