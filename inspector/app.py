@@ -27,6 +27,7 @@ instead of Textual's traceback (set ``TEXTUAL=debug`` to get the traceback).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from textual import on, work
 from textual.app import App, SystemCommand
@@ -38,6 +39,7 @@ from textual.worker import Worker, WorkerState
 
 from core.errors import InspectorError
 from core.record.recording import Recording
+from core.workspace import DEFAULT_DIR
 
 from .commands import TimelineCommands
 from .loader import LoadedRecording
@@ -85,10 +87,20 @@ class InspectorApp(App[None]):
             super().__init__()
             self.error = error
 
-    def __init__(self, loaded: LoadedRecording, keymap: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        loaded: LoadedRecording,
+        keymap: dict[str, str] | None = None,
+        *,
+        workspace: Path | str | None = None,
+    ) -> None:
         super().__init__()
         #: the run shown (for a file of several runs: the one picked last)
         self.loaded = loaded
+        #: the workspace folder branches, replays, requirements and fixtures live in
+        #: (``--workspace``; the CLI's default ``./.chassis-inspector`` otherwise). It is
+        #: opened for each operation, never created just by opening the app.
+        self.workspace_path = Path(workspace) if workspace is not None else Path(DEFAULT_DIR)
         if keymap:
             self.set_keymap(keymap)
         #: set when the recording turned out invalid; the CLI prints it and exits 2

@@ -111,6 +111,12 @@ def register(app: typer.Typer) -> None:
                 help="A run of a multi-run file: id, or index as `import --list` shows it (skips the run picker).",
             ),
         ] = None,
+        workspace: Annotated[
+            Path | None,
+            typer.Option(
+                "--workspace", help="Workspace folder for branches and replays (default ./.chassis-inspector)."
+            ),
+        ] = None,
     ) -> None:
         """Open a recording in the inspector app (the default command); a file of several
         runs opens on the run picker unless --run names one."""
@@ -119,7 +125,7 @@ def register(app: typer.Typer) -> None:
 
         keymap = load_keymap()
         loaded = _load(resolve_recording(file), run=run)
-        app = InspectorApp(loaded, keymap)
+        app = InspectorApp(loaded, keymap, workspace=workspace)
         try:
             app.run()
         except Exception as exc:  # raised past Textual's handler (e.g. again while it shut down)
@@ -146,6 +152,12 @@ def register(app: typer.Typer) -> None:
             int,
             typer.Option("--max-sessions", help="Browser tabs (app processes) served at once; more are refused."),
         ] = 4,
+        workspace: Annotated[
+            Path | None,
+            typer.Option(
+                "--workspace", help="Workspace folder for branches and replays (default ./.chassis-inspector)."
+            ),
+        ] = None,
     ) -> None:
         """Serve the inspector app in a web browser (textual-serve), behind a per-start token."""
         from inspector.serve import GuardedServer, ServeAddress
@@ -176,8 +188,11 @@ def register(app: typer.Typer) -> None:
         _check_bindable(address.bind_host, port, shown=address.url_host)
         # our copy of textual-serve's page template (inspector/templates), without its Google
         # Fonts link: nothing is fetched from outside the machine at run time
+        from core.workspace import DEFAULT_DIR
+
+        ws_args = ["--workspace", str(workspace.resolve() if workspace is not None else Path(DEFAULT_DIR).resolve())]
         server = GuardedServer(
-            [sys.executable, "-m", "inspector", "open", str(path)],
+            [sys.executable, "-m", "inspector", "open", str(path), *ws_args],
             address,
             title=f"Chassis Inspector — {path.name}",
             max_sessions=max_sessions,
