@@ -57,6 +57,7 @@ import os
 import re
 import socket
 import sqlite3
+import stat
 import threading
 import time
 import urllib.parse
@@ -390,6 +391,11 @@ def _probe_lock(path: Path) -> str:
     instant, so it never blocks and never drops another descriptor's lock."""
     if _fcntl is None:
         return "unknown"
+    with _held_guard:
+        if str(path) in _held:
+            # this process holds it: never probe (where flock is emulated with POSIX
+            # record locks, e.g. on NFS, closing the probe's descriptor would drop it)
+            return "held"
     for _ in range(5):
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -479,7 +485,11 @@ def _events_file_digest(path: Path) -> str | None:
     decoder = json.JSONDecoder()
     want = 1 << 16
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device put there: never read
+            os.close(fd)
+            return None
+        with open(fd, "rb") as fh:
             data = b""
             while True:
                 chunk = fh.read(want - len(data))
@@ -1014,6 +1024,8 @@ class Workspace:
             attempts = rec.get("attempts") or []
             if status in ("completed", "paused") and not has_events:
                 problems.append(f"replay {rid} is {status} but has no events")
+            if status == "failed" and not has_events and (rec.get("steps") or rec.get("answers")):
+                problems.append(f"replay {rid} is failed without events but claims steps or answers")
             if status in ("completed", "paused", "failed"):
                 if n_attempts != len(attempts):
                     problems.append(f"replay {rid}: {n_attempts} attempt row(s), record lists {len(attempts)}")
@@ -1248,7 +1260,7 @@ class Workspace:
             raise WorkspaceError(f"{self.path}: the workspace cannot be written (its file or folder is read-only)")
         path = self._lock_path(replay_id)
         if path is None or _fcntl is None:
-            return ReplayClaim(replay_id, None, None, owner)
+            return self._claim_without_lock(replay_id, owner)
         try:
             if not path.parent.is_dir():
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -1260,6 +1272,7 @@ class Workspace:
             with _held_guard:
                 mine = str(path) in _held
             if not mine:
+                existed = path.exists()
                 try:
                     fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
                 except OSError as exc:
@@ -1271,7 +1284,10 @@ class Workspace:
                 except OSError as exc:
                     os.close(fd)
                     if exc.errno in _NO_FLOCK:
-                        return ReplayClaim(replay_id, None, None, owner)
+                        if not existed:  # a lock file nobody can hold would only mislead
+                            with suppress(OSError):
+                                path.unlink()
+                        return self._claim_without_lock(replay_id, owner)
                     raise WorkspaceError(f"{path}: cannot lock the replay: {exc.strerror}") from None
                 else:
                     try:
@@ -1288,6 +1304,21 @@ class Workspace:
             if time.monotonic() >= deadline:
                 raise ReplayBusy(self._busy_message(replay_id, mine))
             time.sleep(0.02)
+
+    def _claim_without_lock(self, replay_id: str, owner: ReplayOwner) -> ReplayClaim:
+        """A claim on a file system without flock(2): no lock is held, so the stored
+        replay's recorded owner decides — a replay ``queued`` or ``running`` whose owner
+        is alive (another process, or this one) is busy.
+
+        Raises:
+            ReplayBusy: the recorded owner still runs.
+        """
+        row = self._conn.execute("SELECT status, record FROM replays WHERE id=?", (replay_id,)).fetchone()
+        if row is not None and row[0] in ("queued", "running"):
+            stored = self._model(ReplayRecord, row[1], f"table replays, row {replay_id}, column record")
+            if stored.owner is not None and _owner_alive(stored.owner):
+                raise ReplayBusy(self._busy_message(replay_id, stored.owner.pid == os.getpid()))
+        return ReplayClaim(replay_id, None, None, owner)
 
     def _busy_message(self, replay_id: str, mine: bool) -> str:
         row = self._conn.execute("SELECT record FROM replays WHERE id=?", (replay_id,)).fetchone()

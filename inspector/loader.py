@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.analysis.timeline import TimelineIndex
-from core.errors import FormatError, SourceImportError
+from core.errors import SourceImportError
 from core.importers import Opened, open_any
 from core.record.recording import FORMAT_NAME, FORMAT_VERSION, Recording
 
@@ -134,12 +134,10 @@ def _fast_open(path: Path) -> LoadedRecording | None:
     """The fast-open path of :func:`load_for_view`; ``None`` if the file is not a native
     format-v1/v2 recording (the caller then loads it the ordinary way)."""
     from core.record.io import parse_json, recording_from_dict
+    from core.record.reader import read_input
 
     source = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"cannot read file: {exc.strerror}", file=source) from None
+    data = read_input(path)  # regular files only: the check and the read are one open
     doc = parse_json(data, source=source)
     del data
     if not (

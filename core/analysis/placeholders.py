@@ -305,9 +305,10 @@ def blob_of(text: str, mime: str | None = None) -> Blob | None:
 
 def has_base64_run(text: str) -> bool:
     """Whether ``text`` holds one unbroken run of at least ``MIN_BASE64`` base64
-    characters (one regex pass, no decoding): the cheap test before :func:`find_blobs`
-    for a text looked at often, such as a timeline summary."""
-    return _RUN.search(text) is not None
+    characters whose start looks like encoded data (not hex, not words): the cheap
+    test before :func:`find_blobs` for a short text looked at often, such as the start
+    of a timeline summary (one regex pass, no decoding)."""
+    return any(_looks_random(text[m.start() : m.start() + _SAMPLE]) for m in _RUN.finditer(text))
 
 
 def find_blobs(text: str, start: int = 0, end: int | None = None) -> list[Blob]:

@@ -259,7 +259,7 @@ def _base_of(task: dict[str, Any]) -> Recording:
 
 def _choice_of(task: dict[str, Any]) -> ExecutorChoice | None:
     spec = task["executor"]
-    return ExecutorChoice(spec, task.get("executor_origin") or "command line") if spec is not None else None
+    return ExecutorChoice(spec, task.get("executor_origin") or "recording") if spec is not None else None
 
 
 def _executor_of(choice: ExecutorChoice | None) -> Any:

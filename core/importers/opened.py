@@ -33,17 +33,26 @@ SAMPLE_KEYS: tuple[tuple[str, str], ...] = (("sample_id", "epoch"), ("task_id", 
 
 _DIGITS = re.compile(r"([0-9]+)")
 
-NaturalKey = tuple[str | int, ...]
+NaturalKey = tuple[str | tuple[int, str], ...]
+
+
+def _number(digits: str) -> tuple[int, str]:
+    """A run of digits as a key that orders as its number, of any length (no ``int()``:
+    Python refuses strings of more than 4,300 digits): ``(length without leading zeros,
+    those digits)``."""
+    significant = digits.lstrip("0")
+    return len(significant), significant
 
 
 def natural_key(value: Any) -> NaturalKey:
     """``value`` (``str()`` of a non-string) as a key that compares runs of ASCII digits
-    as numbers and the rest without case: ``("s", 2, "")`` for ``"S2"``, so ``s2`` sorts
-    before ``s10`` and ``2`` before ``10``. Keys alternate text and numbers, starting
-    with text (possibly empty), so any two compare."""
+    as numbers and the rest without case: ``("s", (1, "2"), "")`` for ``"S2"``, so
+    ``s2`` sorts before ``s10`` and ``2`` before ``10``, for numbers of any length. Keys
+    alternate text and numbers, starting with text (possibly empty), so any two
+    compare."""
     text = value if isinstance(value, str) else str(value)
     parts = _DIGITS.split(text.casefold())
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
+    return tuple(_number(p) if i % 2 else p for i, p in enumerate(parts))
 
 
 def sample_of(recording: Recording) -> tuple[Any, Any] | None:

@@ -38,8 +38,6 @@ __all__ = [
 #: ``--args-json @FILE``, price table, keymap) read, in bytes: 64 MiB
 USER_JSON_LIMIT = 64 * 1024 * 1024
 
-_CHUNK = 1 << 20
-
 
 class InputFileError(FormatError):
     """A file the product was given cannot be read: missing, not a regular file, too
@@ -140,20 +138,20 @@ def read_input(
     try:
         if limit is not None and st.st_size > limit:
             raise _fail(error, name, _limit_reason(st.st_size, limit, what))
-        parts: list[bytes] = []  # one part for a file that does not change while read
-        total = 0
-        while True:
+        # one buffer of the file's size (FileIO's own reader: about 1x the file in
+        # memory, files over 2 GiB included); a limited read stops one byte past it
+        with open(fd, "rb", buffering=0, closefd=False) as fh:
             try:
-                chunk = os.read(fd, max(st.st_size + 1 - total, _CHUNK))
+                data = fh.readall() if limit is None else fh.read(limit + 1)
+            except MemoryError:
+                raise _fail(
+                    error, name, f"is {st.st_size / 1024**3:,.1f} GiB: not enough memory to read the {what}"
+                ) from None
             except OSError as exc:
                 raise _fail(error, name, f"cannot read {what}: {exc.strerror}") from None
-            if not chunk:
-                break
-            parts.append(chunk)
-            total += len(chunk)
-            if limit is not None and total > limit:
-                raise _fail(error, name, _limit_reason(total, limit, what))
-        return b"".join(parts)
+        if limit is not None and len(data) > limit:
+            raise _fail(error, name, _limit_reason(len(data), limit, what))
+        return data
     finally:
         os.close(fd)
 

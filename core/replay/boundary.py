@@ -132,7 +132,10 @@ def _import_path(search_cwd: bool) -> Iterator[None]:
         if "" not in sys.path and cwd not in sys.path:
             sys.path.append(cwd)
     else:
-        sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != cwd]
+        # every spelling of the current folder: relative, through a symbolic link
+        # (``PYTHONPATH=$PWD`` in a linked folder), or the physical path
+        here = os.path.realpath(cwd)
+        sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) != here]
     try:
         yield
     finally:

@@ -24,7 +24,6 @@ from .engine import ReplayEngine, ReplayOutcome, ReplayProgress, ToolHooks
 from .fixtures import Fixture, FixtureGateway, load_fixture_file
 from .replay_record import (
     Attempt,
-    Comparability,
     PauseInfo,
     ReplayErrorInfo,
     ReplayRecord,
@@ -86,9 +85,9 @@ def _fail_attempt(ws: Workspace, record: ReplayRecord, attempt: Attempt, exc: Ba
     workspace and reads as ``interrupted`` once this process releases its lock."""
     message = " ".join(str(exc).split()) or type(exc).__name__
     err = ReplayErrorInfo(type=type(exc).__name__, message=message)
+    # nothing this attempt computed is kept: its outcome was never stored (no events)
+    record._clear_outcome(f"the replay failed: {message}")
     record.status, record.error, record.stop_reason = "failed", err, "error"
-    record.pause = None
-    record.comparability = Comparability(level="none", reasons=[f"the replay failed: {message}"])
     record.owner = None
     record.updated_at = _now()
     attempt.ended_at, attempt.outcome = _now(), "failed"
@@ -301,7 +300,8 @@ def resume_replay(
         if executor is not None:
             choice = choose_executor(executor, base, trust_recorded=trust_executor)
         elif record.executor:
-            choice = ExecutorChoice(record.executor, record.executor_origin or "command line")
+            # a replay stored before origins were recorded: treated as named by a file
+            choice = ExecutorChoice(record.executor, record.executor_origin or "recording")
         else:
             choice = None
         executor_obj, executor_name = resolve_executor(choice, base)

@@ -157,6 +157,10 @@ def _usage_line(exc: BaseException, args: list[str], implied_open: bool = False)
     message = exc.format_message().replace("Value error, ", "")  # type: ignore[attr-defined]
     ctx = getattr(exc, "ctx", None)
     path = getattr(ctx, "command_path", None) or "chassis-inspector"
+    if path == "chassis-inspector" and args and args[0] in _known_commands():
+        # an error raised before the command's own context exists (an option's missing
+        # value): the command is the first word
+        path = f"chassis-inspector {args[0]}"
     message = message[:1].lower() + message[1:] if message[:1].isupper() and message[1:2].islower() else message
     implied: tuple[str, str] | None = None
     meta = getattr(ctx, "meta", None) or {}

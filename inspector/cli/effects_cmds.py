@@ -230,7 +230,8 @@ def register(app: typer.Typer) -> None:
                 if not ws.count_replays(base_digest=digest):
                     raise AnalysisError(
                         f"{base}: no replay of this recording in {ws.path} "
-                        f"(run: {command_hint(f'sweep {shlex.quote(str(base))} --executor recorded --trust-executor', workspace)})"
+                        f"(run: {command_hint(f'sweep {shlex.quote(str(base))} --executor MODULE:FUNCTION', workspace)}; "
+                        "or --executor recorded --trust-executor if you trust the executor the recording names)"
                     )
                 bases: list[tuple[str, str, Recording | None]] = [(str(base), digest, rec)]
             else:

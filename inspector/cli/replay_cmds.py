@@ -413,7 +413,7 @@ def register(app: typer.Typer) -> None:
         """List requirements (open work a paused replay waits on), or approve/waive/answer one."""
         text: str | None = None
         if answer is not None:
-            if approve or waive:
+            if approve is not None or waive is not None:
                 raise FixtureError("give one of --answer, --approve or --waive")
             approve, text = answer
         if approve is not None and waive is not None:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.errors import SourceImportError
 from core.importers import (
@@ -192,3 +194,33 @@ def test_cli_list_and_run_use_the_same_order(tmp_path: Path, capsys: pytest.Capt
         assert json.loads(out.read_text())["metadata"]["source"]["run"] == expected[n]
         assert open_any(src, run=n).run_id == expected[n]
     assert [r.run_id for r in order_runs(import_file(src))] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(alphabet="0123456789", min_size=1, max_size=6000), min_size=1, max_size=8),
+    st.sampled_from(["", "s"]),
+)
+def test_natural_key_orders_numbers_of_any_length(digits, prefix) -> None:
+    """Numbers of thousands of digits (beyond what int() reads from a string by
+    default) order as numbers, leading zeros ignored."""
+    import sys
+
+    ids = [prefix + d for d in digits]
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # the reference order, for the test only
+    try:
+        expected = sorted(ids, key=lambda i: int(i.removeprefix("s")))
+        got = [int(i.removeprefix("s")) for i in sorted(ids, key=natural_key)]
+        assert got == [int(i.removeprefix("s")) for i in expected]
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def test_a_sample_id_of_5000_digits_lists(tmp_path, capsys) -> None:
+    doc = json.loads(ADDER.read_text())
+    doc["samples"][0]["id"] = "1" * 5000
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps(doc))
+    assert main(["import", "--list", str(p)]) == 0
+    assert "1111111111" in capsys.readouterr().out

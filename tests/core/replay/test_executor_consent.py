@@ -181,3 +181,22 @@ def test_a_resume_imports_the_executor_by_the_rule_it_started_with(tmp_path: Pat
         ("core.sample_agent:make_executor", "recording"),
         ("core.sample_agent:make_executor", "command line"),
     ]
+
+
+def test_never_from_the_current_folder_reached_through_a_link(folder: Path, tmp_path: Path) -> None:
+    """``PYTHONPATH=$PWD`` in a folder reached through a symbolic link names the current
+    folder by another path: it is still taken off the import path."""
+    branch(folder)
+    link = tmp_path.parent / f"{tmp_path.name}-link"
+    link.symlink_to(folder, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{link}"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspector", *REFUSED[0], "--trust-executor"],
+        cwd=link,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "cannot import 'beside_it'" in proc.stderr
+    assert not (folder / "IMPORTED").exists()

@@ -319,3 +319,35 @@ def test_resume_of_a_completed_replay_is_refused_and_leaves_no_lock(setup) -> No
         with pytest.raises(WorkspaceError, match="no replay 'rp-nope'"):
             resume_replay(ws, "rp-nope")
     assert list((folder / LOCKS_DIR).iterdir()) == []
+
+
+def test_without_flock_the_owner_decides_and_no_lock_file_is_left(setup, monkeypatch) -> None:
+    """On a file system without flock(2) (NFS without locks, some FUSE mounts): no lock
+    file is left behind, a replay whose recorded owner is alive is busy, and a finished
+    replay claims again."""
+    import errno
+
+    import core.workspace as workspace
+
+    class NoFlock:
+        LOCK_EX, LOCK_SH, LOCK_NB, LOCK_UN = 2, 1, 4, 8
+
+        @staticmethod
+        def flock(fd: int, op: int) -> None:
+            raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(workspace, "_fcntl", NoFlock)
+    folder, bp, br = setup
+    with Workspace.open(folder) as ws:
+        record, _ = start_replay(ws, bp, br)
+        assert record.status == "completed"
+        assert not list((folder / LOCKS_DIR).glob("*.lock"))  # none was left
+        with ws.claim_replay("rp-live") as claim:
+            _running_row(ws, br, bp, "rp-live", owner=claim.owner)
+            with pytest.raises(ReplayBusy):
+                ws.claim_replay("rp-live", wait=0.05)  # its owner (this process) runs it
+        assert not (folder / LOCKS_DIR / "rp-live.lock").exists()
+        dead = ReplayOwner(pid=2**22 + 7, host=claim.owner.host, boot_id=claim.owner.boot_id, started=1)
+        _running_row(ws, br, bp, "rp-dead", owner=dead)
+        assert ws.get_replay("rp-dead").status == "interrupted"
+        ws.claim_replay("rp-dead").release()  # its owner is gone: it may be resumed

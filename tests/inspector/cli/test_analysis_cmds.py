@@ -198,3 +198,11 @@ def test_cli_diff_of_long_strings_shows_the_changed_region(tmp_path, capsys):
     assert "value is 41" in line and "value is 42" in line
     assert "(from character 574 of 817 → 817)" in line
     assert "\r" not in out and "␍" in line
+
+
+@pytest.mark.parametrize("filler", ["\u202e", "\u200d", "\x1b", "\n", "é"])
+def test_the_first_difference_is_on_the_line_whatever_the_context_escapes_to(filler):
+    left, right, at = changed_strings("A" * 50 + filler * 30 + "B", "A" * 50 + filler * 30 + "C")
+    assert at == 80
+    assert left.endswith("B") and right.endswith("C") and left[:-1] == right[:-1]
+    assert len(left) <= 38 and left.count("⚠") <= 1

@@ -565,3 +565,9 @@ def test_usage_errors_name_the_command_as_typed(cwd, capsys):
     code, _, err = cli(capsys, "base.json", "--bogus")
     assert err.startswith("chassis-inspector: no such option: --bogus")
     assert "(see 'chassis-inspector open --help': 'chassis-inspector FILE' is 'open FILE')" in err
+    code, _, err = cli(capsys, "base.json", "--run")  # an option's missing value: no command context yet
+    assert err.startswith("chassis-inspector: option '--run' requires an argument (see 'chassis-inspector open --help'")
+    code, _, err = cli(capsys, "info", "base.json", "--json", "--bogus")
+    assert err.startswith("chassis-inspector info: no such option: --bogus (see 'chassis-inspector info --help')")
+    code, _, err = cli(capsys, "requirements", "--answer", "r1", "T", "--approve", "")
+    assert code == 2 and "give one of --answer, --approve or --waive" in err

@@ -215,7 +215,9 @@ def test_serve_public_warns_and_serves_the_app_command(built_path, capsys, monke
     assert "warning: serving on 0.0.0.0:8123" in captured.err
     (server,) = served
     assert (server.host, server.port) == ("0.0.0.0", 8123)
-    assert server.command.endswith(f"-m inspector open {built_path.resolve()}")
+    # the app runs on the file, with the workspace (absolute: the app process's folder may differ)
+    assert f"-m inspector open {built_path.resolve()} --workspace " in server.command
+    assert server.command.split("--workspace ")[1].startswith("/")
 
 
 def test_open_with_a_bad_keymap_exits_2(built_path, tmp_path, capsys, monkeypatch, no_app):
