@@ -32,6 +32,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "vcr_otel_bench": ([], ["--turns", "40", "--repeat", "1"]),
     "redaction_bench": ([], ["--mb", "5", "--repeat", "1"]),
     "app_latency": ([], ["--sizes", "2000"]),
+    "branch_tree_bench": ([], ["--branches", "100", "--replays", "1000", "--calls", "2000", "--repeat", "1"]),
 }
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
@@ -41,9 +41,11 @@ from core.errors import InspectorError
 from core.record.recording import Recording
 from core.workspace import DEFAULT_DIR
 
-from .commands import TimelineCommands
+from .commands import TimelineCommands, WorkspaceScreenCommands
 from .loader import LoadedRecording
+from .messages import BranchSaved, LaunchReplay, ResumeReplay, WorkspaceChanged
 from .plain import block, line
+from .replay_runner import EventsLoaded, ReplayRunner, RunEnded, RunProgressed
 from .runinfo import open_notice, warning_texts
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
@@ -57,7 +59,7 @@ class InspectorApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "Chassis Inspector"
-    COMMANDS = App.COMMANDS | {TimelineCommands}
+    COMMANDS = App.COMMANDS | {TimelineCommands, WorkspaceScreenCommands}
     #: below 120 columns the detail pane goes under the timeline (class -narrow); from
     #: 160 columns the table takes the larger share (class -xwide)
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide"), (160, "-xwide")]
@@ -107,6 +109,8 @@ class InspectorApp(App[None]):
         self.load_error: InspectorError | None = None
         #: the first exception nothing handled (the app then exits with code 1)
         self.crash: BaseException | None = None
+        #: replays launched and resumed in workers (inspector/replay_runner.py)
+        self.replay_runner = ReplayRunner(self)
 
     def notify(
         self,
@@ -271,6 +275,46 @@ class InspectorApp(App[None]):
             close,
         )
 
+    # ------------------------------------------------------------------ the workspace: replays
+
+    @on(BranchSaved)
+    def _branch_saved(self, event: BranchSaved) -> None:
+        self.replay_runner.branch_saved(event)
+
+    @on(LaunchReplay)
+    def _launch_replay(self, event: LaunchReplay) -> None:
+        self.replay_runner.request_launch(event.branch_id, event.executor)
+
+    @on(ResumeReplay)
+    def _resume_replay(self, event: ResumeReplay) -> None:
+        self.replay_runner.resume(event.replay_id, event.executor)
+
+    @on(WorkspaceChanged)
+    def _workspace_changed(self, event: WorkspaceChanged) -> None:
+        self.replay_runner.broadcast(event)
+
+    @on(RunProgressed)
+    def _run_progressed(self, event: RunProgressed) -> None:
+        self.replay_runner.progressed(event)
+
+    @on(RunEnded)
+    def _run_ended(self, event: RunEnded) -> None:
+        self.replay_runner.ended(event)
+
+    @on(EventsLoaded)
+    def _events_loaded(self, event: EventsLoaded) -> None:
+        self.replay_runner.events_loaded(event)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a "replay paused" notification opens that replay's requirements."""
+        self.replay_runner.notification_clicked(event.widget)
+
+    def exit(self, result: None = None, return_code: int = 0, message: object | None = None) -> None:
+        """Quit; running replays are cancelled first (they stop between two calls and
+        are stored ``failed``/``Cancelled``, resumable)."""
+        self.replay_runner.shutdown()
+        super().exit(result, return_code, message)  # type: ignore[arg-type]
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed background task ends: the status it showed is cleared
         (each screen drops its own in ``background_failed``) and the error screen names
@@ -284,6 +328,7 @@ class InspectorApp(App[None]):
         for screen in self.screen_stack:
             if isinstance(screen, TimelineScreen):
                 screen.background_failed(worker)
+        self.replay_runner.worker_failed(worker)
         error = worker.error
         what = worker.description or worker.name or "a background task"
         message = f"{type(error).__name__}: {error}" if error is not None else "no exception recorded"
@@ -313,8 +358,13 @@ class InspectorApp(App[None]):
             ("filter.", "Filter"),
             ("detail.", "Detail pane"),
             ("copy.", "Copy to clipboard"),
+            ("workspace.", "Workspace: branches, replays, requirements"),
         ):
             groups.append((title, [b for b in screen_bindings if (b.id or "").startswith(prefix)]))
+        from .screens.branch_editor import BranchEditorScreen
+
+        groups.append(("Branch editor", [b for b in BranchEditorScreen.BINDINGS if isinstance(b, Binding)]))
+        groups.extend(self.replay_runner.help_groups())
         # the run picker's key only for a file of several runs
         app_bindings = [
             b for b in self.BINDINGS if isinstance(b, Binding) and (b.id != "app.pick_run" or self.loaded.has_runs)

@@ -2,7 +2,8 @@
 
 :data:`TIMELINE_COMMANDS` is the list (title, help, action); the provider offers them
 when the palette is opened over a :class:`~inspector.screens.timeline.TimelineScreen`
-and runs the action on that screen.
+and runs the action on that screen — with :data:`SOURCE_COMMANDS` too when the timeline
+is a replay's events (its calls have answer sources).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from core.analysis.timeline import ANSWER_SOURCES
 from core.analysis.timeline import VIEW_KINDS as RECORD_KINDS
+from core.analysis.timeline_text import source_label
 
 TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
     ("search: find text", "Search names, arguments, contents and results (/)", "search"),
@@ -36,6 +39,11 @@ TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
     *[(f"filter: only {k} records", f"Show only {k} records", f"only_kind('{k}')") for k in RECORD_KINDS],
     ("filter: errors only", "Show only records with an error (x)", "toggle_errors"),
     ("filter: show everything", "Every kind, errors-only off (0)", "show_all"),
+    (
+        "filter: next answer source",
+        "A replay's events: only the calls of one answer source, the next at each press, then all (S)",
+        "cycle_source",
+    ),
     ("detail: record JSON tree", "Show the record as a JSON tree (r)", "show_tab('tab-record')"),
     ("detail: transcript", "Show the chat transcript (t)", "show_tab('tab-transcript')"),
     ("detail: expand long text", "Expand folded strings or long messages (z)", "expand"),
@@ -44,7 +52,89 @@ TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
     ("copy: canonical key", "Copy the key of the selected call (y)", "copy('key')"),
     ("copy: args hash", "Copy the args hash of the selected tool call (a)", "copy('args_hash')"),
     ("copy: record JSON", "Copy the selected record as JSON (c)", "copy('json')"),
+    (
+        "branch: new branch at the selected record",
+        "Open the branch editor, checkpoint at this record (B)",
+        "new_branch",
+    ),
+    ("workspace: branch tree", "Show/hide the branches of this run and their replays (T)", "branch_tree"),
+    ("workspace: launch replay", "Replay the branch selected in the branch tree (R)", "launch_replay"),
+    ("workspace: resume replay", "Resume the selected replay once its requirements are answered (u)", "resume_replay"),
+    ("workspace: cancel replay", "Stop the selected running replay between two calls (K)", "cancel_replay"),
+    (
+        "workspace: requirements",
+        "Open requirements of the selected or last paused replay, else of the whole workspace (o)",
+        "requirements",
+    ),
+    (
+        "workspace: answer a requirement",
+        "Attach a fixture to, approve, or answer the selected replay's open requirement (A)",
+        "answer_requirement",
+    ),
+    ("workspace: fixtures", "Every fixture: scope, where used; reuse one for another branch (F)", "fixtures"),
+    (
+        "workspace: back to the base run",
+        "From a replay's timeline back to the run it was opened from (escape)",
+        "close_replay",
+    ),
     ("app: help", "List every key (?)", "app.help"),
+]
+
+#: the requirements panel's entries (inspector/screens/requirements.py)
+REQUIREMENTS_COMMANDS: list[tuple[str, str, str]] = [
+    ("requirements: answer", "Attach a fixture, approve or deny, answer a person's turn (A)", "answer"),
+    ("requirements: resume the replay", "Resume the replay once answered (u)", "resume"),
+    (
+        "requirements: this replay / all",
+        "The open requirements of this replay, or of the workspace (o)",
+        "switch_scope",
+    ),
+    ("requirements: fixtures", "Every fixture: scope, where used (F)", "fixtures"),
+    ("requirements: back", "Back to the timeline (escape)", "close"),
+]
+
+#: the fixtures list's entries (inspector/screens/requirements.py)
+FIXTURES_COMMANDS: list[tuple[str, str, str]] = [
+    (
+        "fixtures: reuse for another branch",
+        "A copy of the highlighted fixture scoped to a branch you pick (A)",
+        "reuse",
+    ),
+    ("fixtures: back", "Back (escape)", "close"),
+]
+
+BRANCH_EDITOR_COMMANDS: list[tuple[str, str, str]] = [
+    ("branch: save", "Store the branch in the workspace (ctrl+s)", "save"),
+    ("branch: save and replay", "Store the branch and replay it at once (ctrl+r)", "save(True)"),
+    ("branch: export to a file", "Store the branch and write it to a file for replay --branch (ctrl+o)", "export"),
+    ("branch: add an intervention", "Add an intervention, prefilled with the recorded value (alt+a)", "add"),
+    ("branch: remove the intervention", "Remove the intervention shown (alt+d)", "remove"),
+    ("branch: move the intervention up", "Interventions apply in order (alt+up)", "move(-1)"),
+    ("branch: move the intervention down", "Interventions apply in order (alt+down)", "move(1)"),
+    ("branch: policy / intervention form", "Switch between the intervention and the policy form (alt+t)", "switch_tab"),
+    ("branch: go to the problem", "Show and focus the first problem of the branch (ctrl+g)", "go_to_problem"),
+    ("branch: close the editor", "Close without saving (escape; asks when edited)", "close"),
+]
+
+#: the answer-source filter of a replay's events, per source (offered only there)
+SOURCE_COMMANDS: list[tuple[str, str, str]] = [
+    *[
+        (
+            f"filter: only {s} answers",
+            f"Show only the calls whose answer source is {source_label(s)}",
+            f"only_source('{s}')",
+        )
+        for s in ANSWER_SOURCES
+    ],
+    *[
+        (
+            f"filter: show/hide {s} answers",
+            f"Toggle the calls whose answer source is {source_label(s)}",
+            f"toggle_source('{s}')",
+        )
+        for s in ANSWER_SOURCES
+    ],
+    ("filter: every answer source", "Show the calls of every answer source again", "all_sources"),
 ]
 
 
@@ -54,7 +144,11 @@ class TimelineCommands(Provider):
     def _commands(self) -> list[tuple[str, str, str]]:
         from .screens.timeline import TimelineScreen
 
-        return TIMELINE_COMMANDS if isinstance(self.screen, TimelineScreen) else []
+        if not isinstance(self.screen, TimelineScreen):
+            return []
+        if self.screen.index.has_answer_sources:
+            return TIMELINE_COMMANDS + SOURCE_COMMANDS
+        return TIMELINE_COMMANDS
 
     async def _run(self, action: str) -> None:
         await self.screen.run_action(action)
@@ -69,3 +163,25 @@ class TimelineCommands(Provider):
             score = matcher.match(title)
             if score > 0:
                 yield Hit(score, matcher.highlight(title), partial(self._run, action), help=help_text)
+
+
+class BranchEditorCommands(TimelineCommands):
+    """Palette entries for the branch editor (see :data:`BRANCH_EDITOR_COMMANDS`)."""
+
+    def _commands(self) -> list[tuple[str, str, str]]:
+        from .screens.branch_editor import BranchEditorScreen
+
+        return BRANCH_EDITOR_COMMANDS if isinstance(self.screen, BranchEditorScreen) else []
+
+
+class WorkspaceScreenCommands(TimelineCommands):
+    """Palette entries for the requirements panel and the fixtures list."""
+
+    def _commands(self) -> list[tuple[str, str, str]]:
+        from .screens.requirements import FixturesScreen, RequirementsScreen
+
+        if isinstance(self.screen, RequirementsScreen):
+            return REQUIREMENTS_COMMANDS
+        if isinstance(self.screen, FixturesScreen):
+            return FIXTURES_COMMANDS
+        return []

@@ -21,15 +21,16 @@ DEFAULT_KEYMAP_PATH = Path("~/.config/chassis-inspector/keymap.json")
 
 
 def binding_ids() -> set[str]:
-    """Every binding id of the app (timeline table, timeline screen, app)."""
+    """Every binding id of the app (timeline table, timeline screen, branch editor, app)."""
     from textual.binding import Binding
 
     from .app import InspectorApp
+    from .screens.branch_editor import BranchEditorScreen
     from .screens.timeline import TimelineScreen
     from .widgets.timeline_table import TimelineTable
 
     ids: set[str] = set()
-    for cls in (InspectorApp, TimelineScreen, TimelineTable):
+    for cls in (InspectorApp, TimelineScreen, TimelineTable, BranchEditorScreen):
         ids.update(b.id for b in cls.BINDINGS if isinstance(b, Binding) and b.id)
     return ids
 

@@ -21,12 +21,18 @@ A row (:class:`TimelineRow`) has:
   ``interrupted``; a tool is ``redacted`` when its result is flagged ``redacted`` or its
   content holds a redaction marker (``[REDACTED:KIND]``, or the plain ``[REDACTED]`` of
   older recordings), a model call when its response's content holds one;
-* ``duration_seconds`` and ``tokens`` (input + output tokens of a model call).
+* ``duration_seconds`` and ``tokens`` (input + output tokens of a model call);
+* in a replay's events only (see :class:`ReplayAnswers`): ``source`` — what answered the
+  call, one of :data:`ANSWER_SOURCES` (or :data:`UNKNOWN_SOURCE`), ``None`` on snapshot and
+  lifecycle rows, which answer nothing — and ``reason``, why.
 
 :class:`TimelineIndex` keeps these as parallel Python lists (columnar: one list per
 field, O(1) access by position) and computes the expensive parts lazily: summaries on
 first display (cached), the search haystack on the first search (a polars string column,
-searched with ``str.contains``). A *position* is an index into ``recording.records``.
+searched with ``str.contains``), the answer sources of a replay's events on first use
+(one pass over ``metadata.replay.answer_sources``, which lists only the calls *not*
+answered as recorded; a row's source is then one dict lookup). A *position* is an index
+into ``recording.records``.
 """
 
 from __future__ import annotations
@@ -70,6 +76,15 @@ VIEW_KINDS = ("model", "tool", "interrupt", "snapshot", "lifecycle")
 _RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
 
 STATUSES = ("ok", "error", "interrupted", "input", "redacted", "replayed", "live-fallback")
+#: what answers a call of a replay, in the order the app and the CLI list them: the
+#: answer sources of the state table (docs/replay.md; ``core.replay.engine.AnswerSource``)
+ANSWER_SOURCES = ("recorded", "intervention", "fixture", "drift", "live", "policy", "user")
+#: the source of a row whose ``metadata.replay.answer_sources`` entry names none of
+#: :data:`ANSWER_SOURCES` (a newer or a hand-edited file)
+UNKNOWN_SOURCE = "unknown"
+#: the kinds of rows that have an answer source in a replay's events (snapshot and
+#: lifecycle records are attribution: they answer nothing)
+SOURCED_KINDS = frozenset({"model", "tool", "interrupt"})
 SEPARATOR_KINDS = ("snapshot", "lifecycle")
 OUTCOME_KEYS = ("outcome", "resolved", "exit_status", "status", "result", "success", "score")
 
@@ -156,6 +171,66 @@ def _parse_at(at: str | None) -> float | None:
         return None
 
 
+def _short_key(key: str) -> str:
+    """A canonical key as the engine's reasons write it: 15 characters and ``…``."""
+    return key if len(key) <= 16 else key[:15] + "…"
+
+
+@dataclass(frozen=True)
+class ReplayAnswers:
+    """The answer sources and reasons a replay's events carry in their metadata.
+
+    Read from ``metadata.replay``: ``answer_sources`` (``{"SEQ": source}``) and
+    ``answer_reasons`` (``{"SEQ": reason}``), both listing only the calls *not* answered
+    as recorded, and ``branch.checkpoint``. ``sources`` maps seq → source (an entry naming
+    none of :data:`ANSWER_SOURCES` becomes :data:`UNKNOWN_SOURCE`, its value kept in
+    ``unknown`` as one line of text); ``reasons`` maps seq → reason (strings only);
+    entries whose key is not a decimal seq are left out. ``checkpoint`` is ``None`` when
+    the metadata has none (or not an integer).
+    """
+
+    sources: dict[int, str]
+    reasons: dict[int, str]
+    unknown: dict[int, str]
+    checkpoint: int | None
+
+    @classmethod
+    def of(cls, metadata: dict[str, Any]) -> ReplayAnswers | None:
+        """The answers of a replay's events, or ``None`` when ``metadata`` is not a
+        replay's (no ``replay`` object holding an ``answer_sources`` object). O(number
+        of entries)."""
+        replay = metadata.get("replay")
+        if not isinstance(replay, dict) or not isinstance(replay.get("answer_sources"), dict):
+            return None
+        known = frozenset(ANSWER_SOURCES)
+        sources: dict[int, str] = {}
+        unknown: dict[int, str] = {}
+        for k, v in replay["answer_sources"].items():
+            seq = _seq_key(k)
+            if seq is None:
+                continue
+            if type(v) is str and v in known:
+                sources[seq] = v
+            else:
+                sources[seq] = UNKNOWN_SOURCE
+                unknown[seq] = one_line(v, 60)
+        reasons: dict[int, str] = {}
+        raw_reasons = replay.get("answer_reasons")
+        if isinstance(raw_reasons, dict):
+            for k, v in raw_reasons.items():
+                seq = _seq_key(k)
+                if seq is not None and type(v) is str:
+                    reasons[seq] = v
+        branch = replay.get("branch")
+        cp = branch.get("checkpoint") if isinstance(branch, dict) else None
+        return cls(sources, reasons, unknown, cp if type(cp) is int else None)
+
+
+def _seq_key(key: Any) -> int | None:
+    """``"12"`` → 12; anything else (a sign, spaces, not a string) → ``None``."""
+    return int(key) if type(key) is str and key.isascii() and key.isdigit() else None
+
+
 @dataclass(frozen=True)
 class TimelineRow:
     """One timeline row (fields as in the module docstring); ``position`` is the index
@@ -170,11 +245,20 @@ class TimelineRow:
     status: str
     duration_seconds: float | None
     tokens: int | None
+    #: the answer source and its reason (a replay's events; see the module docstring)
+    source: str | None = None
+    reason: str | None = None
+    #: whether the row is of a replay's events (then ``source`` and ``reason`` are part
+    #: of its JSON, ``null`` on snapshot and lifecycle rows)
+    sourced: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """The row as a JSON object (``position`` left out: it is an app detail)."""
+        """The row as a JSON object (``position`` and ``sourced`` left out: app details;
+        ``source`` and ``reason`` only for the rows of a replay's events)."""
         d = asdict(self)
-        del d["position"]
+        del d["position"], d["sourced"]
+        if not self.sourced:
+            del d["source"], d["reason"]
         return d
 
 
@@ -385,6 +469,12 @@ class TimelineIndex:
         self._summaries: dict[int, str] = {}
         self._haystack: pl.Series | None = None
         self._validated: dict[int, Any] = {}
+        #: the replay answers of the metadata, parsed on first use (see answers)
+        self._answers: ReplayAnswers | None = None
+        self._answers_read = False
+        #: position → answer source, built on the first filter by source
+        self._source_column: list[str | None] | None = None
+        self._source_counts: dict[str, int] | None = None
 
     def _finish(
         self, metadata: dict[str, Any], counts: dict[str, int], tokens_in: int, tokens_out: int, times: list[float]
@@ -450,7 +540,9 @@ class TimelineIndex:
         return s
 
     def row(self, position: int) -> TimelineRow:
-        """The :class:`TimelineRow` of the record at ``position``."""
+        """The :class:`TimelineRow` of the record at ``position`` (with its answer source
+        and reason in a replay's events)."""
+        sourced = self.has_answer_sources
         return TimelineRow(
             position=position,
             seq=self.seqs[position],
@@ -461,7 +553,16 @@ class TimelineIndex:
             status=self.statuses[position],
             duration_seconds=self.durations[position],
             tokens=self.tokens[position],
+            source=self.answer_source(position) if sourced else None,
+            reason=self._reason_or_invalid(position) if sourced else None,
+            sourced=sourced,
         )
+
+    def _reason_or_invalid(self, position: int) -> str | None:
+        try:
+            return self.answer_reason(position)
+        except FormatError as exc:
+            return f"✗ invalid record: {exc.reason}"
 
     def rows(self, positions: Iterable[int] | None = None) -> Iterable[TimelineRow]:
         """Rows at ``positions`` (all rows when ``None``), in the order given."""
@@ -476,15 +577,17 @@ class TimelineIndex:
         *,
         errors_only: bool = False,
         grep: str | None = None,
+        sources: Iterable[str] | None = None,
     ) -> list[int]:
         """Positions of the rows to show, in record order.
 
         ``kinds`` keeps only those kinds (``None`` = all); ``errors_only`` keeps rows
         whose status is ``error``; ``grep`` keeps rows whose text contains it
-        (case-insensitive, see :meth:`search`).
+        (case-insensitive, see :meth:`search`); ``sources`` keeps rows answered by one of
+        those answer sources (``None`` = every row; see :meth:`with_sources`).
 
         Raises:
-            ValueError: an unknown kind (the message lists the known ones).
+            ValueError: an unknown kind or answer source (the message lists the known ones).
         """
         wanted = None
         if kinds is not None:
@@ -504,6 +607,8 @@ class TimelineIndex:
         if grep:
             hits = set(self.search(grep))
             out = [p for p in out if p in hits]
+        if sources is not None:
+            out = self.with_sources(out, sources)
         return out
 
     def _build_haystack(self) -> pl.Series:
@@ -540,6 +645,121 @@ class TimelineIndex:
             return None
         i = bisect.bisect_left(self.seqs, seq)
         return min(i, len(self.seqs) - 1)
+
+    # ------------------------------------------------------------------ answer sources
+
+    @property
+    def answers(self) -> ReplayAnswers | None:
+        """The answer sources and reasons of a replay's events (parsed from the
+        metadata on first use), ``None`` for any other recording."""
+        if not self._answers_read:
+            self._answers = ReplayAnswers.of(self.recording.metadata)
+            self._answers_read = True
+        return self._answers
+
+    @property
+    def has_answer_sources(self) -> bool:
+        """Whether this is a replay's events, whose calls have an answer source (a
+        plain recording has none: no source column, no source filter)."""
+        return self.answers is not None
+
+    def answer_source(self, position: int) -> str | None:
+        """What answered the call at ``position``: one of :data:`ANSWER_SOURCES` (a
+        call the metadata does not list was answered as ``recorded``; an interrupt the
+        replay copied from its base is ``recorded`` too) or :data:`UNKNOWN_SOURCE`.
+        ``None`` for a plain recording and for snapshot and lifecycle rows. O(1)."""
+        answers = self.answers
+        if answers is None or self.kinds[position] not in SOURCED_KINDS:
+            return None
+        return answers.sources.get(self.seqs[position], "recorded")
+
+    def answer_reason(self, position: int) -> str | None:
+        """Why the source of the row at ``position`` answered it, in one line.
+
+        The reason the replay stored (``metadata.replay.answer_reasons``) when there is
+        one. The calls answered as recorded have none stored (the metadata lists only the
+        others): their reason is made from the record, in the engine's words —
+        ``recorded answer for key sha256:9419d206…`` and ``, before the checkpoint`` for a
+        call before it (without the engine's ``(n of m)``: counting needs the base) — and
+        an interrupt copied from the base says so. ``None`` where :meth:`answer_source`
+        is ``None``.
+
+        Raises:
+            FormatError: (raw index only) a recorded call's record does not validate.
+        """
+        source = self.answer_source(position)
+        answers = self.answers
+        if source is None or answers is None:
+            return None
+        seq = self.seqs[position]
+        stored = answers.reasons.get(seq)
+        if source == UNKNOWN_SOURCE:
+            why = f"metadata.replay.answer_sources names an unknown answer source: {answers.unknown.get(seq, '')}"
+            return f"{why} ({stored})" if stored else why
+        if stored is not None:
+            return stored
+        if source != "recorded":
+            return f"answered by {_SOURCE_NOUNS.get(source, source)} (these replay events store no reason)"
+        if self.kinds[position] == "interrupt":
+            return "copied from the base: the branch still followed it here (an interrupt answers no call)"
+        rec = self.record(position)
+        reason = f"recorded answer for key {_short_key(rec.key)}" if rec.key else "recorded answer"
+        if answers.checkpoint is not None and seq < answers.checkpoint:
+            reason += ", before the checkpoint"
+        return reason
+
+    def source_counts(self) -> dict[str, int]:
+        """Rows per answer source, for the sources present (in the order of
+        :data:`ANSWER_SOURCES`, then :data:`UNKNOWN_SOURCE`); ``{}`` for a plain
+        recording. Computed once, with the source column (O(rows)); then a copy of the
+        cached counts."""
+        if self._source_counts is not None:
+            return dict(self._source_counts)
+        answers = self.answers
+        if answers is None:
+            self._source_counts = {}
+            return {}
+        if self._source_column is None:
+            self._source_column = self._build_source_column(answers)
+        found = Counter(self._source_column)
+        counts = {k: found[k] for k in (*ANSWER_SOURCES, UNKNOWN_SOURCE)}
+        self._source_counts = {k: v for k, v in counts.items() if v}
+        return dict(self._source_counts)
+
+    def with_sources(self, positions: Iterable[int], sources: Iterable[str]) -> list[int]:
+        """The ``positions`` whose row was answered by one of ``sources`` (order kept).
+        Snapshot and lifecycle rows, which have no source, are kept only when every
+        source is wanted; a plain recording keeps every position. The first call builds
+        a source column (O(rows)); later ones are a scan of ``positions``.
+
+        Raises:
+            ValueError: an unknown answer source (the message lists the known ones).
+        """
+        wanted = set(sources)
+        allowed = (*ANSWER_SOURCES, UNKNOWN_SOURCE)
+        unknown = wanted - set(allowed)
+        if unknown:
+            raise ValueError(f"unknown answer source(s) {sorted(unknown)}; known sources: {', '.join(allowed)}")
+        if self.answers is None:
+            return list(positions)
+        if wanted >= set(allowed):
+            return list(positions)
+        column = self._source_column
+        if column is None:
+            column = self._source_column = self._build_source_column(self.answers)
+        return [p for p in positions if column[p] in wanted]
+
+    def _build_source_column(self, answers: ReplayAnswers) -> list[str | None]:
+        """Position → answer source (as :meth:`answer_source`) for every row."""
+        sourced = SOURCED_KINDS
+        column: list[str | None] = ["recorded" if k in sourced else None for k in self.kinds]
+        seqs, n = self.seqs, len(self.seqs)
+        for seq, src in answers.sources.items():
+            # seqs are often the positions themselves (0, 1, 2, …): no search then
+            p = seq if seq < n and seqs[seq] == seq else self.position_of_seq(seq)
+            if p is not None and column[p] is not None:
+                column[p] = src
+        return column
 
     # ------------------------------------------------------------------ errors & links
 
@@ -610,6 +830,17 @@ class TimelineIndex:
         out["replayed"] = rec.replayed
         out["live_fallback"] = rec.live_fallback
         return out
+
+
+#: how a reason names a source when the events store none (older replay events)
+_SOURCE_NOUNS = {
+    "intervention": "an intervention",
+    "fixture": "a fixture",
+    "drift": "the base's answer (lenient drift)",
+    "live": "the executor, live",
+    "policy": "the tool gate (the call was denied)",
+    "user": "an answer a user pinned",
+}
 
 
 # ---------------------------------------------------------------------- transcripts

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..record.jsonvalues import INVALID_UNICODE_TAG
 from ..record.nesting import dumps
 from ..record.recording import InterruptRecord, LifecycleRecord, ModelRecord, SnapshotRecord, ToolRecord
 from .placeholders import MIN_BASE64, MIN_DATA_URL, blob_of, find_blobs, has_base64_run, shown_value
@@ -37,21 +38,28 @@ def one_line(value: Any, limit: int = SUMMARY_CHARS) -> str:
     """
     if value is None:
         return ""
-    value = shown_value(value)
     if isinstance(value, str):
-        text = value
+        # a string holding a tag's JSON text (as some importers store content)
+        text = shown_value(value) if value.startswith('{"$invalid_unicode"') else value
     else:
         try:
             text = dumps(value, orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:
             text = repr(value)
+        if INVALID_UNICODE_TAG in text:  # rare: walk the value only then
+            shown = shown_value(value)
+            text = shown if isinstance(shown, str) else dumps(shown, orjson.OPT_NON_STR_KEYS).decode()
     # cut before splitting so a 1 MB result costs no more than a short one
     window = limit * 4
     # placeholders in what is shown (a summary, a cell), not in search text (a limit of
     # a megabyte and more: the whole value, searched as it is)
     if len(text) >= MIN_DATA_URL and limit <= 1 << 14:
-        whole = blob_of(text) if text[:5].lower() == "data:" else None
-        text = whole.label() if whole is not None else _with_placeholders(text, window)
+        if text[:5].lower() == "data:":
+            whole = blob_of(text)
+            text = whole.label() if whole is not None else _with_placeholders(text, window)
+        elif len(text) >= MIN_BASE64 or "data:" in text or "DATA:" in text:
+            # shorter text cannot hold base64 long enough to be a blob: only data URLs
+            text = _with_placeholders(text, window)
     text = " ".join(text[:window].split())
     if len(text) > limit:
         return text[: limit - 1] + "…"
@@ -196,17 +204,43 @@ def record_summary(rec: Any, limit: int = SUMMARY_CHARS) -> str:
 
 
 CSV_FIELDS = ("seq", "offset_seconds", "kind", "name", "summary", "status", "duration_seconds", "tokens")
+#: the two columns a replay's events add (answer source and its reason)
+CSV_SOURCE_FIELDS = ("source", "reason")
 
 
-def rows_to_csv(rows: Iterable[TimelineRow]) -> str:
-    """Rows as CSV text with a header line (:data:`CSV_FIELDS`); ``None`` is empty."""
+def rows_to_csv(rows: Iterable[TimelineRow], *, sources: bool = False) -> str:
+    """Rows as CSV text with a header line (:data:`CSV_FIELDS`, then
+    :data:`CSV_SOURCE_FIELDS` when ``sources``: the rows of a replay's events); ``None``
+    is empty."""
+    fields = CSV_FIELDS + CSV_SOURCE_FIELDS if sources else CSV_FIELDS
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
+    w.writerow(fields)
     for r in rows:
         d = r.to_json()
-        w.writerow(["" if d[f] is None else d[f] for f in CSV_FIELDS])
+        w.writerow(["" if d.get(f) is None else d[f] for f in fields])
     return buf.getvalue()
+
+
+#: one symbol per answer source (``core.analysis.timeline.ANSWER_SOURCES``, plus
+#: ``unknown``), drawn beside the source's name and in its colour — never colour alone.
+#: Single-cell characters with a text (not emoji) presentation, present in DejaVu Sans
+#: Mono (the browser font of ``serve``) and in common terminal fonts.
+SOURCE_SYMBOLS = {
+    "recorded": "=",  # the base's own answer
+    "intervention": "✎",  # an authored change
+    "fixture": "▣",  # a canned answer
+    "drift": "≈",  # the base's answer to a call that differs
+    "live": "↯",  # the executor answered
+    "policy": "⊘",  # the tool gate denied the call
+    "user": "›",  # a person's turn, answered by a pinned answer
+    "unknown": "?",  # metadata named a source this version does not know
+}
+
+
+def source_label(source: str) -> str:
+    """``"✎ intervention"``: the symbol of an answer source and its name."""
+    return f"{SOURCE_SYMBOLS.get(source, '?')} {source}"
 
 
 def format_offset(seconds: float | None) -> str:

@@ -55,7 +55,7 @@ from ..record.jsonvalues import (
     json_loads_exact,
     might_hold_big_int,
 )
-from ..record.nesting import depth_reason, dumps, exceeds
+from ..record.nesting import depth_reason, dumps, exceeds, is_parse_depth_failure
 from ..record.recording import (
     FORMAT_VERSION,
     ChatMessage,
@@ -986,7 +986,7 @@ def _describe_raw(raw: Any) -> str:
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            if "depth limit" in str(exc):
+            if is_parse_depth_failure(exc):
                 return f"JSON {depth_reason()}"
             return "not valid JSON, e.g. truncated"
         if exceeds(parsed):

@@ -5,10 +5,11 @@ fast path built on ``orjson`` that produces byte-identical output (a hypothesis 
 test in ``tests/core/record/test_canonical.py`` holds it to that); values it cannot prove safe
 for the fast path (object keys at or above U+E000, whose UTF-16 order differs from code
 point order, RFC 8785 §3.2.3) go through the reference implementation. Values nested
-deeper than orjson serializes (254 levels) or than the recursion limit allows are written
+deeper than orjson is given (:data:`core.record.nesting.ORJSON_LEVELS`: orjson overflows
+its output buffer on some deeper values) or than the recursion limit allows are written
 by :func:`_canonical_deep`, without recursion: it writes each container nested too deeply
 itself (members sorted by their names' UTF-16 code units, RFC 8785 §3.2.3) and everything
-within 200 levels through the fast path; the same property tests hold it, forced to
+within ``ORJSON_LEVELS`` levels through the fast path; the same property tests hold it, forced to
 write every container itself, to the reference, and compare both on values nested up to
 the nesting limit (:data:`core.record.nesting.MAX_DEPTH`, 1,000 levels).
 
@@ -32,7 +33,7 @@ import orjson
 import rfc8785
 
 from ..errors import CanonicalizationError
-from .nesting import exceeds, is_depth_failure
+from .nesting import ORJSON_LEVELS, exceeds, is_depth_failure
 
 __all__ = [
     "canonical_json",
@@ -64,7 +65,9 @@ def _prepare(value: Any, path: str = "") -> Any:
     rebuilt only when a descendant changed. Strings are not checked here: orjson refuses
     lone surrogates when it serializes. Raises :class:`CanonicalizationError` with the
     JSON Pointer (RFC 6901) of the first offending value, located by :func:`_locate`
-    only once something failed (``path`` is the pointer of ``value`` itself).
+    only once something failed (``path`` is the pointer of ``value`` itself). Raises
+    :class:`_TooDeep` (a ``RecursionError``) for a value nested more than
+    :data:`~core.record.nesting.ORJSON_LEVELS` levels, which orjson must not be given.
     """
     try:
         return _prep(value)
@@ -76,10 +79,14 @@ class _Invalid(Exception):
     """Internal: some value below has no canonical form (located afterwards)."""
 
 
-def _prep(value: Any) -> Any:
+def _prep(value: Any, levels: int = ORJSON_LEVELS) -> Any:
+    """:func:`_prepare` without locating; ``levels``: the container levels ``value`` may
+    still nest (orjson overflows its buffer on some values nested deeper)."""
     t = type(value)
     if t is str or t is bool or value is None:
         return value
+    if levels <= 0 and (t is dict or t is list or t is tuple or isinstance(value, Mapping)):
+        raise _TooDeep
     if t is dict:
         changed = False
         out = {}
@@ -92,7 +99,7 @@ def _prep(value: Any) -> Any:
             if tv is str or tv is bool or v is None:
                 out[k] = v
                 continue
-            nv = _prep(v)
+            nv = _prep(v, levels - 1)
             if nv is not v:
                 changed = True
             out[k] = nv
@@ -105,7 +112,7 @@ def _prep(value: Any) -> Any:
             if tv is str or tv is bool or v is None:
                 items.append(v)
                 continue
-            nv = _prep(v)
+            nv = _prep(v, levels - 1)
             if nv is not v:
                 changed = True
             items.append(nv)
@@ -119,9 +126,9 @@ def _prep(value: Any) -> Any:
             raise _Invalid
         return orjson.Fragment(_es_number(value))
     if t is tuple:
-        return [_prep(v) for v in value]
+        return [_prep(v, levels - 1) for v in value]
     if isinstance(value, Mapping):
-        return _prep(dict(value))
+        return _prep(dict(value), levels)
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
@@ -216,8 +223,11 @@ def canonical_json(value: Any) -> bytes:
         return _canonical_deep(value)
 
 
-class _TooDeep(Exception):
-    """Internal: the value is nested deeper than orjson serializes."""
+class _TooDeep(RecursionError):
+    """Internal: the value is nested deeper than orjson is given (its 254 levels, or
+    :data:`~core.record.nesting.ORJSON_LEVELS` from :func:`_prep`). A RecursionError, so
+    that the callers of :func:`_prepare` that take their slow path on one
+    (``core.record.io``'s records digest) take it on this too."""
 
 
 def _canonical_fast(value: Any, path: str) -> bytes:
@@ -241,8 +251,8 @@ def _canonical_fast(value: Any, path: str) -> bytes:
 
 
 #: subtrees nested at most this many levels go through the fast path in _canonical_deep
-#: (below orjson's 254 and far below the default recursion limit)
-_FAST_LEVELS = 200
+#: (what orjson is given without overflowing its buffer; far below the recursion limit)
+_FAST_LEVELS = ORJSON_LEVELS
 
 
 def _utf16_order(key: str) -> bytes:
@@ -270,8 +280,11 @@ def _canonical_deep(value: Any, path: str = "", *, use_fast: bool = True) -> byt
             out.append(_canonical_fast(v, p))
             return
         if use_fast and not exceeds(v, limit=_FAST_LEVELS):
-            out.append(_canonical_fast(v, p))
-            return
+            try:
+                out.append(_canonical_fast(v, p))
+                return
+            except _TooDeep:  # a Mapping other than dict, which exceeds() does not enter
+                pass
         if t is dict or isinstance(v, Mapping):
             members = []
             for k, item in (v if t is dict else dict(v)).items():

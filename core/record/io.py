@@ -43,7 +43,17 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import CanonicalizationError, FormatError, OutputError
 from .canonical import _NeedsReference, _prepare, canonical_json
 from .migrate import migrate
-from .nesting import VALUE, Each, Pattern, check_text, check_values, dumps, ensure_recursion_limit, is_depth_failure
+from .nesting import (
+    VALUE,
+    Each,
+    Pattern,
+    check_text,
+    check_values,
+    dumps,
+    ensure_recursion_limit,
+    is_depth_failure,
+    is_parse_depth_failure,
+)
 from .reader import read_input
 from .recording import (
     FORMAT_NAME,
@@ -134,7 +144,7 @@ def parse_json(data: bytes | str, *, source: str) -> Any:
         pos = exc.pos
         if not tail:
             raise FormatError("file is empty", file=source) from None
-        if "depth limit" in exc.msg:  # orjson parses 1,024 levels at most
+        if is_parse_depth_failure(exc):  # orjson parses 1,024 levels at most
             check_text(raw, RECORDING_VALUES, source=source)
         bad = invalid_utf8_at(raw) if "UTF-8" in exc.msg else None
         if bad is not None:  # orjson checks the encoding first and reports line 1, column 1

@@ -54,7 +54,7 @@ from typing import Any
 import orjson
 
 from ..errors import FormatError
-from .nesting import check_text, check_values, depth_reason, dumps, ensure_recursion_limit
+from .nesting import check_text, check_values, depth_reason, dumps, ensure_recursion_limit, is_parse_depth_failure
 
 __all__ = [
     "NONFINITE_TAG",
@@ -651,6 +651,6 @@ def check_parsed_depth(
     """
     if exc is None:
         check_values(value, source=source, prefix=place)
-    elif isinstance(exc, RecursionError) or "depth limit" in str(exc):
+    elif is_parse_depth_failure(exc):
         check_text(data, source=source, prefix=place)
         raise FormatError(depth_reason(), file=source, path=place or None) from None

@@ -64,6 +64,7 @@ from ..errors import FormatError
 __all__ = [
     "MAX_DEPTH",
     "RECURSION_LIMIT",
+    "ORJSON_LEVELS",
     "THREAD_STACK_SIZE",
     "VALUE",
     "Each",
@@ -96,6 +97,26 @@ RECURSION_LIMIT: Final = 8 * MAX_DEPTH + 2000
 #: frame; 64 MiB covers :data:`RECURSION_LIMIT` frames with room (it is reserved address
 #: space, used only as deep as a walk goes).
 THREAD_STACK_SIZE: Final = 64 * 1024 * 1024
+
+#: (major, minor) of the orjson in use; unknown counts as affected (strict limit)
+_ORJSON_RELEASE = tuple(int(n) for n in re.findall(r"\d+", getattr(orjson, "__version__", "99"))[:2])
+#: The most levels of arrays and objects in a value handed to ``orjson.dumps`` whole;
+#: :func:`dumps` and :mod:`core.record.canonical` write the containers of a deeper value
+#: themselves and give orjson only subtrees within this. orjson's writer reserves room
+#: in its output buffer ahead and then writes some bytes without checking it: on some
+#: nested values they run past the buffer's end, a heap overflow that glibc reports only
+#: later, elsewhere (``free(): invalid next size``, ``malloc(): invalid size
+#: (unsorted)``, then SIGABRT — the flaky aborts of the deep property tests):
+#:
+#: * every version writes closing brackets unchecked: a run of about 140 of them (the
+#:   end of a value nested that deep) overflows; 3.11.9 still does (orjson issue 636);
+#: * 3.12.0 and 3.13.0 reserve 128 bytes a member when an array opens and write the
+#:   numbers, booleans and nulls after a nested container unchecked: a value nested only
+#:   8 levels, arrays ending with a few floats, overflows.
+#:
+#: So 64 levels before 3.12 and 5 from 3.12 on (crafted worst cases overflowed from 140
+#: and from 8 levels). The 5 makes the writers slow on deep-ish values: pin ``orjson<3.12``.
+ORJSON_LEVELS: Final = 64 if _ORJSON_RELEASE < (3, 12) else 5
 
 _CONTAINERS = (dict, list, tuple)
 
@@ -362,6 +383,18 @@ def check_text(
 # --------------------------------------------------------------------------- writing
 
 
+#: how orjson words its refusal to parse a document nested too deeply (1,024 levels):
+#: "depth limit exceeded" (3.12 and later), "recursion depth exceeded" (3.11 and earlier)
+ORJSON_PARSE_DEPTH_MESSAGES = ("depth limit", "recursion depth exceeded")
+
+
+def is_parse_depth_failure(exc: BaseException) -> bool:
+    """True when ``exc`` is orjson's refusal to parse a document nested more than 1,024
+    levels (:data:`ORJSON_PARSE_DEPTH_MESSAGES`), or a RecursionError."""
+    text = str(exc)
+    return isinstance(exc, RecursionError) or any(m in text for m in ORJSON_PARSE_DEPTH_MESSAGES)
+
+
 def is_depth_failure(exc: BaseException) -> bool:
     """True when ``exc`` is orjson's (or pydantic-core's) refusal to serialize a value
     nested too deeply for it (orjson: 254 levels), as opposed to a value it cannot
@@ -375,19 +408,21 @@ def dumps(value: Any, option: int = 0, default: Callable[[Any], Any] | None = No
     levels too, with the same bytes (options ``OPT_INDENT_2``, ``OPT_SORT_KEYS`` and
     ``OPT_NON_STR_KEYS``; a hypothesis test holds the fallback to orjson's output).
 
-    Beyond 254 levels, containers are written here, depth first without recursion, and
-    every part of them that orjson can take (a scalar, a subtree within its limit) is
+    Beyond :data:`ORJSON_LEVELS` levels (orjson refuses 255, and overflows its buffer on
+    some values nested less), containers are written here, depth first without
+    recursion, and every part of them within that (a scalar, a subtree) is
     written by orjson; indented parts are re-indented (orjson escapes every newline in a
     string, so each newline byte it writes is layout).
 
     Raises:
         TypeError: what orjson raises for a value it cannot serialize.
     """
-    try:
-        return orjson.dumps(value, default, option=option)
-    except TypeError as exc:
-        if not is_depth_failure(exc):
-            raise
+    if not exceeds(value, ORJSON_LEVELS):  # deeper, orjson may overflow its buffer
+        try:
+            return orjson.dumps(value, default, option=option)
+        except TypeError as exc:
+            if not is_depth_failure(exc):
+                raise
     return _dumps_deep(value, option, default, try_whole=False)
 
 
@@ -425,8 +460,8 @@ def _dumps_deep(
         if t is not dict and t is not list and t is not tuple:
             part(v, level)
             return
-        if whole and use_orjson and part(v, level):
-            return
+        if whole and use_orjson and not exceeds(v, ORJSON_LEVELS) and part(v, level):
+            return  # written by orjson: a subtree within ORJSON_LEVELS (orjson's overflow)
         if t is dict:
             items = [(orjson.dumps({k: 0}, option=key_option)[1:-3], item) for k, item in v.items()]
             if sort:

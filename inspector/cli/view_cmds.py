@@ -19,7 +19,7 @@ import typer
 
 from core.analysis.marks import record_marks
 from core.analysis.timeline import TimelineIndex
-from core.analysis.timeline_text import format_duration, format_offset, rows_to_csv
+from core.analysis.timeline_text import format_duration, format_offset, rows_to_csv, source_label
 from core.record.recording import RECORD_KINDS
 
 from .common import echo_err, opened_notices_each, print_json
@@ -211,7 +211,8 @@ def register(app: typer.Typer) -> None:
         json: Annotated[bool, typer.Option("--json", help="Print a JSON array of rows.")] = False,
         csv: Annotated[bool, typer.Option("--csv", help="Print CSV with a header line.")] = False,
     ) -> None:
-        """Print the timeline rows (the same rows the app's table shows)."""
+        """Print the timeline rows (the same rows the app's table shows); a replay's events
+        add each call's answer source (and, with --json / --csv, its reason)."""
         if json and csv:
             echo_err("--json and --csv cannot be used together")
             raise typer.Exit(2)
@@ -223,16 +224,21 @@ def register(app: typer.Typer) -> None:
         kinds = [k.value for k in kind] if kind else None
         positions = index.select(kinds, errors_only=errors, grep=grep)
         rows = index.rows(positions)
+        sourced = index.has_answer_sources
         if json:
             print_json([r.to_json() for r in rows])
             return
         if csv:
-            sys.stdout.write(csv_safe(rows_to_csv(rows)))
+            sys.stdout.write(csv_safe(rows_to_csv(rows, sources=sourced)))
             return
         seq_w = max(3, len(str(index.seqs[-1])) if len(index) else 3)
+        # a replay's events: the answer source of each call ("✎ intervention"), as in the app
+        src_w = max((len(source_label(s)) for s in index.source_counts()), default=0)
+        src_head = f" {'source':<{src_w}}" if sourced else ""
         out = sys.stdout
         out.write(
-            f"{'seq':>{seq_w}} {'time':>8} {'kind':<9} {'name':<22} {'status':<13} {'dur':>7} {'tokens':>7}  summary\n"
+            f"{'seq':>{seq_w}} {'time':>8} {'kind':<9} {'name':<22} {'status':<13}{src_head} "
+            f"{'dur':>7} {'tokens':>7}  summary\n"
         )
         # the records the metadata marks (annotated mistake, planted fault) show "⚑ LABEL"
         # in the status column, as in the app's table
@@ -240,9 +246,10 @@ def register(app: typer.Typer) -> None:
         for r in rows:
             tok = "" if r.tokens is None else str(r.tokens)
             status = f"⚑ {marks[r.seq]}" if r.seq in marks else r.status
+            src = f" {source_label(r.source) if r.source else '':<{src_w}}" if sourced else ""
             out.write(
                 f"{r.seq:>{seq_w}} {format_offset(r.offset_seconds):>8} {r.kind:<9} {cell(r.name, 22):<22} "
-                f"{status:<13} {format_duration(r.duration_seconds):>7} {tok:>7}  {cell(r.summary)}\n"
+                f"{status:<13}{src} {format_duration(r.duration_seconds):>7} {tok:>7}  {cell(r.summary)}\n"
             )
         if not len(index):
             echo_err(f"{file}: the recording has no records (the run ended before its first call)")

@@ -32,6 +32,7 @@ from core.record.recording import ModelRecord, ToolRecord
 from ..loader import LoadedRecording
 from ..plain import line
 from ..runinfo import marked_seqs
+from ..widgets.branch_tree import BranchTreePanel
 from ..widgets.detail_pane import DetailPane
 from ..widgets.filter_bar import FilterBar
 from ..widgets.json_tree import JsonTree
@@ -133,6 +134,14 @@ class TimelineScreen(Screen[None]):
             tooltip="Show only records with an error",
         ),
         Binding(
+            "S",
+            "cycle_source",
+            "Answer source",
+            show=False,
+            id="filter.source",
+            tooltip="A replay's events: only the calls of one answer source, the next one each press, then all",
+        ),
+        Binding(
             "r",
             "show_tab('tab-record')",
             "Record",
@@ -196,6 +205,79 @@ class TimelineScreen(Screen[None]):
             id="timeline.switch_pane",
             tooltip="Move focus between the timeline and the detail",
         ),
+        Binding(
+            "B",
+            "new_branch",
+            "New branch",
+            show=False,
+            id="workspace.branch",
+            tooltip="Branch editor: a new branch with its checkpoint at the selected record",
+        ),
+        # -- the workspace: branch tree, replays, requirements (inspector/widgets/branch_tree.py)
+        Binding(
+            "T",
+            "branch_tree",
+            "Tree",
+            show=False,
+            id="workspace.tree",
+            tooltip="Branch tree of this run: branches, their replays and status (again: focus, then hide)",
+        ),
+        Binding(
+            "R",
+            "launch_replay",
+            "Replay",
+            show=False,
+            id="workspace.launch",
+            tooltip="Replay the branch selected in the branch tree (in the background)",
+        ),
+        Binding(
+            "u",
+            "resume_replay",
+            "Resume",
+            show=False,
+            id="workspace.resume",
+            tooltip="Resume the replay selected in the branch tree (its requirements answered)",
+        ),
+        Binding(
+            "K",
+            "cancel_replay",
+            "Cancel replay",
+            show=False,
+            id="workspace.cancel",
+            tooltip="Cancel the selected running replay (it stops between two calls)",
+        ),
+        Binding(
+            "o",
+            "requirements",
+            "Requirements",
+            show=False,
+            id="workspace.requirements",
+            tooltip="Open requirements of the selected (or last paused) replay, else of the whole workspace",
+        ),
+        Binding(
+            "A",
+            "answer_requirement",
+            "Answer",
+            show=False,
+            id="workspace.attach",
+            tooltip="Answer the selected replay's open requirement: attach a fixture, approve, or answer a turn",
+        ),
+        Binding(
+            "F",
+            "fixtures",
+            "Fixtures",
+            show=False,
+            id="workspace.fixtures",
+            tooltip="Fixtures of the workspace: scope, where each was used; reuse one for another branch",
+        ),
+        Binding(
+            "escape",
+            "close_replay",
+            "Back to base",
+            show=False,
+            id="workspace.back",
+            tooltip="On a replay's timeline: back to the run it was opened from",
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -242,6 +324,7 @@ class TimelineScreen(Screen[None]):
         with Horizontal(id="main"):
             yield TimelineTable(self.index, id="timeline")
             yield DetailPane(id="detail")
+        yield BranchTreePanel(self.loaded, id="branch-tree")
         yield Footer()
 
     #: below this width the footer is compact (no padding around each key), so that its
@@ -630,15 +713,85 @@ class TimelineScreen(Screen[None]):
         self._apply_filter()
 
     def action_show_all(self) -> None:
-        """Show every kind and clear errors-only."""
+        """Show every kind and answer source, and clear errors-only."""
         self.kinds = frozenset(RECORD_KINDS)
         self.errors_only = False
+        self.table.set_source_filter(None)
         self._apply_filter()
 
     def action_toggle_errors(self) -> None:
         """Show only records with an error (or everything again)."""
         self.errors_only = not self.errors_only
         self._apply_filter()
+
+    # -- answer sources (a replay's events): the filter is the table's, within the view set here
+
+    def _source_filter_unavailable(self) -> bool:
+        """Say so and return ``True`` when this recording is not a replay's events."""
+        if self.index.has_answer_sources:
+            return False
+        self.notify(
+            "no answer sources: this recording is not a replay's events (open WORKSPACE/replays/REPLAY_ID.json)",
+            timeout=4,
+        )
+        return True
+
+    def _show_sources(self, sources: frozenset[str] | None) -> None:
+        from core.analysis.timeline_text import source_label
+
+        self.table.set_source_filter(sources)
+        shown = self.table.sources
+        if shown is None:
+            self.notify("answer sources: every row", timeout=2)
+        else:
+            counts = self.index.source_counts()
+            names = ", ".join(f"{source_label(s)} ({counts.get(s, 0):,})" for s in counts if s in shown)
+            self.notify(f"answer sources: only {names or 'none'} (S: next source)", timeout=3)
+
+    def action_cycle_source(self) -> None:
+        """Show only the calls of one answer source, the next source present at each
+        press (in the order of the state table), then every row again."""
+        if self._source_filter_unavailable():
+            return
+        present = list(self.index.source_counts())
+        shown = self.table.sources
+        if shown is None:
+            nxt: frozenset[str] | None = frozenset(present[:1])
+        elif len(shown) == 1 and next(iter(shown)) in present:
+            i = present.index(next(iter(shown))) + 1
+            nxt = frozenset({present[i]}) if i < len(present) else None
+        else:
+            nxt = None
+        self._show_sources(nxt)
+
+    def action_toggle_source(self, source: str) -> None:
+        """Show or hide the calls answered by ``source``."""
+        if self._source_filter_unavailable():
+            return
+        shown = self.table.sources
+        current = set(self.index.source_counts()) if shown is None else set(shown)
+        current.symmetric_difference_update({source})
+        self._show_sources(frozenset(current))
+
+    def action_only_source(self, source: str) -> None:
+        """Show only the calls answered by ``source``."""
+        if not self._source_filter_unavailable():
+            self._show_sources(frozenset({source}))
+
+    def action_all_sources(self) -> None:
+        """Show the calls of every answer source again."""
+        if not self._source_filter_unavailable():
+            self._show_sources(None)
+
+    @on(FilterBar.SourceToggled)
+    def _source_toggled(self, event: FilterBar.SourceToggled) -> None:
+        event.stop()
+        self.action_toggle_source(event.source)
+
+    @on(TimelineTable.SourceFilterChanged)
+    def _source_filter_changed(self, event: TimelineTable.SourceFilterChanged) -> None:
+        event.stop()
+        self.query_one(FilterBar).set_sources(event.counts, event.shown)
 
     def action_show_tab(self, tab: str) -> None:
         """Switch the detail pane to ``tab`` (``tab-record`` or ``tab-transcript``)."""
@@ -725,3 +878,61 @@ class TimelineScreen(Screen[None]):
             self.detail.focus_content()
         else:
             self.table.focus()
+
+    def action_new_branch(self) -> None:
+        """Open the branch editor with its checkpoint at the selected record (see
+        :mod:`inspector.screens.branch_editor`)."""
+        from .branch_editor import BranchEditorScreen
+
+        here = self.table.cursor_position
+        if here is None:
+            self.notify("no record selected: a branch starts at a record (its checkpoint)", timeout=3)
+            return
+        if self.loaded.verify is not None:
+            self.notify("the recording is still being verified: branch it once that is done", timeout=4)
+            return
+        self.app.push_screen(BranchEditorScreen(self.loaded, self.index.seqs[here]))
+
+    # -- the workspace (the panel and the app's replay runner do the work)
+
+    @property
+    def branch_panel(self) -> BranchTreePanel:
+        return self.query_one(BranchTreePanel)
+
+    def action_branch_tree(self) -> None:
+        """Show the branch tree side panel, focus it, or hide it."""
+        self.branch_panel.toggle()
+
+    def action_launch_replay(self) -> None:
+        """Replay the branch selected in the branch tree."""
+        self.branch_panel.launch_selected()
+
+    def action_resume_replay(self) -> None:
+        """Resume the replay selected in the branch tree."""
+        self.branch_panel.resume_selected()
+
+    def action_cancel_replay(self) -> None:
+        """Cancel the running replay selected in the branch tree."""
+        self.branch_panel.cancel_selected()
+
+    def action_requirements(self) -> None:
+        """Open the requirements panel (selected replay, last paused one, or all)."""
+        self.branch_panel.open_requirements()
+
+    def action_answer_requirement(self) -> None:
+        """Answer the first open requirement of the selected replay."""
+        self.branch_panel.open_requirements(answer=True)
+
+    def action_fixtures(self) -> None:
+        """Open the fixtures list of the workspace."""
+        self.branch_panel.open_fixtures()
+
+    def action_close_replay(self) -> None:
+        """Back from a replay's timeline to the timeline it was opened from (with the
+        branch tree focused: hide it)."""
+        if self.branch_panel.view.has_focus:
+            self.branch_panel.hide()
+            return
+        stack = self.app.screen_stack
+        if self is stack[-1] and len(stack) > 1 and any(isinstance(s, TimelineScreen) for s in stack[:-1]):
+            self.app.pop_screen()

@@ -1,7 +1,8 @@
 """The detail pane of the selected record: identity, error, JSON tree and transcript.
 
 ``show(index, position)`` (attribute down from the screen) fills it. The identity block
-gives the key, args hash and attribution fields; the "Record" tab is the full record as
+gives the key, args hash and attribution fields — and, in a replay's events, the call's
+answer source and why it answered (at most two lines); the "Record" tab is the full record as
 a collapsible JSON tree; the "Transcript" tab renders the chat (built only when that
 tab is visible, so moving the cursor stays cheap). Both tabs show binary data (data
 URLs, long base64) as placeholders until :meth:`DetailPane.set_raw` turns them off.
@@ -20,16 +21,37 @@ from textual.containers import Vertical
 from textual.widgets import Static, TabbedContent, TabPane
 
 from core.analysis.timeline import TimelineIndex, TranscriptEntry, transcript_for
-from core.analysis.timeline_text import format_duration, one_line
+from core.analysis.timeline_text import format_duration, one_line, source_label
 from core.errors import FormatError
 from core.record.recording import ModelRecord, ToolRecord
 
 from .. import plain
 from .json_tree import JsonTree
+from .timeline_table import SOURCE_STYLES
 from .transcript import TranscriptView
 
 #: an error message longer than this is cut (head … tail) before the banner is made
 BANNER_SOURCE_CHARS = 4_000
+#: an answer reason longer than this is cut before it is wrapped (it shows two lines)
+REASON_CHARS = 1_000
+
+
+def source_lines(source: str, reason: str, width: int, max_lines: int = 2) -> list[Text]:
+    """``✎ intervention  why…`` wrapped to at most ``max_lines`` lines of ``width``
+    cells (the last one cut with ``…``): the source's symbol and name in its colour,
+    then the reason as plain text (recorded ids in it are data: control characters are
+    shown, :mod:`inspector.plain`)."""
+    label = source_label(source)
+    why = plain.line(reason[:REASON_CHARS] + ("…" if len(reason) > REASON_CHARS else ""))
+    wrapped = textwrap.wrap(f"{label}  {why}", max(10, width), max_lines=max_lines, placeholder=" …") or [label]
+    out: list[Text] = []
+    for i, text in enumerate(wrapped):
+        t = Text(text)
+        if i == 0:
+            t.stylize(SOURCE_STYLES.get(source, ""), 0, min(len(label), len(text)))
+        t.truncate(width, overflow="ellipsis")
+        out.append(t)
+    return out
 
 
 def _with_structured_result(rec: Any, entries: list[TranscriptEntry]) -> list[TranscriptEntry]:
@@ -237,7 +259,12 @@ class DetailPane(Vertical):
         # label+value pairs packed into lines; a pair never breaks between its label
         # and its value; at most three lines (the tree has every field)
         width = max(30, (self.size.width or 60) - 2)
-        lines: list[Text] = [Text()]
+        # a replay's events: what answered the call and why, first (two lines at most)
+        source = index.answer_source(position)
+        lines: list[Text] = []
+        if source is not None:
+            lines.extend(source_lines(source, index.answer_reason(position) or "", width))
+        lines.append(Text())
         for k, v in rows:
             v = plain.line(v)
             if k in ("key", "args hash") and len(v) > 25:

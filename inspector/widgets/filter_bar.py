@@ -1,12 +1,15 @@
-"""The filter bar: kind toggles, an errors-only toggle, the search box and match count.
+"""The filter bar: kind toggles, an errors-only toggle, answer-source toggles (a replay's
+events only), the search box and match count.
 
-Attributes down (:meth:`FilterBar.set_state`, :meth:`FilterBar.set_match_info`),
-messages up (:class:`FilterBar.KindToggled`, :class:`FilterBar.ErrorsToggled`,
+Attributes down (:meth:`FilterBar.set_state`, :meth:`FilterBar.set_sources`,
+:meth:`FilterBar.set_match_info`), messages up (:class:`FilterBar.KindToggled`,
+:class:`FilterBar.ErrorsToggled`, :class:`FilterBar.SourceToggled`,
 :class:`FilterBar.SearchSubmitted`, :class:`FilterBar.SearchCancelled`).
 """
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,6 +18,9 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from core.analysis.timeline import VIEW_KINDS as RECORD_KINDS
+from core.analysis.timeline_text import SOURCE_SYMBOLS
+
+from .timeline_table import SHORT_SOURCES, SOURCE_STYLES, SOURCES
 
 KIND_KEYS = {kind: str(i + 1) for i, kind in enumerate(RECORD_KINDS)}
 #: chip labels when the bar is narrower than :data:`COMPACT_BELOW` cells (or than the
@@ -57,7 +63,9 @@ class SearchInput(Input):
 
 
 class FilterBar(Horizontal):
-    """Kind chips ``1``–``5``, errors chip ``x``, search box ``/``."""
+    """Kind chips ``1``–``5``, errors chip ``x``, answer-source chips (``S`` steps through
+    them; only the sources a replay's events hold, none for a plain recording), search
+    box ``/``."""
 
     DEFAULT_CSS = """
     FilterBar { height: 1; background: $surface; }
@@ -66,6 +74,9 @@ class FilterBar(Horizontal):
     FilterBar > SearchInput { min-width: 16; }
     FilterBar > #match-info { width: auto; padding: 0 1; color: $text-muted; }
     FilterBar > Chip.empty { display: none; }
+    FilterBar > #source-key { width: auto; padding: 0 1 0 0; color: $text-muted; }
+    FilterBar > #source-key.empty { display: none; }
+    FilterBar.-searching > #source-key { display: none; }
     FilterBar.-searching > Chip { display: none; }
     FilterBar.-compact > Chip { padding: 0 0 0 1; }
     """
@@ -80,6 +91,13 @@ class FilterBar(Horizontal):
     class ErrorsToggled(Message):
         """The user toggled "errors only"."""
 
+    class SourceToggled(Message):
+        """The user toggled the rows answered by ``source`` (an answer source)."""
+
+        def __init__(self, source: str) -> None:
+            super().__init__()
+            self.source = source
+
     class SearchSubmitted(Message):
         """The user submitted a search for ``text`` (empty: clear the search)."""
 
@@ -92,11 +110,16 @@ class FilterBar(Horizontal):
 
     _match_info = ""
     _state: tuple[frozenset[str], bool, dict[str, int]] | None = None
+    #: answer sources present → rows, and the sources shown (None: all)
+    _sources: tuple[dict[str, int], frozenset[str] | None] = ({}, None)
 
     def compose(self) -> ComposeResult:
         for kind in RECORD_KINDS:
             yield Chip(f"{KIND_KEYS[kind]} {kind}", id=f"chip-{kind}", classes="on")
         yield Chip("x errors", id="chip-errors")
+        yield Static("S", id="source-key", classes="empty")
+        for source in SOURCES:
+            yield Chip(source, id=f"source-{source}", classes="on empty")
         yield SearchInput(placeholder="/ search names, arguments, contents, results", id="search")
         yield Static("", id="match-info")
 
@@ -106,8 +129,11 @@ class FilterBar(Horizontal):
         has them) so the search box and the match counter keep their room."""
         self._state = (kinds, errors_only, counts)
         labels = {kind: f"{KIND_KEYS[kind]} {kind} {counts.get(kind, 0):,}" for kind in RECORD_KINDS}
+        sources = self._sources[0]
         # full chips + "x errors" + a search box of 24 and a counter of 16 ("51,859 matches")
         needed = sum(len(lbl) + 3 for k, lbl in labels.items() if counts.get(k, 0)) + 11 + 24 + 16
+        if sources:  # "S" and a chip "✎ intervention 1" per source present
+            needed += 2 + sum(len(self._source_text(s, n, compact=False)) + 3 for s, n in sources.items())
         compact = 0 < self.size.width < max(COMPACT_BELOW, needed)
         self.set_class(compact, "-compact")
         for kind in RECORD_KINDS:
@@ -119,6 +145,35 @@ class FilterBar(Horizontal):
         errors = self.query_one("#chip-errors", Chip)
         errors.set_class(errors_only, "on")
         errors.update("x err" if compact else "x errors")
+        self._show_sources(compact)
+
+    def set_sources(self, counts: dict[str, int], shown: frozenset[str] | None) -> None:
+        """Show a chip per answer source present (``counts``: source → rows; ``{}``, a
+        plain recording: no chip, no room taken), lit when its rows are ``shown``
+        (``None``: every source)."""
+        self._sources = (dict(counts), shown)
+        if self._state is not None:
+            self.set_state(*self._state)  # the chips change what fits
+        else:
+            self._show_sources(self.has_class("-compact"))
+
+    @staticmethod
+    def _source_text(source: str, n: int, *, compact: bool) -> str:
+        name = SHORT_SOURCES.get(source, source) if compact else source
+        return f"{SOURCE_SYMBOLS.get(source, '?')} {name}" + ("" if compact else f" {n:,}")
+
+    def _show_sources(self, compact: bool) -> None:
+        counts, shown = self._sources
+        self.query_one("#source-key", Static).set_class(not counts, "empty")
+        for source in SOURCES:
+            chip = self.query_one(f"#source-{source}", Chip)
+            n = counts.get(source, 0)
+            chip.set_class(not n, "empty")
+            chip.set_class(shown is None or source in shown, "on")
+            if n:
+                text = Text(self._source_text(source, n, compact=compact))
+                text.stylize(SOURCE_STYLES.get(source, ""), 0, 1)  # the symbol in the source's colour
+                chip.update(text)
 
     def on_resize(self) -> None:
         if self._state is not None:
@@ -136,6 +191,8 @@ class FilterBar(Horizontal):
         cid = event.chip.id or ""
         if cid == "chip-errors":
             self.post_message(self.ErrorsToggled())
+        elif cid.startswith("source-"):
+            self.post_message(self.SourceToggled(cid[7:]))
         elif cid.startswith("chip-"):
             self.post_message(self.KindToggled(cid[5:]))
 

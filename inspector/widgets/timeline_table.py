@@ -7,7 +7,15 @@ Data comes from a :class:`core.analysis.timeline.TimelineIndex` (columnar); the 
 ``view``, a list of record positions (the filtered selection), set by the screen.
 
 Messages up: :class:`TimelineTable.RecordHighlighted` when the cursor moves,
-:class:`TimelineTable.RecordSelected` on enter / double click.
+:class:`TimelineTable.RecordSelected` on enter / double click,
+:class:`TimelineTable.SourceFilterChanged` when the answer-source filter changes (and
+once on mount, so the filter bar can show the sources of a replay's events).
+
+A replay's events (``index.has_answer_sources``) get a ``source`` column: what answered
+each call, as a symbol, its name and a colour (:data:`SOURCE_SYMBOLS`); a plain
+recording has no such column (it takes no room). The answer-source filter narrows every
+view the screen sets (:meth:`TimelineTable.set_source_filter`), so it composes with the
+kind and error filters the screen owns.
 """
 
 from __future__ import annotations
@@ -27,8 +35,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from core.analysis.timeline import TimelineIndex
-from core.analysis.timeline_text import format_duration, format_offset
+from core.analysis.timeline import ANSWER_SOURCES, UNKNOWN_SOURCE, TimelineIndex
+from core.analysis.timeline_text import SOURCE_SYMBOLS, format_duration, format_offset, source_label
 
 from ..plain import line
 
@@ -48,6 +56,50 @@ STATUS_MARKS = {
     "replayed": "↺ replayed",
     "live-fallback": "⚡ live-fallback",
 }
+#: every answer source the column can show, in filter order
+SOURCES = (*ANSWER_SOURCES, UNKNOWN_SOURCE)
+#: answer-source names where the full ones do not fit (the source column, the chips)
+SHORT_SOURCES = {
+    "recorded": "rec",
+    "intervention": "intv",
+    "fixture": "fix",
+    "drift": "drift",
+    "live": "live",
+    "policy": "pol",
+    "user": "user",
+    UNKNOWN_SOURCE: "unk",
+}
+
+
+def short_source_label(source: str) -> str:
+    """``"✎ intv"``: the symbol of an answer source and its short name."""
+    return f"{SOURCE_SYMBOLS.get(source, '?')} {SHORT_SOURCES.get(source, source)}"
+
+
+def source_cell(source: str, width: int) -> str:
+    """The source column's text in ``width`` cells: ``✎ intervention``, else ``✎ intv``,
+    else the symbol alone."""
+    full = source_label(source)
+    if len(full) <= width:
+        return full
+    short = short_source_label(source)
+    return short if len(short) <= width else SOURCE_SYMBOLS.get(source, "?")
+
+
+#: Rich styles of the answer sources where a widget draws them outside the table (the
+#: detail pane); the table's own are the ``timeline--source-*`` component classes. Hues
+#: that keep apart in 16 colours (bright magenta, bright blue, bright yellow, yellow,
+#: bright red, cyan); the symbol and the name say the same, for any palette.
+SOURCE_STYLES = {
+    "recorded": "dim",
+    "intervention": "bold #c060c0",
+    "fixture": "bold #5f87ff",
+    "drift": "#ffaf5f",
+    "live": "bold #d7af00",
+    "policy": "bold #ff5f5f",
+    "user": "#4fb0b0",
+    UNKNOWN_SOURCE: "bold",
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +115,8 @@ class Columns:
     status: int
     duration: int
     tokens: int
+    #: answer source (a replay's events only; 0: not shown)
+    source: int = 0
 
     @classmethod
     def fit(
@@ -75,14 +129,20 @@ class Columns:
         has_tokens: bool = True,
         name_width: int = 22,
         status_width: int = 15,
+        source_width: int = 0,
+        source_short_width: int = 0,
     ) -> Columns:
         """Lay out the columns for ``width`` cells.
 
         Columns empty for the whole recording (``has_offset``/``has_duration``/
-        ``has_tokens`` false) are never shown. ``name_width`` is the longest name (the
-        column is 8–32 cells), ``status_width`` the longest status label present. The
-        summary keeps at least :data:`MIN_SUMMARY` cells: the name shrinks first (to 12),
-        then tokens, time and duration are dropped in that order."""
+        ``has_tokens`` false, ``source_width`` 0: not a replay's events) are never shown.
+        ``name_width`` is the longest name (the column is 8–32 cells), ``status_width``
+        the longest status label present, ``source_width`` / ``source_short_width`` the
+        longest answer-source label present, full (``✎ intervention``) and short
+        (``✎ intv``). The summary keeps at least :data:`MIN_SUMMARY` cells: the name
+        shrinks first (to 12), then the source column to its short labels, then tokens
+        and time are dropped, then the source column keeps its symbols alone (3 cells),
+        then duration is dropped."""
         seq = max(3, len(str(max_seq)))
         name = max(8, min(32, name_width))
         cols = {
@@ -94,6 +154,7 @@ class Columns:
             "status": max(6, min(15, status_width)),
             "duration": 7 if has_duration else 0,
             "tokens": 7 if has_tokens else 0,
+            "source": max(6, min(16, source_width)) if source_width else 0,
         }
 
         def summary_room() -> int:
@@ -101,9 +162,14 @@ class Columns:
 
         while summary_room() < MIN_SUMMARY and cols["name"] > 12:
             cols["name"] -= 1
-        for drop in ("tokens", "offset", "duration"):
+        if summary_room() < MIN_SUMMARY and cols["source"]:
+            cols["source"] = max(6, min(cols["source"], source_short_width or 6))
+        for drop in ("tokens", "offset", "source", "duration"):
             if summary_room() < MIN_SUMMARY:
-                cols[drop] = 0
+                if drop == "source":
+                    cols["source"] = min(cols["source"], 3)  # the symbol only ("src")
+                else:
+                    cols[drop] = 0
         while summary_room() < MIN_SUMMARY and cols["name"] > 8:
             cols["name"] -= 1
         return cls(summary=max(8, summary_room()), **cols)
@@ -111,6 +177,12 @@ class Columns:
 
 #: the summary column keeps at least this many cells (other columns give way)
 MIN_SUMMARY = 30
+
+
+def _holds(view: Sequence[int], position: int) -> bool:
+    """Whether the ascending ``view`` holds ``position`` (binary search)."""
+    i = bisect.bisect_left(view, position)
+    return i < len(view) and view[i] == position
 
 
 def _cell(text: str, width: int, right: bool = False) -> str:
@@ -160,6 +232,7 @@ class TimelineTable(ScrollView, can_focus=True):
         "timeline--status-redacted",
         "timeline--status-replayed",
         "timeline--status-live-fallback",
+        *(f"timeline--source-{source}" for source in SOURCES),
     }
 
     DEFAULT_CSS = """
@@ -189,6 +262,15 @@ class TimelineTable(ScrollView, can_focus=True):
     TimelineTable > .timeline--status-redacted { color: #c060c0; }
     TimelineTable > .timeline--status-replayed { color: #5f87ff; }
     TimelineTable > .timeline--status-live-fallback { color: #d7af00; text-style: bold; }
+    /* answer sources (see SOURCE_STYLES; a symbol and a name besides the colour) */
+    TimelineTable > .timeline--source-recorded { color: $text-muted; }
+    TimelineTable > .timeline--source-intervention { color: #c060c0; text-style: bold; }
+    TimelineTable > .timeline--source-fixture { color: #5f87ff; text-style: bold; }
+    TimelineTable > .timeline--source-drift { color: #ffaf5f; }
+    TimelineTable > .timeline--source-live { color: #d7af00; text-style: bold; }
+    TimelineTable > .timeline--source-policy { color: #ff5f5f; text-style: bold; }
+    TimelineTable > .timeline--source-user { color: #4fb0b0; }
+    TimelineTable > .timeline--source-unknown { text-style: bold; }
     """
 
     cursor: reactive[int] = reactive(0, always_update=True, init=False)
@@ -217,12 +299,35 @@ class TimelineTable(ScrollView, can_focus=True):
         def control(self) -> TimelineTable:
             return self.table
 
+    class SourceFilterChanged(Message):
+        """The answer sources shown changed (or the table was mounted): ``counts`` maps
+        each source present to its rows (``{}``: not a replay's events), ``shown`` is
+        the set of sources shown (``None``: every row)."""
+
+        def __init__(self, table: TimelineTable, counts: dict[str, int], shown: frozenset[str] | None) -> None:
+            super().__init__()
+            self.table = table
+            self.counts = counts
+            self.shown = shown
+
+        @property
+        def control(self) -> TimelineTable:
+            return self.table
+
     def __init__(
         self, index: TimelineIndex, *, name: str | None = None, id: str | None = None, classes: str | None = None
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.index = index
         self.view: Sequence[int] = range(len(index))
+        #: the view the screen set, before the answer-source filter narrowed it
+        self._given: Sequence[int] = self.view
+        #: the answer sources shown (``None``: every row; see set_source_filter)
+        self.sources: frozenset[str] | None = None
+        #: a replay's events (a source column; their ``replayed`` status drawn as ``ok``)
+        self._sourced = index.has_answer_sources
+        #: (the screen's empty message, the one the source filter put in its place)
+        self._source_empty: tuple[str, str] | None = None
         self.matches: frozenset[int] = frozenset()
         self.term = ""
         self._line_cache: LRUCache[tuple, Strip] = LRUCache(1024)
@@ -244,6 +349,12 @@ class TimelineTable(ScrollView, can_focus=True):
         distinct = {idx.names[p] for p in sample if idx.kinds[p] not in ("snapshot", "lifecycle")}
         names = [len(line(name)) for name in distinct]
         statuses = {idx.statuses[p] for p in sample}
+        present = idx.source_counts()
+        source_width = max((len(source_label(src)) for src in present), default=0)
+        source_short_width = max((len(short_source_label(src)) for src in present), default=0)
+        if present:
+            # a replay's events: every record is replayed, the source column says by what
+            statuses = {"ok" if st == "replayed" else st for st in statuses}
         return {
             "has_offset": any(o is not None for o in idx.offsets),
             "has_duration": any(d is not None for d in idx.durations),
@@ -253,6 +364,8 @@ class TimelineTable(ScrollView, can_focus=True):
                 [len(STATUS_MARKS.get(st, st)) for st in statuses] + [2 + len(m) for m in self.marks.values()],
                 default=6,
             ),
+            "source_width": source_width,
+            "source_short_width": source_short_width,
         }
 
     def set_marks(self, marks: dict[int, str]) -> None:
@@ -268,9 +381,28 @@ class TimelineTable(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------ data (attributes down)
 
+    def on_mount(self) -> None:
+        self.post_message(self.SourceFilterChanged(self, self.index.source_counts(), self.sources))
+
     def set_view(self, view: Sequence[int], keep_position: int | None = None) -> None:
-        """Show ``view`` (positions); put the cursor on ``keep_position`` if it is shown,
-        else on the first row after it, else on the last row."""
+        """Show ``view`` (positions), narrowed by the answer-source filter; put the
+        cursor on ``keep_position`` if it is shown, else on the first row after it, else
+        on the last row. When the source filter alone leaves nothing, the empty message
+        says so."""
+        self._given = view
+        if self._source_empty is not None:
+            # the message this filter put there last time: the screen's own again
+            saved, ours = self._source_empty
+            if self.empty_message == ours:
+                self.empty_message = saved
+            self._source_empty = None
+        if self.sources is not None:
+            view = self.index.with_sources(view, self.sources)
+            if not len(view) and len(self._given):
+                names = ", ".join(source_label(s) for s in SOURCES if s in self.sources) or "no source"
+                ours = f"no row shown is answered by {names} (S: next source)"
+                self._source_empty = (self.empty_message, ours)
+                self.empty_message = ours
         self.view = view
         self._line_cache.clear()
         self._update_virtual_size()
@@ -279,6 +411,23 @@ class TimelineTable(ScrollView, can_focus=True):
             row = self.row_of_position(keep_position, nearest=True) or 0
         self.cursor = min(row, max(0, len(view) - 1))
         self.refresh()
+
+    def set_source_filter(self, sources: frozenset[str] | None) -> None:
+        """Show only rows answered by ``sources`` (``None``, or every source present:
+        every row) within the view the screen set; the cursor stays on its record when it
+        is still shown. Posts :class:`SourceFilterChanged`.
+
+        Raises:
+            ValueError: an unknown answer source.
+        """
+        counts = self.index.source_counts()
+        if sources is not None:
+            self.index.with_sources((), sources)  # an unknown source: ValueError, nothing changed
+            if sources >= frozenset(counts):
+                sources = None  # every source present: every row (separators included)
+        self.sources = sources
+        self.set_view(self._given, keep_position=self.cursor_position)
+        self.post_message(self.SourceFilterChanged(self, counts, sources))
 
     def set_matches(self, matches: frozenset[int], term: str) -> None:
         """Mark ``matches`` (positions) and highlight ``term`` in summaries."""
@@ -310,6 +459,10 @@ class TimelineTable(ScrollView, can_focus=True):
         ``center`` a row outside the visible lines is scrolled to the middle (so the
         records after it show too)."""
         row = self.row_of_position(position)
+        if row is None and self.sources is not None and _holds(self._given, position):
+            # hidden by the answer-source filter only: jumping there clears it
+            self.set_source_filter(None)
+            row = self.row_of_position(position)
         if row is None:
             return False
         if center:
@@ -443,6 +596,7 @@ class TimelineTable(ScrollView, can_focus=True):
             _cell("name", cols.name),
             _cell("summary", cols.summary),
             _cell("status", cols.status),
+            _cell("source" if cols.source >= 6 else "src", cols.source),
             _cell("dur", cols.duration, right=True),
             _cell("tokens", cols.tokens, right=True),
         ]
@@ -532,6 +686,8 @@ class TimelineTable(ScrollView, can_focus=True):
         summary = _cell(line(idx.summary_of(position)), cols.summary)
         segs.extend(self._highlight(summary, base, match_style))
         segs.append(Segment(" ", base))
+        if status == "replayed" and self._sourced:
+            status = "ok"  # every record of a replay's events is replayed: the source column says how
         status_style = self._style(f"timeline--status-{status}")
         label = STATUS_MARKS.get(status, status)
         mark_label = self.marks.get(idx.seqs[position])
@@ -539,6 +695,12 @@ class TimelineTable(ScrollView, can_focus=True):
             segs.append(Segment(_cell("⚑ " + mark_label, cols.status), base + self._style("timeline--marked")))
         else:
             segs.append(Segment(_cell(label, cols.status), base + status_style))
+        if cols.source:
+            source = idx.answer_source(position)
+            text = "" if source is None else source_cell(source, cols.source)
+            segs.append(Segment(" ", base))
+            style = self._style(f"timeline--source-{source}") if source else Style()
+            segs.append(Segment(_cell(text, cols.source), base + style))
         if cols.duration:
             segs.append(
                 Segment(" " + _cell(format_duration(idx.durations[position]), cols.duration, right=True), base + dim)

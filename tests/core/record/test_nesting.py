@@ -194,6 +194,56 @@ def test_dumps_of_deep_values_is_orjson_layout(value, depth, levels, option):
     assert json.loads(out) == json.loads(json.dumps(deep))
 
 
+#: run in a child process: values on which orjson overflows its output buffer (a heap
+#: overflow that glibc notices only later, elsewhere: the flaky SIGABRT of the property
+#: tests above), written by dumps and canonical_json with every orjson result checked
+#: against the size of its allocation (glibc's malloc_usable_size) where there is one
+_ORJSON_OVERFLOW_CHILD = r"""
+import ctypes, os, sys
+import orjson, rfc8785
+from core.record.canonical import canonical_json
+from core.record.nesting import _dumps_deep, dumps
+
+try:
+    usable = ctypes.CDLL(None).malloc_usable_size
+    usable.restype, usable.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
+except (OSError, AttributeError):
+    usable = None
+real_dumps = orjson.dumps
+
+def checked_dumps(*args, **kwargs):
+    out = real_dumps(*args, **kwargs)
+    if usable is not None and sys.getsizeof(out) > 512 and usable(id(out)) < sys.getsizeof(out):
+        os.write(2, b"orjson wrote %d bytes into a smaller buffer\n" % len(out))
+        os._exit(3)
+    return out
+
+orjson.dumps = checked_dumps  # the modules call orjson.dumps through the module
+
+def chain(depth, trailing):
+    v = None
+    for _ in range(depth):
+        v = [v, *trailing]
+    return v
+
+values = [[chain(20, [-1.2345678901234567e-300] * 4)] * k for k in range(1, 30)]  # orjson 3.12, 3.13
+values += [[1] * p + [chain(140, [])] for p in range(360, 390)]  # 140 closing brackets: every version
+for v in values:
+    assert dumps(v) == _dumps_deep(v, 0, use_orjson=False)
+    assert dumps(v, orjson.OPT_INDENT_2) == _dumps_deep(v, orjson.OPT_INDENT_2, use_orjson=False)
+    assert canonical_json(v) == rfc8785.dumps(v)
+"""
+
+
+def test_writers_never_hand_orjson_a_value_it_overflows_on():
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    run = subprocess.run([sys.executable, "-c", _ORJSON_OVERFLOW_CHILD], cwd=root, capture_output=True, timeout=300)
+    assert run.returncode == 0, run.stderr.decode(errors="replace")[-2000:]
+
+
 def test_dumps_keeps_orjson_errors():
     with pytest.raises(TypeError, match="not JSON serializable"):
         dumps(wrap(object(), 300, [("list", "", 0, None)]))
@@ -224,7 +274,10 @@ def test_records_digest_of_deep_records_is_the_reference_hash(depth):
     from core.record.io import records_digest
 
     raw = recording_to_dict(make_recording())["records"]
-    raw[3]["result"]["content"] = wrap({"\ue000": 1.5, "a": [1e21]}, depth - 1, [("dict", "k", 1, 0.1)])
+    # ``depth`` levels: depth - 2 wrappers, the object, its array (within the limit: a
+    # deeper value is refused with a FormatError, which the digest now checks whenever the
+    # value is too deep for orjson, not only where orjson refuses it)
+    raw[3]["result"]["content"] = wrap({"\ue000": 1.5, "a": [1e21]}, depth - 2, [("dict", "k", 1, 0.1)])
     raw[1]["details"] = wrap("x", depth, [("list", "", 1, -0.0)])
     expected = "sha256:" + hashlib.sha256(rfc8785.dumps(raw)).hexdigest()
     assert records_digest(raw) == expected
