@@ -257,7 +257,7 @@ def measure_latency(folder: Path, calls: int, presses: int, interval: float) -> 
     app = InspectorApp(LoadedRecording.from_recording(base, base_path), workspace=folder)
     result: dict[str, Any] = {"calls": calls, "setup_s": setup_s}
 
-    async def typed(keys: int | None, stop: threading.Event) -> list[float]:
+    async def typed(keys: int | None, stop: threading.Event) -> tuple[list[float], list[float]]:
         table = app.screen.query_one(TimelineTable)
         first = table.cursor
         painted.clear()
@@ -272,7 +272,7 @@ def measure_latency(folder: Path, calls: int, presses: int, interval: float) -> 
                 break
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.1)
-        return _latencies(scheduled, sorted(painted), first)
+        return _latencies(scheduled, sorted(painted), first), scheduled
 
     async def run() -> None:
         async with app.run_test(size=SIZE) as pilot:
@@ -282,7 +282,7 @@ def measure_latency(folder: Path, calls: int, presses: int, interval: float) -> 
             await pilot.pause()
             app.screen.query_one(TimelineTable).focus()
             await pilot.pause()
-            idle = await typed(presses, threading.Event())
+            idle, _ = await typed(presses, threading.Event())
             await pilot.press("home")
             await pilot.pause()
             runner = app.replay_runner
@@ -290,20 +290,28 @@ def measure_latency(folder: Path, calls: int, presses: int, interval: float) -> 
             rid = runner.launch(branch.id, None)
             state = runner.runs[rid]
             stop = threading.Event()
+            answered: list[float] = []
 
             async def watch() -> None:
                 while state.active:
+                    p = state.progress
+                    if not answered and p is not None and p.kind in ("paused", "finished"):
+                        answered.append(time.perf_counter())  # every call answered: storing now
                     await asyncio.sleep(0.02)
                 stop.set()
 
             watcher = asyncio.create_task(watch())
-            during = await typed(None, stop)
+            during, due = await typed(None, stop)
             await watcher
             await app.workers.wait_for_complete()
             result["replay_s"] = time.perf_counter() - started
             result["replay_status"] = state.status if state.error is None else f"{state.status}: {state.error}"
             result["idle_ms"] = idle
             result["during_ms"] = during
+            cut = answered[0] if answered else float("inf")
+            result["answering_ms"] = [x for x, d in zip(during, due) if d < cut]
+            result["storing_ms"] = [x for x, d in zip(during, due) if d >= cut]
+            result["storing_s"] = time.perf_counter() - cut if answered else None
 
     asyncio.run(run())
     TimelineTable.render_line = original  # type: ignore[method-assign]
@@ -357,6 +365,13 @@ def main() -> int:
         "during_max_ms": max(during) if during else float("nan"),
     }
     summary["p95_vs_idle"] = summary["during_p95_ms"] / summary["idle_p95_ms"]
+    answering, storing = lat["answering_ms"], lat["storing_ms"]
+    summary["answering_p50_ms"] = statistics.median(answering) if answering else float("nan")
+    summary["answering_p95_ms"] = pct(answering, 0.95) if answering else float("nan")
+    summary["storing_p95_ms"] = pct(storing, 0.95) if storing else float("nan")
+    summary["storing_max_ms"] = max(storing) if storing else float("nan")
+    summary["presses_answering"] = len(answering)
+    summary["presses_storing"] = len(storing)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -376,6 +391,14 @@ def main() -> int:
     print(f"{'  idle (yardstick)':24} {s['idle_p50_ms']:>8.1f} {s['idle_p95_ms']:>8.1f} {max(idle):>8.1f}")
     print(
         f"{'  during the replay':24} {s['during_p50_ms']:>8.1f} {s['during_p95_ms']:>8.1f} {s['during_max_ms']:>8.1f}"
+    )
+    print(
+        f"{'    while answering calls':24} {s['answering_p50_ms']:>8.1f} {s['answering_p95_ms']:>8.1f} "
+        f"{'':>8}  ({s['presses_answering']} presses)"
+    )
+    print(
+        f"{'    while storing events':24} {'':>8} {s['storing_p95_ms']:>8.1f} {s['storing_max_ms']:>8.1f}  "
+        f"({s['presses_storing']} presses)"
     )
     print(f"p95 during / idle: {s['p95_vs_idle']:.2f}")
     print(

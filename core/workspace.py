@@ -301,8 +301,10 @@ LOCKS_DIR = "locks"
 #: a temporary file :func:`core.record.io.atomic_write_bytes` leaves beside an events
 #: file when its writer dies mid-write: ``.REPLAY_ID.json.XXXXXXXX.tmp`` (tempfile.mkstemp)
 _EVENTS_TMP = re.compile(r"\.(?P<id>[A-Za-z0-9_-][A-Za-z0-9._-]{0,127})\.json\.[a-z0-9_]+\.tmp")
-#: the write probe :func:`_cannot_write` creates and removes at once: ``.workspace.sqlite.probe-PID``
-_WRITE_PROBE = re.compile(r"\." + re.escape(FILE_NAME) + r"\.probe-(?P<pid>[0-9]+)")
+#: the write probe :func:`_cannot_write` creates and removes at once:
+#: ``.workspace.sqlite.probe-PID-TID`` (one per thread: two threads opening at once must
+#: not remove each other's probe); ``.workspace.sqlite.probe-PID`` from older versions
+_WRITE_PROBE = re.compile(r"\." + re.escape(FILE_NAME) + r"\.probe-(?P<pid>[0-9]+)(?:-[0-9]+)?")
 #: errors of a file system without flock(2): the replay then runs without a lock
 _NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.ENOSYS}
 
@@ -710,11 +712,13 @@ _SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 def _cannot_write(path: Path) -> bool:
     """Whether this process cannot write ``path`` or create files beside it (SQLite needs
     both: the journal and the WAL index live in the folder). ``os.access`` is not enough
-    for root or for immutable files, so this tries: open for append, create a file."""
+    for root or for immutable files, so this tries: open for append, create a file.
+    The probe is named after the process and the thread (``probe-PID-TID``): threads of
+    one process opening the same workspace at once each use their own."""
     try:
         with open(path, "ab"):
             pass
-        probe = path.parent / f".{path.name}.probe-{os.getpid()}"
+        probe = path.parent / f".{path.name}.probe-{os.getpid()}-{threading.get_native_id()}"
         probe.touch()
         probe.unlink()
     except OSError:
@@ -1368,7 +1372,7 @@ class Workspace:
         workspace (best effort: nothing here fails the open). Removes our own temporary
         files whose writer is gone — ``replays/.ID.json.*.tmp`` whose replay lock nobody
         holds (every events file is written under its replay's lock), and write probes
-        (``.workspace.sqlite.probe-PID``) of a dead process or older than a minute; makes the events
+        (``.workspace.sqlite.probe-PID-TID``) of a dead process or older than a minute; makes the events
         file of each interrupted replay agree with its stored events again (rewritten
         from them, or removed when it has none: a process killed between writing the
         file and committing left it ahead); and removes the free lock files of replays

@@ -36,6 +36,7 @@ with ``ExecutorChoice(spec, "recording")``. Quitting the app cancels running rep
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -91,6 +92,11 @@ PROGRESS_INTERVAL = 0.1
 
 #: statuses of a replay being worked on
 ACTIVE = ("queued", "running")
+
+#: the interpreter's thread switch interval (seconds) while a replay runs: the replay is
+#: pure Python holding the GIL, and at the default 5 ms every step of handling a key
+#: waits up to that long for the UI thread's turn (``sys.setswitchinterval``)
+SWITCH_INTERVAL = 0.001
 
 
 @contextmanager
@@ -349,6 +355,8 @@ class ReplayRunner:
         self._bases: dict[str, Recording] = {}
         #: id(recording) → (a weak reference to it, its digest); recordings are not hashable
         self._digests: dict[int, tuple[weakref.ref[Recording], str]] = {}
+        #: the switch interval before the first running replay (restored after the last)
+        self._switch_interval: float | None = None
 
     # ------------------------------------------------------------------ views
 
@@ -455,6 +463,7 @@ class ReplayRunner:
         rid = "rp-" + uuid.uuid4().hex[:12]
         state = RunState(replay_id=rid, branch_id=branch_id, kind="start")
         self.runs[rid] = state
+        self._tune_switching()
         state.worker = self.app.run_worker(
             partial(self._work, state, executor),
             name=f"replay {rid}",
@@ -482,6 +491,7 @@ class ReplayRunner:
             return False
         state = RunState(replay_id=replay_id, branch_id=record.branch_id, kind="resume")
         self.runs[replay_id] = state
+        self._tune_switching()
         state.worker = self.app.run_worker(
             partial(self._work, state, executor),
             name=f"resume {replay_id}",
@@ -530,14 +540,29 @@ class ReplayRunner:
         self.changed("replay", replay_id)
         return True
 
+    def _tune_switching(self) -> None:
+        """A shorter thread switch interval while any replay runs (:data:`SWITCH_INTERVAL`),
+        the interpreter's own otherwise."""
+        running = any(s.active for s in self.runs.values())
+        if running and self._switch_interval is None:
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(SWITCH_INTERVAL, self._switch_interval))
+        elif not running and self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
+
     def active(self) -> list[RunState]:
         """The replays running now, oldest first."""
         return [s for s in self.runs.values() if s.active]
 
     def shutdown(self) -> None:
-        """Cancel every running replay (the app is quitting)."""
+        """Cancel every running replay (the app is quitting) and give the interpreter
+        its own switch interval back."""
         for state in self.active():
             state.cancel.set()
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
 
     # ------------------------------------------------------------------ worker side (threads)
 
@@ -597,6 +622,7 @@ class ReplayRunner:
         else:
             state.status = "failed"
             state.error = " ".join(str(error).split()) if error is not None else "no reason recorded"
+        self._tune_switching()
         self.changed("replay", state.replay_id)
         self.changed("requirement", None)
         if record is not None and record.status == "paused":

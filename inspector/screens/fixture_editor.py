@@ -135,6 +135,7 @@ class FixtureEditorScreen(ModalScreen[Fixture | None]):
     FixtureEditorScreen JsonEditor { height: 1fr; min-height: 6; }
     FixtureEditorScreen RadioSet { height: auto; width: 1fr; border: none; padding: 0; }
     FixtureEditorScreen #fx-error { color: #ff5f5f; height: auto; }
+    FixtureEditorScreen #fx-scope-now { height: 1; padding-left: 1; }
     FixtureEditorScreen #fx-buttons { height: auto; }
     FixtureEditorScreen Button { margin-right: 2; }
     """
@@ -165,6 +166,7 @@ class FixtureEditorScreen(ModalScreen[Fixture | None]):
                     yield RadioButton(
                         f"{choice}: {meaning}", value=choice == self.scope, id=f"fx-scope-{choice}", disabled=disabled
                     )
+            yield Static(self._scope_text(), id="fx-scope-now")
             yield Static("", id="fx-error")
             with Horizontal(id="fx-buttons"):
                 yield Button("Save (ctrl+s)", id="fx-save", variant="primary", disabled=True)
@@ -194,6 +196,13 @@ class FixtureEditorScreen(ModalScreen[Fixture | None]):
     def _scope_changed(self, event: RadioSet.Changed) -> None:
         pressed = event.pressed.id or ""
         self.scope = pressed.removeprefix("fx-scope-")
+        self.query_one("#fx-scope-now", Static).update(self._scope_text())
+
+    def _scope_text(self) -> Text:
+        """The chosen scope in words (the radio buttons mark it by colour only)."""
+        t = Text("scope: ", style="dim")
+        t.append(line(scope_value(self.scope, self.requirement, self.branch_id)), style="bold")
+        return t
 
     @on(Button.Pressed, "#fx-save")
     def _save_pressed(self) -> None:

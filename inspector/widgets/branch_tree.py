@@ -510,7 +510,7 @@ class BranchTreePanel(Vertical):
     a change (:meth:`workspace_changed`, via the app's replay runner)."""
 
     DEFAULT_CSS = """
-    BranchTreePanel { dock: right; width: 34%; min-width: 40; max-width: 64; height: 1fr; margin-bottom: 1;
+    BranchTreePanel { dock: right; width: 34%; min-width: 42; max-width: 64; height: 1fr; margin-bottom: 1;
         border-left: vkey $panel-lighten-2; display: none; background: $surface; }
     BranchTreePanel.-shown { display: block; }
     BranchTreePanel > #branch-tree-title { height: 1; background: $panel; text-style: bold; padding: 0 1; }

@@ -556,6 +556,40 @@ def test_stale_temporary_files_are_removed_on_open_only_when_ours_and_their_writ
         assert not busy.exists() and all(o.exists() for o in others)
 
 
+def test_threads_opening_at_once_never_take_the_workspace_for_read_only(tmp_path: Path) -> None:
+    """Each opening thread probes with a file of its own (``probe-PID-TID``): one thread
+    never removes another's probe and so never makes it think the folder is read-only.
+    An old-style probe of a dead pid (``probe-PID``) is still cleaned up."""
+    import threading
+
+    folder = tmp_path / "ws"
+    Workspace.open(folder).close()
+    old = folder / ".workspace.sqlite.probe-999999999"
+    old.touch()
+    start = threading.Barrier(8)
+    seen: list[bool] = []
+    errors: list[BaseException] = []
+
+    def opener() -> None:
+        try:
+            start.wait()
+            for _ in range(25):
+                with Workspace.open(folder, create=False) as ws:
+                    seen.append(ws.read_only)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=opener) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(seen) == 200 and not any(seen)
+    assert not old.exists()
+    assert not [p.name for p in folder.iterdir() if ".probe-" in p.name]
+
+
 def test_an_events_file_ahead_of_the_database_is_put_back_on_open(tmp_path: Path) -> None:
     """Killed between writing a resume's events file and committing: the file holds
     events the database does not. The next open rewrites it from the stored events (or

@@ -460,6 +460,8 @@ async def test_branch_saved_with_launch_replays_with_the_editors_executor(tmp_pa
         )
         await idle(pilot, app)
         assert not isinstance(app.screen, ExecutorConsentScreen)  # the editor asked already
+        screen = app.screen
+        assert len(app.replay_runner.runs) == 1, (screen, getattr(screen, "message", None))
         [state] = app.replay_runner.runs.values()
         assert state.status == "paused" and state.branch_id == branch_id
         assert any("from the editor" in t for t in row_texts(panel_of(app)))
