@@ -26,13 +26,14 @@ def short_pointer(path: str) -> str:
     most 12 reference tokens, else its first 8 and last 2 tokens around ``/…(N more)…``
     (a pointer into a value nested hundreds of levels deep is mostly one repeated
     chain). A reference token never holds a raw ``/`` (RFC 6901 §3 escapes it as ``~1``),
-    so splitting on ``/`` finds the tokens."""
+    so splitting on ``/`` finds the tokens. Control characters in a token (a key holding a
+    newline) are escaped (:func:`printable`), so the message stays one line."""
     tokens = path.split("/")[1:] if path.startswith("/") else []
     if len(tokens) <= _POINTER_HEAD + _POINTER_TAIL + 2:
-        return path
+        return printable(path)
     head = "".join("/" + t for t in tokens[:_POINTER_HEAD])
     tail = "".join("/" + t for t in tokens[-_POINTER_TAIL:])
-    return f"{head}/…({len(tokens) - _POINTER_HEAD - _POINTER_TAIL} more)…{tail}"
+    return printable(f"{head}/…({len(tokens) - _POINTER_HEAD - _POINTER_TAIL} more)…{tail}")
 
 
 def invalid_text(value: object) -> str | None:

@@ -73,7 +73,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from .errors import BranchError, FixtureError, FormatError, OutputError, WorkspaceError, invalid_text, printable
-from .record.io import atomic_write_bytes, dumps_recording, recording_digest, recording_to_dict
+from .record.io import atomic_write_bytes, dumps_document, dumps_recording, recording_digest, recording_to_dict
 from .record.nesting import dumps
 from .record.recording import Recording
 from .record.recording_redaction import ensure_redacted, redact_recording
@@ -1506,7 +1506,7 @@ class Workspace:
                 redact_recording(outcome.events)  # replay events are stored redacted
                 doc = recording_to_dict(outcome.events)
                 digest = doc["digest"]
-                raw = dumps(doc)
+                raw = dumps_document(doc)
                 events_blob = zlib.compress(raw, 1)
                 del doc
             n_events = len(outcome.events.records)

@@ -73,6 +73,16 @@ class InspectorApp(App[None]):
             tooltip="Back to the run picker: every run of this file (a file of several runs)",
         ),
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit the inspector"),
+        # Textual's own palette binding, given an id so a keymap can move it
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "palette",  # Textual's own word, shown in the footer
+            show=False,
+            priority=True,
+            id="app.palette",
+            tooltip="Open the command palette",
+        ),
     ]
 
     class Verified(Message):
@@ -369,10 +379,16 @@ class InspectorApp(App[None]):
         app_bindings = [
             b for b in self.BINDINGS if isinstance(b, Binding) and (b.id != "app.pick_run" or self.loaded.has_runs)
         ]
-        groups.append(
-            ("App", [*app_bindings, Binding("ctrl+p", "command_palette", "Command palette", id="app.palette")])
-        )
+        groups.append(("App", app_bindings))
         return groups
+
+    async def on_event(self, event: events.Event) -> None:
+        """Textual's event handling; a key or a mouse press first tells the replay runner,
+        so running replays make way while it is handled (:meth:`ReplayRunner.input_arrived`)."""
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
+            if not event.is_forwarded:
+                self.replay_runner.input_arrived()
+        await super().on_event(event)
 
     def action_help(self) -> None:
         """Show the help screen (every key)."""

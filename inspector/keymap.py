@@ -20,18 +20,48 @@ from core.record.reader import USER_JSON_LIMIT, read_input
 DEFAULT_KEYMAP_PATH = Path("~/.config/chassis-inspector/keymap.json")
 
 
+#: the modules whose widgets and screens declare bindings with ids
+BINDING_MODULES = (
+    "inspector.app",
+    "inspector.replay_runner",
+    "inspector.screens.branch_editor",
+    "inspector.screens.error",
+    "inspector.screens.fixture_editor",
+    "inspector.screens.goto",
+    "inspector.screens.help",
+    "inspector.screens.requirements",
+    "inspector.screens.run_info",
+    "inspector.screens.run_picker",
+    "inspector.screens.timeline",
+    "inspector.widgets.branch_tree",
+    "inspector.widgets.filter_bar",
+    "inspector.widgets.timeline_table",
+)
+
+
 def binding_ids() -> set[str]:
-    """Every binding id of the app (timeline table, timeline screen, branch editor, app)."""
+    """Every binding id of the app: the ``id`` of each :class:`textual.binding.Binding`
+    of every screen and widget class in :data:`BINDING_MODULES` (the timeline, the
+    branch tree, the branch and fixture editors, the requirements and fixtures screens,
+    their dialogs, the app)."""
+    import importlib
+
     from textual.binding import Binding
+    from textual.dom import DOMNode
 
-    from .app import InspectorApp
-    from .screens.branch_editor import BranchEditorScreen
-    from .screens.timeline import TimelineScreen
-    from .widgets.timeline_table import TimelineTable
-
+    for name in BINDING_MODULES:
+        importlib.import_module(name)
     ids: set[str] = set()
-    for cls in (InspectorApp, TimelineScreen, TimelineTable, BranchEditorScreen):
-        ids.update(b.id for b in cls.BINDINGS if isinstance(b, Binding) and b.id)
+    pending: list[type] = [DOMNode]
+    seen: set[type] = set()
+    while pending:
+        cls = pending.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.startswith("inspector."):
+            ids.update(b.id for b in cls.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id)
     return ids
 
 

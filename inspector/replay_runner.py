@@ -60,6 +60,7 @@ from textual.worker import Worker
 
 from core.errors import InspectorError
 from core.record.io import recording_digest
+from core.record.pacing import paced
 from core.record.recording import Recording
 from core.replay.boundary import ExecutorChoice
 from core.replay.branch import Branch
@@ -97,6 +98,11 @@ ACTIVE = ("queued", "running")
 #: pure Python holding the GIL, and at the default 5 ms every step of handling a key
 #: waits up to that long for the UI thread's turn (``sys.setswitchinterval``)
 SWITCH_INTERVAL = 0.001
+
+#: the longest a replay worker waits at one yield point while the user's input is
+#: handled (seconds): the worker sleeps while a key is handled and its screen repainted
+#: (:meth:`ReplayRunner.input_arrived`), never longer than this for one input
+YIELD_AT_MOST = 0.2
 
 
 @contextmanager
@@ -357,6 +363,8 @@ class ReplayRunner:
         self._digests: dict[int, tuple[weakref.ref[Recording], str]] = {}
         #: the switch interval before the first running replay (restored after the last)
         self._switch_interval: float | None = None
+        #: when the user input being handled now arrived (``time.monotonic()``), else None
+        self._input_since: float | None = None
 
     # ------------------------------------------------------------------ views
 
@@ -551,6 +559,26 @@ class ReplayRunner:
             sys.setswitchinterval(self._switch_interval)
             self._switch_interval = None
 
+    def input_arrived(self) -> None:
+        """A key or a mouse press arrived (the app's event loop): while it is handled and
+        the screen repainted, running replays wait at their next yield point
+        (:meth:`_yield_to_input`), so the key is answered as fast as with none running."""
+        if self._input_since is None and any(s.active for s in self.runs.values()):
+            self._input_since = time.monotonic()
+            self.app.call_after_refresh(self._input_handled)
+
+    def _input_handled(self) -> None:
+        self._input_since = None
+
+    def _yield_to_input(self) -> None:
+        """The worker threads' pacer (:func:`core.record.pacing.paced`; also called at
+        every answered call): sleep while user input is being handled, at most
+        :data:`YIELD_AT_MOST` for one input."""
+        since = self._input_since
+        while since is not None and time.monotonic() - since < YIELD_AT_MOST:
+            time.sleep(0.001)  # lets the app's thread run alone
+            since = self._input_since
+
     def active(self) -> list[RunState]:
         """The replays running now, oldest first."""
         return [s for s in self.runs.values() if s.active]
@@ -571,6 +599,8 @@ class ReplayRunner:
         state.progress = p
         if p.kind == "started":
             state.status = "running"
+        if self._input_since is not None:
+            self._yield_to_input()
         now = time.monotonic()
         if p.kind != "call" or now - state.posted_at >= PROGRESS_INTERVAL:
             state.posted_at = now
@@ -583,16 +613,17 @@ class ReplayRunner:
         app's worker error screen names it)."""
         path = self.workspace_path
         try:
-            record = run_attempt(
-                path,
-                state.kind,
-                state.replay_id,
-                state.branch_id,
-                executor,
-                bases=self._bases,
-                on_progress=partial(self._progress, state),
-                cancel=state.cancel.is_set,
-            )
+            with paced(self._yield_to_input):  # storing the events yields too
+                record = run_attempt(
+                    path,
+                    state.kind,
+                    state.replay_id,
+                    state.branch_id,
+                    executor,
+                    bases=self._bases,
+                    on_progress=partial(self._progress, state),
+                    cancel=state.cancel.is_set,
+                )
         except BaseException as exc:
             state.stored = state.kind == "resume" or was_stored(path, state.replay_id)
             self.app.post_message(RunEnded(state.replay_id, None, exc))

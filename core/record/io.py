@@ -33,7 +33,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from .nesting import (
     is_depth_failure,
     is_parse_depth_failure,
 )
+from .pacing import EVERY, pace
 from .reader import read_input
 from .recording import (
     FORMAT_NAME,
@@ -214,23 +215,79 @@ def _records_sha256(raw_records: list[Any], *, source: str | None = None) -> str
             record and the JSON Pointer from the document's top, ``/records/...``).
     """
     try:
-        prepared = [
-            _prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}") for i, r in enumerate(raw_records)
-        ]
+        prepared = []
+        for i, r in enumerate(raw_records):
+            prepared.append(_prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}"))
+            if not i % EVERY:
+                pace()
     except (_NeedsReference, CanonicalizationError, RecursionError) as exc:
         if isinstance(exc, RecursionError):
             check_values(raw_records, _RECORDS_VALUES, source=source, at=("records",))
         data = canonical_json(raw_records)  # slow path: exact order / exact error place / depth
         return "sha256:" + hashlib.sha256(data).hexdigest()
     try:
-        data = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+        parts = dump_array_parts(prepared, _dump_sorted)
     except orjson.JSONEncodeError as exc:
         if not is_depth_failure(exc):
-            data = canonical_json(raw_records)  # the exact error place (a lone surrogate)
+            parts = [canonical_json(raw_records)]  # the exact error place (a lone surrogate)
         else:
             check_values(raw_records, _RECORDS_VALUES, source=source, at=("records",))
-            data = _records_canonical_each(raw_records, prepared)
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+            parts = [_records_canonical_each(raw_records, prepared)]
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part)  # hashlib lets other threads run while it hashes a big part
+    return "sha256:" + h.hexdigest()
+
+
+def _dump_sorted(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+#: members per orjson call when a long array (the records) is written in parts: one orjson
+#: call holds the GIL throughout, so a worker thread storing a replay of 100,000 calls
+#: writes it in parts of a few milliseconds each and the UI thread runs between them
+ARRAY_PART = 256
+
+
+def dump_array_parts(items: list[Any], dump: Callable[[Any], bytes], part: int | None = None) -> list[bytes]:
+    """The compact JSON array of ``items`` as byte parts whose concatenation is exactly
+    ``dump(items)``: ``[``, the members joined by ``,``, ``]`` (RFC 8259 §5; for canonical
+    JSON, RFC 8785 §3.2.1), each run of ``part`` members written by one ``dump`` call.
+    ``dump`` must write compact JSON (no indentation); ``part`` defaults to
+    :data:`ARRAY_PART`.
+
+    Raises:
+        whatever ``dump`` raises for a member it cannot serialize.
+    """
+    part = ARRAY_PART if part is None else part
+    if len(items) <= part:
+        return [dump(items)]
+    parts = [b"["]
+    for start in range(0, len(items), part):
+        if start:
+            parts.append(b",")
+        parts.append(dump(items[start : start + part])[1:-1])
+        pace()
+    parts.append(b"]")
+    return parts
+
+
+def dumps_document(doc: dict[str, Any], option: int = 0) -> bytes:
+    """``core.record.nesting.dumps(doc, option)``, the same bytes, with the ``records``
+    array of a saved document written in parts (:func:`dump_array_parts`) when it is the
+    last key and the output is compact (``option`` 0); other documents in one call.
+
+    Raises:
+        TypeError: what orjson raises for a value it cannot serialize.
+    """
+    records = doc.get("records")
+    if option != 0 or type(records) is not list or len(records) <= ARRAY_PART or next(reversed(doc)) != "records":
+        return dumps(doc, option)
+    head = dumps({k: v for k, v in doc.items() if k != "records"})
+    parts = [head[:-1], b',"records":' if len(head) > 2 else b'"records":']
+    parts.extend(dump_array_parts(records, dumps))
+    parts.append(b"}")
+    return b"".join(parts)
 
 
 def _records_canonical_each(raw_records: list[Any], prepared: list[Any]) -> bytes:
@@ -579,7 +636,11 @@ def recording_to_dict(rec: Recording) -> dict[str, Any]:
                 canonical_json(r.meta)
             except CanonicalizationError as exc:
                 raise CanonicalizationError(exc.reason, f"/{i}/meta{exc.path}") from None
-    records = [r.to_json_obj() for r in rec.records]
+    records = []
+    for i, r in enumerate(rec.records):
+        records.append(r.to_json_obj())
+        if not i % EVERY:
+            pace()
     check_values({p[1:]: v for p, v in header.items()}, RECORDING_VALUES, source="<recording>")
     digest = _records_sha256(records, source="<recording>")
     doc: dict[str, Any] = {
@@ -604,7 +665,7 @@ def dumps_recording(rec: Recording, *, indent: bool = False) -> bytes:
         FormatError: nested deeper than the limit (see :func:`recording_to_dict`).
     """
     opt = orjson.OPT_INDENT_2 if indent else 0
-    return dumps(recording_to_dict(rec), opt)
+    return dumps_document(recording_to_dict(rec), opt)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
@@ -699,7 +760,7 @@ def save_recording(
         doc = recording_to_dict(rec)
     except FormatError as exc:
         raise exc.with_file(str(path)) from None
-    atomic_write_bytes(path, dumps(doc, orjson.OPT_INDENT_2 if indent else 0))
+    atomic_write_bytes(path, dumps_document(doc, orjson.OPT_INDENT_2 if indent else 0))
     digest: str = doc["digest"]
     rec.digest = digest
     return digest

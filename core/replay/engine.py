@@ -20,7 +20,8 @@ Rules (SPEC "Replay engine" and the second seed document):
    wired executor when the policy is ``live``; the first source that answers wins. Each
    answer carries its source — ``recorded``, ``intervention``, ``fixture``, ``drift``,
    ``live`` (``policy`` for a denied call; docs/replay.md "Replay states": answer
-   sources) — and a short reason (``fixture fx-… matched the call's arguments``), kept
+   sources) — and a short reason (``fixture fx-… (branch scope) matched the call's
+   arguments hash``), kept
    per call in :attr:`ReplayOutcome.reasons` and, for every answer not ``recorded``, in
    the events' ``metadata.replay.answer_reasons`` next to ``answer_sources``. With policy
    ``fixture`` recorded calls do not answer from the checkpoint on.
@@ -300,6 +301,42 @@ def _take_call(open_calls: list[Any], record: ToolRecord) -> Any:
     return None
 
 
+def _path_step(path: str, token: str | int) -> str:
+    if isinstance(token, int):
+        return f"{path}[{token}]"
+    if token.isidentifier() and token.isascii():
+        return f"{path}.{token}" if path else token
+    return f"{path}[{orjson.dumps(token).decode()}]"
+
+
+def first_difference(a: Any, b: Any) -> str | None:
+    """The path of the first place where two JSON values differ, depth first in ``a``'s
+    key order, as ``messages[7].content`` (members by name, items by index, names that
+    are not identifiers quoted: ``meta["x-y"]``; ``$`` for the values themselves), or
+    ``None`` when they are equal. Types count (``1`` differs from ``true`` and ``1.0``
+    equals ``1`` as in JSON); a key present on one side only, or a length, is a difference
+    at the container (``messages`` when one list is longer). Iterative: any depth."""
+    stack: list[tuple[str, Any, Any]] = [("", a, b)]
+    while stack:
+        path, x, y = stack.pop()
+        tx, ty = type(x), type(y)
+        if isinstance(x, dict) and isinstance(y, dict):
+            if x.keys() != y.keys():
+                return path or "$"
+            stack.extend((_path_step(path, k), x[k], y[k]) for k in reversed(list(x)))
+        elif isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+            if len(x) != len(y):
+                return path or "$"
+            stack.extend((_path_step(path, i), x[i], y[i]) for i in reversed(range(len(x))))
+        elif (
+            (tx is bool) != (ty is bool)
+            or x != y
+            or (isinstance(x, (dict, list, tuple)) != isinstance(y, (dict, list, tuple)))
+        ):
+            return path or "$"
+    return None
+
+
 def tool_message(tool_call_id: str | None, name: str, result: ToolResult) -> ChatMessage:
     """How the generic chat loop puts a tool result in the transcript: a ``tool`` message
     whose content is ``ERROR <type>: <message>`` for an error, the content itself when it
@@ -323,8 +360,8 @@ class ReplayOutcome:
     each executor call this run made — kept here, not in the events, whose live records
     carry ``duration_seconds: null``; answers reused from an earlier attempt are not
     measured again), ``reasons`` (``{seq: reason}`` for every call event: a short
-    sentence saying why its source answered, e.g. ``fixture fx-… matched the call's
-    arguments``)."""
+    sentence saying why its source answered, e.g. ``fixture fx-… (project scope) matched
+    the call's arguments hash``)."""
 
     status: str
     stop_reason: str
@@ -947,12 +984,14 @@ class ReplayEngine:
         fx = self.fixtures.match(call.kind, call.name, match_hash, branch_id=self.branch.id, replay_id=self.replay_id)
         if fx is None:
             return None
+        scope = f"{fx.scope_kind} scope"
         if fx.args_hash is not None:
-            reason = f"fixture {fx.id} matched the call's {'request key' if call.kind == 'model' else 'arguments'}"
+            what = "request key" if call.kind == "model" else "arguments hash"
+            reason = f"fixture {fx.id} ({scope}) matched the call's {what}"
         elif call.kind == "model":
-            reason = f"fixture {fx.id} answers any request to model {call.name!r} (model-wide)"
+            reason = f"fixture {fx.id} ({scope}) answers any request to model {call.name!r} (model-wide)"
         else:
-            reason = f"fixture {fx.id} answers any call of tool {call.name!r} (tool-wide)"
+            reason = f"fixture {fx.id} ({scope}) answers any call of tool {call.name!r} (tool-wide)"
         if call.kind == "model":
             return _Answer("fixture", reason, response=fx.model_response(), fixture_id=fx.id)
         return _Answer("fixture", reason, result=fx.tool_result(), fixture_id=fx.id)
@@ -994,7 +1033,10 @@ class ReplayEngine:
         if mode != "live" or executor is None:
             return None
         # one reason whether reused or asked now: the events of a resume equal a fresh run's
-        reason = f"answered live by the executor ({'live_model' if call.kind == 'model' else 'live_tool'})"
+        reason = (
+            f"answered live by the executor ({'live_model' if call.kind == 'model' else 'live_tool'}): "
+            + self._difference_from_base(call)
+        )
         cached = self._live_cache.get((call.kind, call.key))
         if cached:
             r = cached.popleft()
@@ -1035,7 +1077,26 @@ class ReplayEngine:
             if prior.answer == call.turn.default
             else "the user authored this answer"
         )
-        return _Answer("user", f"{how} ({rid}: the person's turn before model step {call.step})", text=prior.answer)
+        return _Answer("user", f"{how} (the person's turn before model step {call.step})", text=prior.answer)
+
+    def _difference_from_base(self, call: _Call) -> str:
+        """Where a call answered live first differs from the base's call at the same
+        place (the model request at the same step; the same tool's arguments at the same
+        call position), as a JSON path: ``the request differs from the base at
+        messages[7].content``. Deterministic, so a resume's reasons equal a fresh run's."""
+        if call.kind == "model":
+            if call.request is None or call.step >= len(self.base_models):
+                return "no base call at this step"
+            base_req = self.base_models[call.step].request
+            here = call.request.model_dump(mode="json", exclude_none=True)
+            there = base_req.model_dump(mode="json", exclude_none=True)
+            at = first_difference(here, there)
+            return "the request equals the base's" if at is None else f"the request differs from the base at {at}"
+        b = self.base_calls[call.pos] if call.pos < len(self.base_calls) else None
+        if b is None or type(b) is not ToolRecord or b.tool != call.name:
+            return "no base call of this tool at this position"
+        at = first_difference(call.arguments, b.arguments)
+        return "the arguments equal the base's" if at is None else f"the arguments differ from the base at {at}"
 
     #: the answer chain, in the order of :data:`ANSWER_CHAIN` (a new source: one method here)
     _CHAIN: ClassVar[tuple[_ChainStep, ...]] = (

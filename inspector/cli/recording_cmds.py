@@ -8,7 +8,14 @@ from typing import Annotated, Any
 import typer
 
 from core.errors import FormatError
-from core.record.io import atomic_write_bytes, parse_json, recording_from_dict, recording_to_dict, redact_recording
+from core.record.io import (
+    atomic_write_bytes,
+    dumps_document,
+    parse_json,
+    recording_from_dict,
+    recording_to_dict,
+    redact_recording,
+)
 from core.record.migrate import detect_version
 from core.record.nesting import dumps
 from core.record.reader import read_input
@@ -176,7 +183,7 @@ def register(app: typer.Typer) -> None:
         rec = recording_from_dict(doc, source=source)
         check_output(output, force=force, inputs=(old,))
         redact_recording(rec)  # what the product writes is redacted (docs/format.md, "Redaction")
-        atomic_write_bytes(output, dumps(recording_to_dict(rec)))
+        atomic_write_bytes(output, dumps_document(recording_to_dict(rec)))
         typer.echo(
             f"{old}: format version {version} → {rec.format_version}; wrote {output} ({len(rec.records)} records)"
         )

@@ -2,7 +2,7 @@
 
 ``show(index, position)`` (attribute down from the screen) fills it. The identity block
 gives the key, args hash and attribution fields — and, in a replay's events, the call's
-answer source and why it answered (at most two lines); the "Record" tab is the full record as
+answer source and why it answered (at most three lines); the "Record" tab is the full record as
 a collapsible JSON tree; the "Transcript" tab renders the chat (built only when that
 tab is visible, so moving the cursor stays cheap). Both tabs show binary data (data
 URLs, long base64) as placeholders until :meth:`DetailPane.set_raw` turns them off.
@@ -32,11 +32,11 @@ from .transcript import TranscriptView
 
 #: an error message longer than this is cut (head … tail) before the banner is made
 BANNER_SOURCE_CHARS = 4_000
-#: an answer reason longer than this is cut before it is wrapped (it shows two lines)
+#: an answer reason longer than this is cut before it is wrapped (it shows three lines)
 REASON_CHARS = 1_000
 
 
-def source_lines(source: str, reason: str, width: int, max_lines: int = 2) -> list[Text]:
+def source_lines(source: str, reason: str, width: int, max_lines: int = 3) -> list[Text]:
     """``✎ intervention  why…`` wrapped to at most ``max_lines`` lines of ``width``
     cells (the last one cut with ``…``): the source's symbol and name in its colour,
     then the reason as plain text (recorded ids in it are data: control characters are
@@ -259,7 +259,7 @@ class DetailPane(Vertical):
         # label+value pairs packed into lines; a pair never breaks between its label
         # and its value; at most three lines (the tree has every field)
         width = max(30, (self.size.width or 60) - 2)
-        # a replay's events: what answered the call and why, first (two lines at most)
+        # a replay's events: what answered the call and why, first (three lines at most)
         source = index.answer_source(position)
         lines: list[Text] = []
         if source is not None:

@@ -129,7 +129,8 @@ async def test_the_source_key_steps_through_the_sources_present(events_path):
         await settle(pilot, app)
         assert seqs() == [7]
         # the detail pane follows the cursor: why the fixture answered
-        assert f"fixture {FIXTURE_ID} answers any request" in str(s.detail.query_one("#detail-identity").render())
+        shown = " ".join(str(s.detail.query_one("#detail-identity").render()).split())  # as wrapped
+        assert f"fixture {FIXTURE_ID} (branch scope) answers any request to model" in shown
         await pilot.press("S")
         await settle(pilot, app)
         assert seqs() == list(range(8))  # every row again, separators included
@@ -197,9 +198,9 @@ async def test_the_source_lines_show_a_reason_as_data():
     from inspector.widgets.detail_pane import source_lines
 
     lines = source_lines("fixture", "fixture fx-\x1b[2J[red]x[/red] " + "word " * 60, 40)
-    assert len(lines) == 2 and all(len(t) <= 40 for t in lines)
+    assert len(lines) == 3 and all(len(t) <= 40 for t in lines)
     assert "␛[2J[red]x[/red]" in lines[0].plain  # escapes shown, markup not parsed
-    assert lines[1].plain.endswith("…")
+    assert lines[2].plain.endswith("…")
 
 
 async def test_palette_and_help_list_the_source_filter(events_path):
@@ -288,7 +289,10 @@ def test_cli_json_and_csv_carry_source_and_reason(events_path, capsys):
     assert code == 0, err
     rows = {r["seq"]: r for r in orjson.loads(out)}
     assert rows[7]["source"] == "fixture"
-    assert rows[7]["reason"] == f"fixture {FIXTURE_ID} answers any request to model 'scripted-support-v1' (model-wide)"
+    assert (
+        rows[7]["reason"]
+        == f"fixture {FIXTURE_ID} (branch scope) answers any request to model 'scripted-support-v1' (model-wide)"
+    )
     assert rows[3]["source"] == "recorded" and rows[3]["reason"].startswith("recorded answer for key sha256:")
     assert rows[0]["source"] is None
     code, out, err = cli(capsys, "timeline", events_path, "--csv")

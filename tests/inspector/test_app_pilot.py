@@ -412,6 +412,55 @@ async def test_a_keymap_remaps_a_binding_by_id(built, tmp_path, monkeypatch):
         assert _key_label(app, binding) == "^n"
 
 
+def test_every_binding_id_in_the_source_is_remappable(tmp_path):
+    """Each ``Binding(..., id=...)`` written anywhere in the app — the workspace side
+    panel, the branch and fixture editors, the requirements and fixtures screens and
+    their dialogs included — is a binding id a keymap may name."""
+    import re
+    from pathlib import Path
+
+    import inspector
+    from inspector.keymap import binding_ids, load_keymap
+
+    root = Path(inspector.__file__).parent
+    written = {m for f in root.rglob("*.py") for m in re.findall(r'Binding\([^)]*?\bid="([^"]+)"', f.read_text(), re.S)}
+    assert {"workspace.tree", "workspace.launch", "fixture.save", "requirements.close", "decision.cancel"} <= written
+    assert written - binding_ids() == set()
+    path = tmp_path / "keymap.json"
+    path.write_text('{"workspace.tree": "ctrl+t", "fixture.save": "ctrl+s", "branch_editor.save": "ctrl+w"}')
+    assert load_keymap(path)["workspace.tree"] == "ctrl+t"
+
+
+def test_docs_list_every_binding_id_with_its_default_keys():
+    import re
+    from pathlib import Path
+
+    from inspector.keymap import binding_ids
+
+    text = (Path(__file__).parents[2] / "docs" / "app.md").read_text()
+    listed = dict(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \| ([^|]+) \|", text, re.M))
+    assert set(listed) == binding_ids()
+    assert listed["workspace.tree"].strip() == "`T`" and listed["app.help"].strip() == "`question_mark`, `f1`"
+
+
+async def test_the_command_palette_key_is_remappable(built, tmp_path):
+    from textual.command import CommandPalette
+
+    from inspector.keymap import load_keymap
+
+    path = tmp_path / "keymap.json"
+    path.write_text('{"app.palette": "ctrl+k"}')
+    app = InspectorApp(built, load_keymap(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert not isinstance(app.screen, CommandPalette)
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+
+
 @pytest.mark.parametrize(
     "content,reason",
     [

@@ -383,6 +383,61 @@ async def test_two_replays_run_at_once_while_the_user_browses(tmp_path, monkeypa
     check_workspace(ws_path)
 
 
+async def test_running_replays_make_way_while_a_key_is_handled(tmp_path, monkeypatch):
+    """A key pressed while a replay runs marks the input (the worker's yield points then
+    sleep) until the screen is repainted; a worker at a yield point waits for that mark
+    to clear, and never longer than YIELD_AT_MOST for one input."""
+    monkeypatch.chdir(tmp_path)
+    base = base_copy(tmp_path, "sample-agent-fault-tool-error.json")
+    ws_path = tmp_path / "ws"
+    a = make_branch(ws_path, base, interventions=[], at=3, policy=Policy())
+    gate = Gate(monkeypatch, 1)
+    app = InspectorApp(load_for_view(base), workspace=ws_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await idle(pilot, app)
+        runner = app.replay_runner
+        await pilot.press("down")  # nothing runs: no mark
+        assert runner._input_since is None
+        panel = await open_tree(pilot, app)
+        marks: list[float | None] = []
+        real_handled = runner._input_handled
+
+        def handled() -> None:
+            marks.append(runner._input_since)
+            real_handled()
+
+        monkeypatch.setattr(runner, "_input_handled", handled)
+        try:
+            await launch(pilot, app, panel, a, consent="#consent-none")
+            await gate.all_held()
+            app.screen.table.focus()
+            await pilot.press("down")
+            await pilot.pause()
+            assert len(marks) == 1 and marks[0] is not None  # marked, then cleared after the repaint
+            assert runner._input_since is None
+            # a worker thread at a yield point waits while input is being handled
+            runner._input_since = replay_runner.time.monotonic()
+            waiter = threading.Thread(target=runner._yield_to_input)
+            waiter.start()
+            waiter.join(0.05)
+            assert waiter.is_alive()
+            runner._input_since = None
+            waiter.join(5)
+            assert not waiter.is_alive()
+            # ... and not past YIELD_AT_MOST for one input
+            runner._input_since = replay_runner.time.monotonic() - replay_runner.YIELD_AT_MOST
+            waiter = threading.Thread(target=runner._yield_to_input)
+            waiter.start()
+            waiter.join(5)
+            assert not waiter.is_alive()
+            runner._input_since = None
+        finally:
+            gate.release.set()
+        await idle(pilot, app)
+        assert [s.status for s in runner.runs.values()] == ["completed"]
+    check_workspace(ws_path)
+
+
 async def test_cancel_stops_between_two_calls_and_resume_completes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     base = base_copy(tmp_path, "sample-agent-fault-tool-error.json")

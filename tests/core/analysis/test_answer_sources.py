@@ -124,7 +124,7 @@ def test_every_call_has_its_source_and_the_engines_reason(index, replayed):
     fx = index.position_of_seq(seq + 1)
     assert (
         index.answer_reason(fx)
-        == f"fixture {FIXTURE_ID} answers any request to model 'scripted-support-v1' (model-wide)"
+        == f"fixture {FIXTURE_ID} (branch scope) answers any request to model 'scripted-support-v1' (model-wide)"
     )
     assert index.answer_reason(index.position_of_seq(3)).endswith(", before the checkpoint")
     assert index.source_counts() == {"recorded": 3, "intervention": 1, "fixture": 1}
@@ -138,7 +138,7 @@ def test_rows_json_and_csv_carry_source_and_reason(index):
     text = rows_to_csv(index.rows(), sources=True)
     header, *lines = text.splitlines()
     assert header.split(",") == [*CSV_FIELDS, "source", "reason"]
-    assert any(",fixture,fixture fx-final-answer answers any request" in ln for ln in lines)
+    assert any(",fixture,fixture fx-final-answer (branch scope) answers any request" in ln for ln in lines)
 
 
 def test_filter_by_source(index):
@@ -209,7 +209,10 @@ def test_live_answers(tmp_path):
     index = TimelineIndex(out.events)
     live = [p for p in range(len(index)) if index.answer_source(p) == "live"]
     assert live and all(index.kinds[p] == "model" for p in live)
-    assert index.answer_reason(live[0]) == "answered live by the executor (live_model)"
+    # the intervention changed the tool result the next request carries: its message
+    assert index.answer_reason(live[0]) == (
+        "answered live by the executor (live_model): the request differs from the base at messages[5].content"
+    )
 
 
 def test_hostile_or_old_metadata_is_shown_never_trusted():

@@ -206,7 +206,7 @@ def test_reasons_name_the_intervention_the_fixture_and_the_drifted_base_call() -
     ).run()
     assert [out.sources[s] for s in (1, 2, 3, 4, 5)] == ["recorded", "recorded", "intervention", "fixture", "drift"]
     assert out.reasons[3] == "intervention 0 (model_response at seq 3) answers model step 1"
-    assert out.reasons[4] == f"fixture {fx.id} answers any call of tool 'lookup' (tool-wide)"
+    assert out.reasons[4] == f"fixture {fx.id} (project scope) answers any call of tool 'lookup' (tool-wide)"
     assert out.reasons[5] == (
         "lenient drift: the base's answer at seq 5 (model step 2) stands in for a request that differs"
     )
@@ -220,17 +220,29 @@ def test_an_exact_fixture_and_a_drifted_tool_call_say_so() -> None:
     args = {"q": "something else"}
     fx = Fixture(kind="tool", name="lookup", args_hash=args_hash(args), output={"content": "fx"})
     for fixtures, policy, want in (
-        ([fx], Policy(), f"fixture {fx.id} matched the call's arguments"),
+        ([fx], Policy(), f"fixture {fx.id} (project scope) matched the call's arguments hash"),
         (
             [],
             Policy(drift="lenient"),
             "lenient drift: the base's answer at seq 1 (the call of tool 'lookup' at this position) "
             "stands in for a call that differs",
         ),
+        (
+            [],
+            Policy(tool="live"),  # where the live call first differs from the base's
+            "answered live by the executor (live_tool): the arguments differ from the base at q",
+        ),
+        (
+            [Fixture(scope="branch:br-x", kind="tool", name="lookup", output={"content": "fx"})],
+            Policy(),
+            "fixture fx-? (branch scope) answers any call of tool 'lookup' (tool-wide)",
+        ),
     ):
+        if fixtures and fixtures[0].scope != "project":
+            want = want.replace("fx-?", fixtures[0].id)
         out = ReplayEngine(
             base,
-            new_branch(base, "base.json", at=1, policy=policy),
+            new_branch(base, "base.json", at=1, policy=policy, branch_id="br-x"),
             fixtures=FixtureGateway(fixtures),
             executor=OneCall(base.records[0].request, args),
         ).run()
@@ -264,3 +276,23 @@ def test_events_keep_answer_sources_as_before() -> None:
     meta = out.events.metadata["replay"]
     assert meta["answer_sources"] == {} and meta["answer_reasons"] == {}
     assert list(meta)[:7] == ["base", "branch", "policy", "executor", "stop_reason", "answer_sources", "answer_reasons"]
+
+
+def test_first_difference_names_the_first_differing_place() -> None:
+    from core.replay.engine import first_difference
+
+    msgs = [{"role": "user", "content": "a"}] * 8
+    changed = [*msgs[:7], {"role": "user", "content": "b"}]
+    assert first_difference({"messages": msgs}, {"messages": changed}) == "messages[7].content"
+    assert first_difference({"messages": msgs}, {"messages": msgs[:7]}) == "messages"
+    assert first_difference({"a": 1}, {"a": True}) == "a"  # a boolean is not a number
+    assert first_difference({"a": 1}, {"a": 1.0}) is None  # as in JSON
+    assert first_difference({"x-y": [1]}, {"x-y": [2]}) == '["x-y"][0]'
+    assert first_difference({"a": {}}, {"a": []}) == "a"
+    assert first_difference({"a": 1}, {"b": 1}) == "$"
+    assert first_difference("same", "same") is None
+    deep: object = 0
+    other: object = 1
+    for _ in range(5000):  # iterative: no recursion limit
+        deep, other = [deep], [other]
+    assert first_difference(deep, other) == "[0]" * 5000
