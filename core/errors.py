@@ -17,6 +17,17 @@ def printable(name: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
+def name_text(name: str) -> str:
+    """A file name as valid Unicode text, to store or show: the bytes of a name that are
+    not UTF-8 (decoded by Python as lone surrogates, PEP 383 ``surrogateescape``) written
+    as ``\\xNN``; a valid name is returned as is."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
 _POINTER_HEAD = 8
 _POINTER_TAIL = 2
 

@@ -1092,7 +1092,8 @@ class Workspace:
         return self._conn.execute("SELECT 1 FROM recordings WHERE digest=?", (digest,)).fetchone() is not None
 
     def _recording_row(self, rec: Recording, digest: str, path: str | None) -> tuple[Any, ...]:
-        body = zlib.compress(dumps_recording(rec), 1)  # rec was redacted: see put_recording
+        with _gc_paused():
+            body = zlib.compress(dumps_recording(rec), 1)  # rec was redacted: see put_recording
         return (digest, path, _json(rec.metadata), len(rec.records), body, _now())
 
     def get_recording(self, digest: str) -> Recording:

@@ -45,7 +45,7 @@ from .commands import TimelineCommands, WorkspaceScreenCommands
 from .loader import LoadedRecording
 from .messages import BranchSaved, LaunchReplay, ResumeReplay, WorkspaceChanged
 from .plain import block, line
-from .replay_runner import EventsLoaded, ReplayRunner, RunEnded, RunProgressed
+from .replay_runner import EventsLoaded, ReplayRunner, RunEnded, RunProgressed, keep_long_lived
 from .runinfo import open_notice, warning_texts
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
@@ -160,6 +160,7 @@ class InspectorApp(App[None]):
             return
         self.push_screen(TimelineScreen(self.loaded))
         self._open_notice()
+        keep_long_lived()
         if self.loaded.verify is not None:
             self._verify()
 
@@ -220,6 +221,7 @@ class InspectorApp(App[None]):
         else:
             self.push_screen(TimelineScreen(loaded))
         self._open_notice()
+        keep_long_lived()
 
     def close_run_picker(self) -> bool:
         """Back from the run picker to the run that was open; ``False`` (nothing done)

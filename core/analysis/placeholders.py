@@ -42,6 +42,7 @@ from typing import Any
 import orjson
 
 from ..record.jsonvalues import INVALID_UNICODE_TAG, is_tagged
+from .safe_text import HIDDEN_MARK
 
 __all__ = [
     "MIN_BASE64",
@@ -363,17 +364,20 @@ def invalid_unicode_of(value: Any) -> tuple[str, int] | None:
     return value[INVALID_UNICODE_TAG], min(places)
 
 
-def shown_value(value: Any) -> Any:
+def shown_value(value: Any, *, marked: bool = False) -> Any:
     """``value`` with every ``$invalid_unicode`` tag in it (and every string holding one's
     JSON text) replaced by its text, U+FFFD in each bad place; other values as they are
-    (containers rebuilt only where something changed)."""
+    (containers rebuilt only where something changed). ``marked``: the marker
+    (:data:`core.analysis.safe_text.HIDDEN_MARK`) just before each text's first U+FFFD,
+    as every place that shows recorded text marks what it could not show as recorded."""
     found = invalid_unicode_of(value)
     if found is not None:
-        return found[0]
+        text, at = found
+        return text[:at] + HIDDEN_MARK + text[at:] if marked and 0 <= at <= len(text) else text
     if isinstance(value, dict) and not is_tagged(value):
-        out = {k: shown_value(v) for k, v in value.items()}
+        out = {k: shown_value(v, marked=marked) for k, v in value.items()}
         return out if any(out[k] is not v for k, v in value.items()) else value
     if isinstance(value, list):
-        items = [shown_value(v) for v in value]
+        items = [shown_value(v, marked=marked) for v in value]
         return items if any(a is not b for a, b in zip(items, value)) else value
     return value

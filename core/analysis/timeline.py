@@ -541,8 +541,13 @@ class TimelineIndex:
 
     def row(self, position: int) -> TimelineRow:
         """The :class:`TimelineRow` of the record at ``position`` (with its answer source
-        and reason in a replay's events)."""
+        and reason in a replay's events, where a record's status is ``ok`` rather than
+        ``replayed``: every record of them is replayed, the source says by what — as the
+        app's table shows it)."""
         sourced = self.has_answer_sources
+        status = self.statuses[position]
+        if sourced and status == "replayed":
+            status = "ok"
         return TimelineRow(
             position=position,
             seq=self.seqs[position],
@@ -550,7 +555,7 @@ class TimelineIndex:
             kind=self.kinds[position],
             name=self.names[position],
             summary=self.summary_of(position),
-            status=self.statuses[position],
+            status=status,
             duration_seconds=self.durations[position],
             tokens=self.tokens[position],
             source=self.answer_source(position) if sourced else None,

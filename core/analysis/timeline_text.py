@@ -30,7 +30,8 @@ def one_line(value: Any, limit: int = SUMMARY_CHARS) -> str:
 
     Strings are used as they are; anything else is compact JSON. Runs of whitespace
     (newlines included) become one space; a cut line ends with ``…``. An
-    ``$invalid_unicode`` value shows as its text (U+FFFD in each bad place,
+    ``$invalid_unicode`` value shows as its text (U+FFFD in each bad place, the marker
+    ``⚠`` before the first when ``limit`` is for text to show,
     :func:`core.analysis.placeholders.shown_value`), never as the tag; binary data
     written as text that begins in the part shown (a data URL, base64) as its
     placeholder (``<image/png, 3.0 MB>``), for ``limit`` up to 16,384 (text to show;
@@ -38,16 +39,17 @@ def one_line(value: Any, limit: int = SUMMARY_CHARS) -> str:
     """
     if value is None:
         return ""
+    marked = limit <= 1 << 14  # text to show marks what it cannot show as recorded; search text does not
     if isinstance(value, str):
         # a string holding a tag's JSON text (as some importers store content)
-        text = shown_value(value) if value.startswith('{"$invalid_unicode"') else value
+        text = shown_value(value, marked=marked) if value.startswith('{"$invalid_unicode"') else value
     else:
         try:
             text = dumps(value, orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:
             text = repr(value)
         if INVALID_UNICODE_TAG in text:  # rare: walk the value only then
-            shown = shown_value(value)
+            shown = shown_value(value, marked=marked)
             text = shown if isinstance(shown, str) else dumps(shown, orjson.OPT_NON_STR_KEYS).decode()
     # cut before splitting so a 1 MB result costs no more than a short one
     window = limit * 4

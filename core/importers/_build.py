@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from ..errors import CanonicalizationError, FormatError
+from ..errors import CanonicalizationError, FormatError, name_text
 from ..record.canonical import canonical_json, normalize_stop
 from ..record.jsonvalues import (
     BIGINT_TAG,
@@ -942,7 +942,7 @@ class RunBuilder:
         warnings = [str(w) for w in self.warnings]
         source = {
             "format": self.fmt,
-            "file": self.src.path.name,
+            "file": name_text(self.src.path.name),  # a name that is not UTF-8 is stored escaped
             "sha256": self.src.sha256,
             "run": self.run_id,
             "index": self.index,

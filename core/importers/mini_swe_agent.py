@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, name_text
 from ..record.recording import STANDARD_ROLES, ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_message, usage_pair
 from ._source import SourceFile, Truncation, as_array, as_object, read_tail
@@ -83,7 +83,7 @@ class MiniSweAgentImporter(JsonImporter, Importer):
         return []
 
     def _run(self, src: SourceFile, doc: dict[str, Any], incomplete: bool) -> ImportedRun:
-        run_id = id_text(doc.get("instance_id") or src.path.name.split(".")[0] or "run")
+        run_id = id_text(doc.get("instance_id") or name_text(src.path.name).split(".")[0] or "run")
         b = RunBuilder(self.name, src, run_id)
         info = as_object(doc.get("info"))
         msgs = doc["messages"]

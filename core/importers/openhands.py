@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, name_text
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, json_text, openai_message, parse_arguments, usage_pair
 from ._source import SourceFile, Truncation, as_array, as_object
@@ -89,7 +89,7 @@ class OpenHandsImporter(JsonImporter, Importer):
         return [self._run(src, doc[: partial.complete_items()], True)]
 
     def _run(self, src: SourceFile, events: list[Any], incomplete: bool) -> ImportedRun:
-        run_id = src.path.name.rsplit(".", 1)[0] or "run"
+        run_id = name_text(src.path.name).rsplit(".", 1)[0] or "run"
         b = RunBuilder(self.name, src, run_id)
         by_cause: dict[Any, tuple[int, dict[str, Any]]] = {}
         by_call: dict[str, tuple[int, dict[str, Any]]] = {}

@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, name_text
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, openai_message
 from ._source import SourceFile, Truncation, as_array, as_object
@@ -130,7 +130,7 @@ class SweAgentImporter(JsonImporter, Importer):
         return [self._run(src, doc, incomplete=True)]
 
     def _run(self, src: SourceFile, doc: dict[str, Any], incomplete: bool) -> ImportedRun:
-        run_id = src.path.name.split(".")[0] or "run"
+        run_id = name_text(src.path.name).split(".")[0] or "run"
         b = RunBuilder(self.name, src, run_id)
         history = as_array(doc.get("history"))
         steps = [s for s in doc["trajectory"] if isinstance(s, dict)]

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, name_text
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, id_text, openai_message
 from ._source import SourceFile, Truncation, as_object
@@ -152,7 +152,7 @@ class TauBenchImporter(JsonImporter, Importer):
 
 
 def _model_from_name(path: Path) -> str | None:
-    stem = path.name.rsplit(".", 1)[0]
+    stem = name_text(path.name).rsplit(".", 1)[0]
     for env in _ENVS:
         if stem.endswith("-" + env) and len(stem) > len(env) + 1:
             return stem[: -len(env) - 1]
@@ -160,7 +160,7 @@ def _model_from_name(path: Path) -> str | None:
 
 
 def _env_from_name(path: Path) -> str | None:
-    stem = path.name.rsplit(".", 1)[0]
+    stem = name_text(path.name).rsplit(".", 1)[0]
     for env in _ENVS:
         if stem.endswith("-" + env):
             return env

@@ -51,7 +51,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import orjson
 import yaml
 
-from ..errors import FormatError
+from ..errors import FormatError, name_text
 from ..record.io import redact_recording
 from ..record.jsonvalues import display_text, encode_bytes, encode_value, load_json_lenient
 from ..record.recording import (
@@ -178,7 +178,7 @@ def finalize_recording(
         warnings.add("redaction", f"secret-looking values or sensitive fields were redacted in {changed} record(s)")
     rec.metadata["source"] = {
         "format": fmt,
-        "file": path.name,
+        "file": name_text(path.name),  # a name that is not UTF-8 is stored escaped
         "sha256": hashlib.sha256(data).hexdigest(),
         "run": run_id,
         "index": index,
@@ -575,12 +575,14 @@ class VcrImporter(Importer):
                     fmt="vcr",
                     path=path,
                     data=data,
-                    run_id=path.stem,
+                    run_id=name_text(path.stem),
                     metadata=metadata,
                     warnings=w,
                     created_at=created,
                 )
-                exc.recovered = [ImportedRun(run_id=path.stem, recording=rec, warnings=list(w), incomplete=True)]
+                exc.recovered = [
+                    ImportedRun(run_id=name_text(path.stem), recording=rec, warnings=list(w), incomplete=True)
+                ]
             raise exc
         warnings = Warnings()
         redactor = SecretRedactor()  # one per run: headers removed are scrubbed everywhere
@@ -591,12 +593,12 @@ class VcrImporter(Importer):
             fmt="vcr",
             path=path,
             data=data,
-            run_id=path.stem,
+            run_id=name_text(path.stem),
             metadata=metadata,
             warnings=warnings,
             created_at=created,
         )
-        return [ImportedRun(run_id=path.stem, recording=rec, warnings=list(warnings))]
+        return [ImportedRun(run_id=name_text(path.stem), recording=rec, warnings=list(warnings))]
 
     # -- conversion --------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, name_text
 from ..record.recording import STANDARD_ROLES, ChatMessage, ErrorInfo
 from ._build import JsonImporter, RunBuilder, id_text
 from ._source import SourceFile, Truncation, read_tail
@@ -117,7 +117,7 @@ class WhoAndWhenImporter(JsonImporter, Importer):
         return []
 
     def _run(self, src: SourceFile, doc: dict[str, Any], incomplete: bool) -> ImportedRun:
-        run_id = id_text(doc.get("question_ID") or src.path.name.rsplit(".", 1)[0])
+        run_id = id_text(doc.get("question_ID") or name_text(src.path.name).rsplit(".", 1)[0])
         b = RunBuilder(self.name, src, run_id)
         b.warn(
             "history",

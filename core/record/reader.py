@@ -60,6 +60,11 @@ def describe_mode(mode: int) -> str:
     return "not a regular file"
 
 
+def _article(what: str) -> str:
+    """``a`` or ``an`` before ``what`` (a recording, an intervention file)."""
+    return "an" if what[:1].lower() in "aeiou" else "a"
+
+
 def _fail(error: Callable[[str], InspectorError] | None, path: str, reason: str) -> InspectorError:
     if error is None:
         return InputFileError(reason, file=path)
@@ -84,7 +89,7 @@ def _open_regular(
     except FileNotFoundError:
         raise _fail(error, name, f"no such {what}") from None
     except IsADirectoryError:
-        raise _fail(error, name, f"is a directory, not a {what}") from None
+        raise _fail(error, name, f"is a directory, not {_article(what)} {what}") from None
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing without a reader
             raise _fail(error, name, f"is {describe_mode(os.stat(path).st_mode)}, not a regular file") from None
@@ -94,7 +99,7 @@ def _open_regular(
         if not stat.S_ISREG(st.st_mode):
             kind = describe_mode(st.st_mode)
             if stat.S_ISDIR(st.st_mode):
-                raise _fail(error, name, f"is a directory, not a {what}")
+                raise _fail(error, name, f"is a directory, not {_article(what)} {what}")
             raise _fail(error, name, f"is {kind}, not a regular file (nothing was read from it)")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)

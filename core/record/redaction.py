@@ -506,6 +506,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "secret"
 
 
+#: detect-secrets plugins whose capture groups are not the secret (the token's prefix,
+#: ``(glpat|gldt|…)-``, or an optional part of it): the whole match is hidden
+_DETECT_SECRETS_WHOLE_MATCH = frozenset({"GitHubTokenDetector", "GitLabTokenDetector"})
+
+
 def _detect_secrets_rules() -> tuple[_Rule, ...]:
     """A rule per pattern of every ``RegexBasedDetector`` plugin of detect-secrets
     (kinds from :data:`DETECT_SECRETS_KINDS`, else the plugin's ``secret_type``; where
@@ -546,7 +551,8 @@ def _detect_secrets_rules() -> tuple[_Rule, ...]:
                         **at,
                     )
                 else:
-                    rule = _Rule(kind, regex, group=None if regex.groups else 0, trim=" \t\r\n=:\"'", **at)
+                    whole = not regex.groups or cls.__name__ in _DETECT_SECRETS_WHOLE_MATCH
+                    rule = _Rule(kind, regex, group=0 if whole else None, trim=" \t\r\n=:\"'", **at)
                 out.append(rule)
     return tuple(out)
 
@@ -926,6 +932,9 @@ class SecretRedactor:
         self.memo: dict[int, tuple[Any, Any, bool, int]] | None = {} if memo else None
         self._regex: re.Pattern[str] | None = None
         self._regex_size = -1
+        #: object keys found to hold no secret → how many secrets were known then (a key
+        #: is scrubbed again only once more are known): keys repeat in every record
+        self.clean_keys: dict[str, int] = {}
 
     @property
     def secrets(self) -> list[str]:
@@ -1059,17 +1068,42 @@ def _redact(value: Any, redactor: SecretRedactor | None) -> tuple[Any, bool]:
     return _redact_container(value, t, redactor)
 
 
+#: :attr:`SecretRedactor.clean_keys` of redaction without a redactor (no known secrets)
+_CLEAN_KEYS: dict[str, int] = {}
+
+
+def _free_key(key: str, given: dict[str, Any], out: dict[str, Any]) -> str:
+    """``key`` (a redacted key), or ``key #2``, ``key #3``… when an object already holds
+    it: two secrets redacted to the same marker stay two members."""
+    if key not in given and key not in out:
+        return key
+    n = 2
+    while f"{key} #{n}" in given or f"{key} #{n}" in out:
+        n += 1
+    return f"{key} #{n}"
+
+
 def _redact_container(value: Any, t: type, redactor: SecretRedactor | None) -> tuple[Any, bool]:
     if t is dict:
         out: dict[str, Any] = {}
         changed = False
         cache = _NAME_CACHE
+        clean = redactor.clean_keys if redactor is not None else _CLEAN_KEYS
+        gen = len(redactor.known) if redactor is not None else 0
         for k, v in value.items():
             kind = cache.get(k, "") if type(k) is str else None
             if kind == "":
                 kind = name_kind(k)
+            ok = k
+            if type(k) is str and clean.get(k) != gen:  # a secret used as a key is hidden too
+                nk = _scrub(k, redactor)
+                if nk is not k:
+                    ok = _free_key(nk, value, out)
+                    changed = True
+                elif len(clean) < 1 << 16:
+                    clean[k] = gen
             if kind is not None and not _empty(v) and not is_marker(v) and (kind not in _WEAK_KINDS or type(v) is str):
-                out[k] = _hide(v, kind, redactor)
+                out[ok] = _hide(v, kind, redactor)
                 changed = True
                 continue
             if type(v) is str:
@@ -1077,7 +1111,7 @@ def _redact_container(value: Any, t: type, redactor: SecretRedactor | None) -> t
                 c = nv is not v
             else:
                 nv, c = _redact(v, redactor)
-            out[k] = nv
+            out[ok] = nv
             changed |= c
         return (out if changed else value), changed
     if t is list:

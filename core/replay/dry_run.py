@@ -83,7 +83,10 @@ def predict(
             "predictions": [],
             "counts": {},
         }
-    tool_seq = {iv.seq for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.seq is not None}
+    tool_ivs = {
+        iv.seq: iv for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.seq is not None
+    }
+    tool_seq = set(tool_ivs)
     tool_names = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.tool}
     model_steps = set()
     for iv in branch.interventions:
@@ -186,8 +189,11 @@ def predict(
         if r.seq in tool_seq or (
             r.tool in tool_names and (tool_names[r.tool].args_hash in (None, compute_args_hash(r.arguments)))
         ):
-            out.append(Prediction(pos, r.seq, "tool", name, "intervention", "tool_result intervention"))
-            diverged = True
+            iv_t = tool_ivs.get(r.seq) or tool_names[r.tool]
+            same = _result_json(iv_t.result) == _result_json(r.result)
+            why = "tool_result intervention" + (" (the recorded value: the path stays the base's)" if same else "")
+            out.append(Prediction(pos, r.seq, "tool", name, "intervention", why))
+            diverged = diverged or not same  # the recorded value changes nothing downstream
             continue
         if pol.tool == "fixture":
             fx = gw.match("tool", r.tool, compute_args_hash(r.arguments), branch_id=branch.id)
@@ -211,3 +217,11 @@ def predict(
     for p in out:
         counts[p.answer] = counts.get(p.answer, 0) + 1
     return {"status": "ok", "reason": "", "predictions": [p.to_json_obj() for p in out], "counts": counts}
+
+
+def _result_json(result: Any) -> Any:
+    """A tool result as JSON without its ``redacted`` flag (what the next request carries)."""
+    obj = result.to_json_obj() if result is not None else None
+    if isinstance(obj, dict):
+        obj.pop("redacted", None)
+    return obj

@@ -30,7 +30,7 @@ from core.analysis.metrics import (
     run_metrics,
 )
 from core.analysis.safe_text import HIDDEN_MARK, shown
-from core.errors import AnalysisError, short_pointer
+from core.errors import AnalysisError, name_text, short_pointer
 from core.record.nesting import dumps
 
 from .common import TrustExecutorOpt, load_any, print_json
@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
             raise AnalysisError("--compare needs a base and at least one other recording")
         table = load_price_table(prices) if prices is not None else None
         predicate = load_predicate(outcome) if outcome else None
-        runs = [(str(f), load_any(f)) for f in files]
+        runs = [(name_text(str(f)), load_any(f)) for f in files]  # a table holds UTF-8 text only
         if compare:
             import polars as pl
 

@@ -121,8 +121,45 @@ def print_json(obj: object) -> None:
     characters inside strings are written as ``\\uXXXX`` escapes
     (:func:`core.analysis.safe_text.json_safe`; the encoder escapes U+0000–U+001F
     itself): the document decodes to the same values and drives no terminal."""
-    text = dumps(obj, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
-    sys.stdout.write(json_safe(text) + "\n")
+    try:
+        data = dumps(obj, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    except TypeError as exc:
+        if "UTF-8" not in str(exc):
+            raise
+        # a file name given on the command line that is not UTF-8 (PEP 383): escaped
+        data = dumps(_names_as_text(obj), orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    sys.stdout.write(json_safe(data.decode()) + "\n")
+
+
+def _names_as_text(obj: object) -> object:
+    """``obj`` with every string (and key) that is not valid Unicode text escaped by
+    :func:`core.errors.name_text`; containers copied, any depth (no recursion)."""
+    from core.errors import name_text
+
+    def conv(v: object) -> object:
+        if isinstance(v, str):
+            return name_text(v)
+        if isinstance(v, dict):
+            return {}
+        if isinstance(v, (list, tuple)):
+            return []
+        return v
+
+    root = conv(obj)
+    todo: list[tuple[object, object]] = [(obj, root)]
+    while todo:
+        src, dst = todo.pop()
+        if isinstance(src, dict) and isinstance(dst, dict):
+            for k, v in src.items():
+                nv = conv(v)
+                dst[name_text(k) if isinstance(k, str) else k] = nv
+                todo.append((v, nv))
+        elif isinstance(src, (list, tuple)) and isinstance(dst, list):
+            for v in src:
+                nv = conv(v)
+                dst.append(nv)
+                todo.append((v, nv))
+    return root
 
 
 def echo_err(message: str) -> None:

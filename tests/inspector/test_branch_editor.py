@@ -126,15 +126,17 @@ async def test_override_the_failing_tool_result_dry_run_and_save(base_file, tmp_
         assert editor.query_one("#iv-kind", Select).value == "tool_result"
         assert json.loads(editor.query_one(JsonEditor).text) == recorded
         assert _answers(editor)[fault] == "intervention"
-        # the recording names an executor: offered, and the dry run counts its live answer
+        # the recorded value changes nothing after it: every other call as recorded
+        assert set(editor.last.counts) == {"recorded", "intervention"} and editor.last.counts["intervention"] == 1
+        # the recording names an executor: offered, and once the value differs the dry run
+        # counts its live answer
         assert editor.query_one("#pol-executor", Select).value == "recording"
-        assert editor.last.counts == {"recorded": 3, "intervention": 1, "live": 1, "unknown": 1}
-        counts = str(editor.query_one("#dry-counts", Static).render())
-        assert "intervention 1" in counts and "live 1" in counts
-
         _replace_in_editor(editor, '"C-2002"', '"C-1001"')
         await _settled(pilot, editor)
         assert _answers(editor)[fault] == "intervention"
+        assert editor.last.counts == {"recorded": 3, "intervention": 1, "live": 1, "unknown": 1}
+        counts = str(editor.query_one("#dry-counts", Static).render())
+        assert "intervention 1" in counts and "live 1" in counts
         assert not _save_disabled(editor)
 
         await pilot.press("ctrl+s")
@@ -176,9 +178,10 @@ async def test_export_to_a_file_replay_accepts(base_file, tmp_path, capsys):
         editor = await _editor(pilot, app)
         await _executor_off(pilot, editor)  # recorded answers, with requirements: no code runs
         assert editor.query_one("#pol-model", Select).value == "recorded"
-        assert _answers(editor)[7] == "requirement"
+        assert _answers(editor)[7] == "recorded"  # the recorded value: the path stays the base's
         _replace_in_editor(editor, '"C-2002"', '"C-1001"')
         await _settled(pilot, editor)
+        assert _answers(editor)[7] == "requirement"
         await pilot.press("ctrl+o")
         await pilot.pause()
         assert isinstance(app.screen, ExportScreen)
@@ -300,7 +303,7 @@ async def test_refusing_the_executor_saves_nothing_and_falls_back_to_recorded(ba
         assert app.screen is editor
         assert editor.query_one("#pol-executor", Select).value == "none"
         assert editor.query_one("#pol-model", Select).value == "recorded"
-        assert _answers(editor)[7] == "requirement"
+        assert _answers(editor)[7] == "recorded"  # the intervention is the recorded value
         assert _stored(tmp_path / "ws") == []
         # saved and launched now, without an executor
         await pilot.press("ctrl+r")

@@ -135,6 +135,8 @@ def test_rows_json_and_csv_carry_source_and_reason(index):
     assert rows[6]["source"] == "intervention"
     assert rows[6]["reason"].startswith("intervention 0 (tool_result at seq 6)")
     assert rows[0]["source"] is None and rows[0]["reason"] is None  # a lifecycle record
+    # every record is replayed: the status says ok (or error), the source says by what
+    assert "replayed" in set(index.statuses) and {r["status"] for r in rows.values()} <= {"ok", "error"}
     text = rows_to_csv(index.rows(), sources=True)
     header, *lines = text.splitlines()
     assert header.split(",") == [*CSV_FIELDS, "source", "reason"]

@@ -16,8 +16,10 @@ def test_summaries_show_placeholders_and_never_the_invalid_unicode_tag():
     assert one_line("see " + png + " end") == "see <image/png, 3.0 MB> end"
     assert one_line({"source": {"data": png}}) == '{"source":{"data":"<image/png, 3.0 MB>"}}'
     tag = {"$invalid_unicode": "bad \ufffd text", "surrogates": [[4, 0xD800]]}
-    assert one_line(tag) == "bad \ufffd text"
-    assert one_line({"content": tag}) == '{"content":"bad \ufffd text"}'
+    # shown with the marker before the first bad place; search text without it
+    assert one_line(tag) == "bad \u26a0\ufffd text"
+    assert one_line({"content": tag}) == '{"content":"bad \u26a0\ufffd text"}'
+    assert one_line(tag, 1 << 30) == "bad \ufffd text"
     # search text (a huge limit) keeps the value as it is
     assert png[:100] in one_line("see " + png, 1 << 30)
     # prose is untouched

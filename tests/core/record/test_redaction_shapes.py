@@ -187,3 +187,34 @@ def test_detect_secrets_plugins_are_all_used_but_entropy_and_addresses():
     # the recording's own hashes, keys and ids trip none of them
     own = "sha256:" + "0123456789abcdef" * 4 + " rp-0123456789ab fx-0123456789ab req-0123456789ab"
     assert find_secrets(own) == []
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "glpat-sz5TvPcq2cS0kwLbGY9W",
+        "gldt-sz5TvPcq2cS0kwLbGY9Wab",
+        "glrt-sz5TvPcq2cS0kwLbGY9Wab",
+        "glsoat-sz5TvPcq2cS0kwLbGY9Wab",
+        "glcbt-sz5TvPcq2cS0kwLbGY9Wab",  # without the optional hex prefix
+        "glcbt-a1_sz5TvPcq2cS0kwLbGY9Wab",
+        "ghp_" + "aB3" * 12,
+    ],
+)
+def test_tokens_whose_pattern_groups_their_prefix_are_hidden_whole(token):
+    """Some detect-secrets patterns capture the token's prefix, not its secret part: the
+    whole token goes, not only the prefix."""
+    out, changed = redact(f"tok {token} end", SecretRedactor())
+    assert changed and token[8:] not in out and out.startswith("tok [REDACTED:") and out.endswith("] end")
+
+
+def test_a_secret_used_as_an_object_key_is_hidden():
+    hf1 = "hf_hxG6GmD9i0WiJvdbPAdnAFENYa3RR7iybC"
+    hf2 = "hf_hxG6GmD9i0WiJvdbPAdnAFENYa3RR7iybD"
+    value = {hf1: "v", hf2: "w", "args": [{"ghp_" + "aB3" * 12: 1}], "plain key": 2}
+    out, changed = redact(value, SecretRedactor())
+    text = json.dumps(out)
+    assert changed and hf1 not in text and hf2 not in text and "aB3aB3" not in text
+    assert out["[REDACTED:huggingface-token]"] == "v" and out["[REDACTED:huggingface-token] #2"] == "w"
+    assert out["plain key"] == 2 and list(out["args"][0].values()) == [1]
+    assert redact({"plain key": 2}, SecretRedactor()) == ({"plain key": 2}, False)

@@ -254,6 +254,11 @@ def test_replay_events_name_the_parent(base):
 
 def test_preview_runs_the_dry_run(base):
     drafts = E.initial_drafts(base, 6)
+    # prefilled with the recorded value: nothing after it changes
+    same = E.preview(base, "b.json", checkpoint=6, drafts=drafts, policy=Policy(), executor_wired=False)
+    by_seq = {p["base_seq"]: p["answer"] for p in same.dry_run["predictions"]}
+    assert by_seq.pop(6) == "intervention" and set(by_seq.values()) == {"recorded"}
+    drafts = [dataclasses.replace(drafts[0], text='{"content": "another result"}')]
     result = E.preview(base, "b.json", checkpoint=6, drafts=drafts, policy=Policy(), executor_wired=False)
     by_seq = {p["base_seq"]: p["answer"] for p in result.dry_run["predictions"]}
     assert by_seq[6] == "intervention" and by_seq[7] == "requirement"

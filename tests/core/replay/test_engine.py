@@ -363,6 +363,18 @@ def test_engine_runs_once():
         eng.run()
 
 
+def test_a_dry_run_of_the_recorded_value_as_intervention_stays_on_the_base_path():
+    """An intervention that gives the call its recorded result changes nothing after it:
+    the dry run predicts recorded answers, as the replay gives them."""
+    base = chat_recording(3)
+    rec4 = next(r for r in base.records if r.seq == 4)
+    same = new_branch(base, "b", at=4, interventions=[ToolResultIntervention(seq=4, result=rec4.result)])
+    answers = [x["answer"] for x in predict(base, same)["predictions"]]
+    assert answers[3] == "intervention" and set(answers[:3] + answers[4:]) == {"recorded"}
+    out = ReplayEngine(base, same).run()
+    assert out.status == "completed" and out.answers.get("recorded") == len(answers) - 1
+
+
 def test_dry_run_predictions():
     base = chat_recording(3)
     br = new_branch(base, "b", at=4, interventions=[ToolResultIntervention(seq=4, result=ToolResult(content=1))])

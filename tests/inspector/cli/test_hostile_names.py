@@ -58,6 +58,45 @@ def test_a_file_name_that_is_not_utf8_is_read_and_shown_escaped(cwd, capsys, com
     err.encode("utf-8")
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["metrics"],
+        ["metrics", "--json"],
+        ["audit", "--json"],
+        ["info", "--json"],
+        ["diff", "--json", "@"],
+        ["export", "--to", "otlp", "-o", "spans.json"],
+        ["import", "-o", "imported.json"],
+    ],
+)
+@pytest.mark.parametrize("source", ["recording", "swe_agent"])
+def test_a_name_that_is_not_utf8_never_breaks_a_table_json_or_import(cwd, capsys, command, source):
+    """The name reaches polars tables, JSON output and the imported run's
+    ``metadata.source.file``: each holds it escaped (``\\xff``), never a traceback."""
+    head, *rest = command
+    args = [head, NOT_UTF8, *(NOT_UTF8 if a == "@" else a for a in rest)]
+    if source == "recording":
+        shutil.copy(cwd / "base.json", cwd / NOT_UTF8)
+        if head == "import":  # a recording is not imported: said in one line, the name escaped
+            refused(capsys, *args, expect="already a Chassis recording")
+            return
+    else:
+        shutil.copy(
+            ROOT / "tests" / "data" / "real_traces" / "swe_agent" / "pydicom__pydicom-1458.traj", cwd / NOT_UTF8
+        )
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    assert "Traceback" not in err
+    out.encode("utf-8")
+    err.encode("utf-8")
+    if command == ["import", "-o", "imported.json"]:
+        meta = orjson.loads((cwd / "imported.json").read_bytes())["metadata"]
+        assert meta["source"]["file"] == "non\\xffutf8.json"
+    if "--json" in command and head in ("audit", "info"):
+        assert "non\\\\xffutf8.json" in out  # the JSON string holds a backslash: escaped once more
+
+
 def test_a_missing_file_whose_name_is_not_utf8(cwd, capsys):
     refused(capsys, "info", os.fsdecode(b"no\xffne.json"), expect="no\\udcffne.json: no such file")
 

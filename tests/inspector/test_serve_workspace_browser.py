@@ -1,0 +1,152 @@
+"""``chassis-inspector serve RUN --workspace DIR`` in a headless Chromium: the workspace the
+server names is the one the browser's app shows.
+
+The workspace holds a branch of the served run and a completed replay of it (made with
+core, as ``branch new`` and ``replay`` store them). The page is opened through the link
+``serve`` printed (loopback only; every other request is blocked), and what the page shows
+is read from the terminal's own screen buffer: textual-serve draws xterm.js on a canvas, so
+the test serves its ``textual.js`` with one statement added that keeps the page's terminal
+in ``window.__chassisTerminal`` (nothing else changes). Keys are typed into the page.
+
+Reuses ``serve_cli`` (its built recording ``served-run.json`` in ``tmp_path``), the
+browser launcher and the Chromium guard of ``test_serve``; skipped, with the reason, when
+``/usr/bin/chromium`` or Playwright is absent.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from core.record.recording import Recording
+from core.replay.branch import BranchDraft, Policy, resolve_branch
+from core.replay.replays import start_replay
+from core.workspace import Workspace
+from tests.inspector.test_serve import (
+    Served,
+    _browser,
+    _local_only,
+    needs_chromium,
+    serve_cli,  # noqa: F401 - the fixture, used by name
+)
+
+BRANCH_ID = "br-web-0a1b2c"
+REPLAY_ID = "rp-web-5e6f7a"
+CHECKPOINT = 2  # the run's first model call
+
+#: the statement of textual.js that makes the page's terminal (``w`` wraps xterm.js)
+TERMINAL_MADE = "const t=new w(e,{ping:r});"
+#: the terminal's screen as text, one line per row (null until the terminal exists)
+SCREEN_JS = """() => {
+  const t = window.__chassisTerminal;
+  if (!t) return null;
+  const buffer = t.terminal.buffer.active;
+  const rows = [];
+  for (let y = 0; y < t.terminal.rows; y++) {
+    const row = buffer.getLine(buffer.viewportY + y);
+    rows.push(row ? row.translateToString(true) : "");
+  }
+  return rows.join("\\n");
+}"""
+
+
+def build_workspace(base_path: Path, ws_path: Path) -> None:
+    """A branch of ``base_path`` at its first model call, and a completed replay of it
+    (its events file written, as the CLI writes it)."""
+    base = Recording.load(base_path)
+    with Workspace.open(ws_path) as ws:
+        draft = BranchDraft(str(base_path), CHECKPOINT, [], Policy(), None, None, BRANCH_ID)
+        branch = resolve_branch(ws, draft, base)
+        ws.add_branch(branch, base, str(base_path))
+        record, _ = start_replay(ws, str(base_path), branch, base=base, replay_id=REPLAY_ID, events_file=True)
+        assert record.status == "completed"
+        assert ws.events_file(REPLAY_ID).exists()
+
+
+def expose_terminal(page, served: Served) -> list[bool]:
+    """Serve textual.js with the terminal kept in ``window.__chassisTerminal``; the list
+    returned gets one entry per script served (whether the statement was found)."""
+    patched: list[bool] = []
+
+    def handle(route) -> None:
+        response = route.fetch()
+        body = response.text()
+        patched.append(body.count(TERMINAL_MADE) == 1)
+        route.fulfill(
+            response=response, body=body.replace(TERMINAL_MADE, TERMINAL_MADE + "window.__chassisTerminal=t;")
+        )
+
+    # registered after _local_only: Playwright runs the newest matching route first
+    page.route(lambda url: url.startswith(served.base) and url.split("?")[0].endswith("/js/textual.js"), handle)
+    return patched
+
+
+def screen_text(page) -> str:
+    return page.evaluate(SCREEN_JS) or ""
+
+
+def wait_for_screen(page, *needles: str, timeout: float = 30) -> str:
+    """Wait until the terminal's screen shows every needle; its text (fails with the
+    screen as it was)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    script = f"(needles) => {{ const s = ({SCREEN_JS})(); return s !== null && needles.every((n) => s.includes(n)); }}"
+    try:
+        page.wait_for_function(script, arg=list(needles), timeout=timeout * 1000, polling=100)
+    except PlaywrightTimeout:
+        pytest.fail(f"the page never showed {needles!r}; the screen was:\n{screen_text(page)}")
+    return screen_text(page)
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_the_browser_shows_the_served_workspace(serve_cli, tmp_path):  # noqa: F811
+    playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    base_path = tmp_path / "served-run.json"  # serve_cli's recording
+    assert base_path.exists()
+    ws_path = tmp_path / "ws"
+    build_workspace(base_path, ws_path)
+    served = serve_cli("--workspace", str(ws_path), "--host", "127.0.0.1")
+    assert served.url.startswith("http://127.0.0.1:")
+
+    with playwright.sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            _local_only(page, served)
+            patched = expose_terminal(page, served)
+            page.goto(served.url, wait_until="domcontentloaded")
+            # the timeline of the served run is drawn first; the tree is hidden
+            screen = wait_for_screen(page, "served-run.json", "17 records", "harness.shutdown", timeout=45)
+            assert patched == [True]
+            assert BRANCH_ID not in screen and REPLAY_ID not in screen
+
+            # T: the branch tree of the workspace, beside the timeline
+            page.evaluate("() => window.__chassisTerminal.terminal.focus()")
+            page.keyboard.press("T")
+            screen = wait_for_screen(page, "◆ served-run.json  1 branch", REPLAY_ID)
+            lines = [ln.strip() for ln in screen.splitlines()]
+            assert any(f"▾ {BRANCH_ID}  @{CHECKPOINT} · 0 iv" in ln for ln in lines), screen
+            assert any(f"✓ {REPLAY_ID} completed" in ln for ln in lines), screen
+            assert "Branches · workspace" in screen  # the tree names its workspace (the path is cut)
+
+            # End, enter: the replay's events open as a timeline, every call answered as recorded
+            page.keyboard.press("End")
+            page.keyboard.press("Enter")
+            screen = wait_for_screen(page, f"{REPLAY_ID}.json", "source", "= recorded 14")  # its chip
+            assert "harness.shutdown" in screen
+            lines = screen.splitlines()
+            header = next(i for i, ln in enumerate(lines) if re.match(r"^\s*seq\s+kind\s+name\b", ln))
+            assert "source" in lines[header]
+            calls = {
+                int(m[1]): ln
+                for ln in lines[header + 1 :]
+                if (m := re.match(r"^\s*(\d+) (?:model|tool|interrupt) ", ln))
+            }
+            assert sorted(calls) == list(range(2, 16)), screen  # 7 model, 6 tool, 1 interrupt call
+            assert all("= rec" in ln for ln in calls.values()), screen  # (the column is short at this width)
+            assert not any(chip in screen for chip in ("✎ intervention", "▣ fixture", "↯ live")), screen
+        finally:
+            browser.close()
