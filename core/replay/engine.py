@@ -328,11 +328,7 @@ def first_difference(a: Any, b: Any) -> str | None:
             if len(x) != len(y):
                 return path or "$"
             stack.extend((_path_step(path, i), x[i], y[i]) for i in reversed(range(len(x))))
-        elif (
-            (tx is bool) != (ty is bool)
-            or x != y
-            or (isinstance(x, (dict, list, tuple)) != isinstance(y, (dict, list, tuple)))
-        ):
+        elif (tx is bool) != (ty is bool) or x != y:  # a container against anything else is unequal
             return path or "$"
     return None
 
