@@ -1,5 +1,5 @@
 """App benchmark: the branch tree panel of a big workspace, and keypress latency on the
-timeline while a big replay runs in a worker.
+timeline while a big replay runs in a child process.
 
 1. **Branch tree.** A workspace of ``--branches`` branches (default 1,000; the last tenth
    are children of the first ones) and ``--replays`` replays (default 10,000, spread
@@ -19,8 +19,8 @@ timeline while a big replay runs in a worker.
 2. **Keypress latency during a replay.** A synthetic base of ``--calls`` calls (default
    100,000; ``bench/replay_throughput.py``'s generator: half model calls, half tool
    calls), opened in the app with the branch tree shown; an intervention-free branch is
-   launched through the app's replay runner (a thread worker; progress posted at most
-   every 0.1 s) and, while it runs, ``down`` is pressed on the timeline every ``--interval`` seconds (default
+   launched through the app's replay runner (a child process watched by a thread worker;
+   progress posted at most every 0.1 s) and, while it runs, ``down`` is pressed on the timeline every ``--interval`` seconds (default
    0.035: a held key's auto-repeat) by another thread, through the app's driver, as a
    terminal's keys arrive. A key's latency runs from when it was due until the table
    painted a line with the cursor past it — so a key that arrives while the UI thread
@@ -384,7 +384,7 @@ def main() -> int:
     print(f"{'panel render ms':24} {s['render_ms']:>10.1f} {s['small_render_ms']:>11.1f} {s['render_vs_small']:>8.2f}")
     print(f"{'T → painted s':24} {s['key_to_painted_s']:>10.3f} {small['key_to_painted_s']:>11.3f}")
     print(
-        f"replay of {s['calls']:,} calls in a worker: {s['replay_s']:.1f} s ({s['replay_status']}), "
+        f"replay of {s['calls']:,} calls in a child process: {s['replay_s']:.1f} s ({s['replay_status']}), "
         f"{s['presses_during']} presses of down meanwhile"
     )
     print(f"{'down → repaint ms':24} {'p50':>8} {'p95':>8} {'max':>8}")

@@ -878,6 +878,16 @@ class Workspace:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def require_writable(self) -> None:
+        """Check that the workspace can be written before work that would write it (a
+        replay started elsewhere, say), so it fails at once rather than at its end.
+
+        Raises:
+            WorkspaceError: the workspace was opened read-only (:attr:`read_only`).
+        """
+        if self.read_only:
+            raise WorkspaceError(f"{self.path}: the workspace cannot be written (its file or folder is read-only)")
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``; rolled back on any error).
@@ -885,8 +895,7 @@ class Workspace:
         Raises:
             WorkspaceError: the workspace was opened read-only, or the write failed.
         """
-        if self.read_only:
-            raise WorkspaceError(f"{self.path}: the workspace cannot be written (its file or folder is read-only)")
+        self.require_writable()
         c = self._conn
         try:
             c.execute("BEGIN IMMEDIATE")

@@ -384,14 +384,6 @@ class InspectorApp(App[None]):
         groups.append(("App", app_bindings))
         return groups
 
-    async def on_event(self, event: events.Event) -> None:
-        """Textual's event handling; a key or a mouse press first tells the replay runner,
-        so running replays make way while it is handled (:meth:`ReplayRunner.input_arrived`)."""
-        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
-            if not event.is_forwarded:
-                self.replay_runner.input_arrived()
-        await super().on_event(event)
-
     def action_help(self) -> None:
         """Show the help screen (every key)."""
         if not isinstance(self.screen, HelpScreen):

@@ -1,4 +1,4 @@
-"""The app's replay runner: replays launched and resumed in thread workers, with
+"""The app's replay runner: replays launched and resumed in child processes, with
 progress, cancellation, executor consent and the notifications they raise.
 
 :class:`ReplayRunner` is a small controller the app owns (``app.replay_runner``); the
@@ -6,15 +6,17 @@ screens never run a replay themselves, they post :class:`~inspector.messages.Lau
 / :class:`~inspector.messages.ResumeReplay` (or call :meth:`ReplayRunner.request_launch`,
 :meth:`ReplayRunner.resume`), and the app's handlers call the runner. The work is the
 core's: :func:`core.replay.replays.start_replay` and
-:func:`~core.replay.replays.resume_replay`, each in its own thread worker
-(``app.run_worker(..., thread=True, exit_on_error=False)``) with its own workspace
-connection (SQLite connections never cross threads), writing the events file as the
-command line does (``replays/ID.json``).
+:func:`~core.replay.replays.resume_replay`, each attempt run in a child process
+(:class:`core.replay_process.AttemptProcess`: the replay has a core of its own, so
+keys are answered as fast while a 100,000-call replay runs as with none) and watched by its
+own thread worker (``app.run_worker(..., thread=True, exit_on_error=False)``), which
+relays its progress; the child opens its own workspace connection and writes the events
+file as the command line does (``replays/ID.json``).
 
 While a replay runs its :class:`RunState` holds the last
 :class:`~core.replay.engine.ReplayProgress` (calls answered, the base's number of calls,
-the current call); the worker posts :class:`RunProgressed` at most every
-:data:`PROGRESS_INTERVAL` seconds (a 100k-call replay does not post 100k messages) and
+the current call); the child sends, and the worker posts :class:`RunProgressed`, at most
+every :data:`PROGRESS_INTERVAL` seconds (a 100k-call replay does not post 100k messages) and
 :class:`RunEnded` once the outcome is stored. The runner then tells every view that shows
 workspace state (:meth:`ReplayRunner.broadcast`, a
 :class:`~inspector.messages.WorkspaceChanged`): views register with
@@ -37,7 +39,6 @@ with ``ExecutorChoice(spec, "recording")``. Quitting the app cancels running rep
 from __future__ import annotations
 
 import gc
-import sys
 import threading
 import time
 import uuid
@@ -47,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -61,13 +62,12 @@ from textual.worker import Worker
 
 from core.errors import InspectorError
 from core.record.io import recording_digest
-from core.record.pacing import paced
 from core.record.recording import Recording
 from core.replay.boundary import ExecutorChoice
 from core.replay.branch import Branch
 from core.replay.engine import ReplayProgress
 from core.replay.replay_record import ReplayRecord
-from core.replay.replays import resume_replay, start_replay
+from core.replay_process import AttemptProcess, ReplayProcessError
 from core.workspace import NoWorkspace, Workspace
 
 from .messages import BranchSaved, WorkspaceChanged
@@ -87,6 +87,7 @@ __all__ = [
     "RunState",
     "open_workspace",
     "keep_long_lived",
+    "raised_on_purpose",
     "progress_bar",
 ]
 
@@ -95,16 +96,6 @@ PROGRESS_INTERVAL = 0.1
 
 #: statuses of a replay being worked on
 ACTIVE = ("queued", "running")
-
-#: the interpreter's thread switch interval (seconds) while a replay runs: the replay is
-#: pure Python holding the GIL, and at the default 5 ms every step of handling a key
-#: waits up to that long for the UI thread's turn (``sys.setswitchinterval``)
-SWITCH_INTERVAL = 0.001
-
-#: the longest a replay worker waits at one yield point while the user's input is
-#: handled (seconds): the worker sleeps while a key is handled and its screen repainted
-#: (:meth:`ReplayRunner.input_arrived`), never longer than this for one input
-YIELD_AT_MOST = 0.2
 
 
 @contextmanager
@@ -161,7 +152,8 @@ class RunState:
     ``status_line`` (as ``replay show`` prints it, once ended), ``requirement_ids`` (the
     open requirements of a paused replay), ``error`` (one line, when it failed),
     ``stored`` (whether the replay is in the workspace: ``False`` when it failed before
-    anything was stored), ``cancel`` (set to stop it between two calls)."""
+    anything was stored), ``cancel`` (set to stop it between two calls), ``process`` (the
+    child process running it, once started: :meth:`stop` tells it at once)."""
 
     replay_id: str
     branch_id: str
@@ -175,6 +167,14 @@ class RunState:
     cancel: threading.Event = field(default_factory=threading.Event)
     worker: Worker[None] | None = None
     posted_at: float = 0.0
+    process: AttemptProcess | None = None
+
+    def stop(self) -> None:
+        """Ask the replay to stop between two calls (``cancel``, and its child process
+        told now rather than at the worker's next look)."""
+        self.cancel.set()
+        if self.process is not None:
+            self.process.cancel()
 
     @property
     def active(self) -> bool:
@@ -296,52 +296,13 @@ class ExecutorConsentScreen(ModalScreen[ExecutorChoice | None | Literal[False]])
             self.dismiss(False)
 
 
-def run_attempt(
-    workspace: Path,
-    kind: Literal["start", "resume"],
-    replay_id: str,
-    branch_id: str,
-    executor: ExecutorChoice | None,
-    *,
-    bases: dict[str, Recording] | None = None,
-    on_progress: Callable[[ReplayProgress], None] | None = None,
-    cancel: Callable[[], bool] | None = None,
-) -> ReplayRecord:
-    """One attempt of replay ``replay_id``, on this thread, with its own workspace
-    connection: ``start`` stores and runs a new replay of branch ``branch_id`` (its base
-    from ``bases`` — digest → recording already in memory — else the stored copy) with
-    :func:`core.replay.replays.start_replay`; ``resume`` runs
-    :func:`~core.replay.replays.resume_replay`. The events file is written as the
-    command line writes it. Returns the replay record stored.
-
-    Raises:
-        InspectorError: what the core raises (no workspace, a read-only or damaged one,
-            a branch that no longer validates, an executor that cannot be loaded, a
-            replay another process runs).
-    """
-    with open_workspace(workspace) as ws:
-        if kind == "resume":
-            record, _ = resume_replay(
-                ws, replay_id, executor=executor, on_progress=on_progress, cancel=cancel, events_file=True
-            )
-            return record
-        branch = ws.get_branch(branch_id)
-        base = (bases or {}).get(branch.base.digest)
-        if base is None:
-            base = ws.get_recording(branch.base.digest)
-        path = ws.recording_path(branch.base.digest) or branch.base.path
-        record, _ = start_replay(
-            ws,
-            path,
-            branch,
-            base=base,
-            executor=executor,
-            replay_id=replay_id,
-            on_progress=on_progress,
-            cancel=cancel,
-            events_file=True,
-        )
-        return record
+def raised_on_purpose(error: BaseException | None) -> TypeGuard[InspectorError]:
+    """Whether ``error`` is one the core raises on purpose (an
+    :class:`~core.errors.InspectorError`, also when raised in the replay's child process)
+    rather than a bug or a child that died."""
+    if isinstance(error, ReplayProcessError):
+        return error.inspector
+    return isinstance(error, InspectorError)
 
 
 def was_stored(workspace: Path, replay_id: str) -> bool:
@@ -373,10 +334,6 @@ class ReplayRunner:
         self._bases: dict[str, Recording] = {}
         #: id(recording) → (a weak reference to it, its digest); recordings are not hashable
         self._digests: dict[int, tuple[weakref.ref[Recording], str]] = {}
-        #: the switch interval before the first running replay (restored after the last)
-        self._switch_interval: float | None = None
-        #: when the user input being handled now arrived (``time.monotonic()``), else None
-        self._input_since: float | None = None
 
     # ------------------------------------------------------------------ views
 
@@ -452,6 +409,7 @@ class ReplayRunner:
         try:
             with open_workspace(self.workspace_path) as ws:
                 branch = ws.get_branch(branch_id)
+                ws.require_writable()  # before asking about the executor: nothing would be stored
                 named = self._named_executor(ws, branch)
         except InspectorError as exc:
             self._error(f"cannot replay branch {branch_id}", exc)
@@ -478,12 +436,11 @@ class ReplayRunner:
         return named if isinstance(named, str) and named else None
 
     def launch(self, branch_id: str, executor: ExecutorChoice | None) -> str:
-        """Start a replay of branch ``branch_id`` in a thread worker; return its id (the
+        """Start a replay of branch ``branch_id`` in a child process; return its id (the
         replay is stored by the worker: it may still fail to start)."""
         rid = "rp-" + uuid.uuid4().hex[:12]
         state = RunState(replay_id=rid, branch_id=branch_id, kind="start")
         self.runs[rid] = state
-        self._tune_switching()
         state.worker = self.app.run_worker(
             partial(self._work, state, executor),
             name=f"replay {rid}",
@@ -498,7 +455,7 @@ class ReplayRunner:
 
     def resume(self, replay_id: str, executor: ExecutorChoice | None = None) -> bool:
         """Resume replay ``replay_id`` (its executor as it started, or ``executor``) in a
-        thread worker; ``False`` (and a notice) when this app is running it already."""
+        child process; ``False`` (and a notice) when this app is running it already."""
         running = self.runs.get(replay_id)
         if running is not None and running.active:
             self.app.notify(f"replay {replay_id} is running already", severity="warning", timeout=3)
@@ -506,12 +463,12 @@ class ReplayRunner:
         try:
             with open_workspace(self.workspace_path) as ws:
                 record = ws.get_replay(replay_id)
+                ws.require_writable()
         except InspectorError as exc:
             self._error(f"cannot resume replay {replay_id}", exc)
             return False
         state = RunState(replay_id=replay_id, branch_id=record.branch_id, kind="resume")
         self.runs[replay_id] = state
-        self._tune_switching()
         state.worker = self.app.run_worker(
             partial(self._work, state, executor),
             name=f"resume {replay_id}",
@@ -556,91 +513,48 @@ class ReplayRunner:
         state = self.runs.get(replay_id)
         if state is None or not state.active:
             return False
-        state.cancel.set()
+        state.stop()
         self.changed("replay", replay_id)
         return True
-
-    def _tune_switching(self) -> None:
-        """A shorter thread switch interval while any replay runs (:data:`SWITCH_INTERVAL`),
-        the interpreter's own otherwise."""
-        running = any(s.active for s in self.runs.values())
-        if running and self._switch_interval is None:
-            self._switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(SWITCH_INTERVAL, self._switch_interval))
-        elif not running and self._switch_interval is not None:
-            sys.setswitchinterval(self._switch_interval)
-            self._switch_interval = None
-
-    def input_arrived(self) -> None:
-        """A key or a mouse press arrived (the app's event loop): while it is handled and
-        the screen repainted, running replays wait at their next yield point
-        (:meth:`_yield_to_input`), so the key is answered as fast as with none running."""
-        if self._input_since is None and any(s.active for s in self.runs.values()):
-            self._input_since = time.monotonic()
-            self.app.call_after_refresh(self._input_handled)
-
-    def _input_handled(self) -> None:
-        self._input_since = None
-
-    def _yield_to_input(self) -> None:
-        """The worker threads' pacer (:func:`core.record.pacing.paced`; also called at
-        every answered call): sleep while user input is being handled, at most
-        :data:`YIELD_AT_MOST` for one input."""
-        since = self._input_since
-        while since is not None and time.monotonic() - since < YIELD_AT_MOST:
-            time.sleep(0.001)  # lets the app's thread run alone
-            since = self._input_since
 
     def active(self) -> list[RunState]:
         """The replays running now, oldest first."""
         return [s for s in self.runs.values() if s.active]
 
     def shutdown(self) -> None:
-        """Cancel every running replay (the app is quitting) and give the interpreter
-        its own switch interval back."""
+        """Cancel every running replay (the app is quitting): each stops between two
+        calls and is stored ``failed``/``Cancelled``, resumable."""
         for state in self.active():
-            state.cancel.set()
-        if self._switch_interval is not None:
-            sys.setswitchinterval(self._switch_interval)
-            self._switch_interval = None
+            state.stop()
 
     # ------------------------------------------------------------------ worker side (threads)
 
     def _progress(self, state: RunState, p: ReplayProgress) -> None:
-        """The engine's progress callback (on the worker thread): keep, post now and then."""
+        """The replay's progress (relayed on the worker thread): keep, post now and then."""
         state.progress = p
         if p.kind == "started":
             state.status = "running"
-        if self._input_since is not None:
-            self._yield_to_input()
         now = time.monotonic()
         if p.kind != "call" or now - state.posted_at >= PROGRESS_INTERVAL:
             state.posted_at = now
             self.app.post_message(RunProgressed(state.replay_id))
 
     def _work(self, state: RunState, executor: ExecutorChoice | None) -> None:
-        """Worker (a thread): run the attempt (:func:`run_attempt`, with the base the
-        timeline already holds when it is the branch's) and post :class:`RunEnded`; an
-        error that is not an :class:`~core.errors.InspectorError` is raised again (the
-        app's worker error screen names it)."""
+        """Worker (a thread): run the attempt in a child process
+        (:class:`core.replay_process.AttemptProcess`: the replay has a core
+        of its own, and keys are answered as fast as with none running), relay its
+        progress, and post :class:`RunEnded`; an unexpected error of the child is raised
+        again (the app's worker error screen names it)."""
         path = self.workspace_path
-        keep_long_lived()  # the base and the app: never scanned again while this runs
         try:
-            with paced(self._yield_to_input):  # storing the events yields too
-                record = run_attempt(
-                    path,
-                    state.kind,
-                    state.replay_id,
-                    state.branch_id,
-                    executor,
-                    bases=self._bases,
-                    on_progress=partial(self._progress, state),
-                    cancel=state.cancel.is_set,
-                )
+            state.process = AttemptProcess(
+                path, state.kind, state.replay_id, state.branch_id, executor, progress_interval=PROGRESS_INTERVAL
+            )
+            record = state.process.wait(on_progress=partial(self._progress, state), cancel=state.cancel.is_set)
         except BaseException as exc:
             state.stored = state.kind == "resume" or was_stored(path, state.replay_id)
             self.app.post_message(RunEnded(state.replay_id, None, exc))
-            if not isinstance(exc, InspectorError):
+            if not raised_on_purpose(exc):
                 raise
             return
         self.app.post_message(RunEnded(state.replay_id, record, None))
@@ -666,7 +580,6 @@ class ReplayRunner:
         else:
             state.status = "failed"
             state.error = " ".join(str(error).split()) if error is not None else "no reason recorded"
-        self._tune_switching()
         self.changed("replay", state.replay_id)
         self.changed("requirement", None)
         if record is not None and record.status == "paused":
@@ -685,12 +598,12 @@ class ReplayRunner:
             self.app.notify(
                 f"replay {state.replay_id} failed: {state.error}", title="replay failed", severity="error", timeout=10
             )
-        elif isinstance(error, InspectorError) and not state.stored:
+        elif raised_on_purpose(error) and not state.stored:
             what = "resume" if state.kind == "resume" else "replay"
             self.runs.pop(state.replay_id, None)
             target = f"replay {state.replay_id}" if state.kind == "resume" else f"branch {state.branch_id}"
             self._error(f"cannot {what} {target}", error, hint="nothing was stored · enter: close")
-        elif isinstance(error, InspectorError):
+        elif raised_on_purpose(error):
             what = "cannot resume:" if state.kind == "resume" else "failed:"
             self.app.notify(
                 f"replay {state.replay_id} {what} {state.error}", title="replay failed", severity="error", timeout=10

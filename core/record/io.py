@@ -54,7 +54,6 @@ from .nesting import (
     is_depth_failure,
     is_parse_depth_failure,
 )
-from .pacing import EVERY, pace
 from .reader import read_input
 from .recording import (
     FORMAT_NAME,
@@ -218,8 +217,6 @@ def _records_sha256(raw_records: list[Any], *, source: str | None = None) -> str
         prepared = []
         for i, r in enumerate(raw_records):
             prepared.append(_prepare_record(r, i) if type(r) is dict else _prepare(r, f"/{i}"))
-            if not i % EVERY:
-                pace()
     except (_NeedsReference, CanonicalizationError, RecursionError) as exc:
         if isinstance(exc, RecursionError):
             check_values(raw_records, _RECORDS_VALUES, source=source, at=("records",))
@@ -235,7 +232,7 @@ def _records_sha256(raw_records: list[Any], *, source: str | None = None) -> str
             parts = [_records_canonical_each(raw_records, prepared)]
     h = hashlib.sha256()
     for part in parts:
-        h.update(part)  # hashlib lets other threads run while it hashes a big part
+        h.update(part)
     return "sha256:" + h.hexdigest()
 
 
@@ -243,9 +240,9 @@ def _dump_sorted(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-#: members per orjson call when a long array (the records) is written in parts: one orjson
-#: call holds the GIL throughout, so a worker thread storing a replay of 100,000 calls
-#: writes it in parts of a few milliseconds each and the UI thread runs between them
+#: members per orjson call when a long array (the records) is written in parts: each call
+#: stays small, and a member nested too deep for orjson sends only its own part down the
+#: slower writer of :mod:`core.record.nesting`
 ARRAY_PART = 256
 
 
@@ -267,7 +264,6 @@ def dump_array_parts(items: list[Any], dump: Callable[[Any], bytes], part: int |
         if start:
             parts.append(b",")
         parts.append(dump(items[start : start + part])[1:-1])
-        pace()
     parts.append(b"]")
     return parts
 
@@ -337,16 +333,31 @@ def recording_digest(rec: Recording) -> str:
     return _records_sha256([r.to_json_obj() for r in rec.records])
 
 
+def _str_or_none(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
+def _first_call_id(tool_calls: Any) -> str | None:
+    """The id of a raw message's first tool call (a string), else ``None``."""
+    if type(tool_calls) is list and tool_calls and type(tool_calls[0]) is dict:
+        return _str_or_none(tool_calls[0].get("id"))
+    return None
+
+
 class _MessageMemo:
     """Validates chat messages once per distinct message.
 
     A recording's model requests repeat the growing chat history; each raw message is
-    compared (dict equality) with the ones already validated under the same role and
-    string content, and an equal one reuses the validated (frozen) instance.
+    compared (dict equality) with the ones already validated under the same role, string
+    content, tool call id and first tool call's id, and an equal one reuses the
+    validated (frozen) instance. The ids are in the key because the assistant messages
+    of a tool-calling agent mostly share one content (``""``): under role and content
+    alone they would all land in one bucket, each compared with every earlier one — a
+    run of 50,000 such messages took minutes to load instead of seconds.
     """
 
     def __init__(self) -> None:
-        self.seen: dict[tuple[Any, str], list[tuple[dict[str, Any], ChatMessage]]] = {}
+        self.seen: dict[tuple[str, str, str | None, str | None], list[tuple[dict[str, Any], ChatMessage]]] = {}
 
     def messages(self, raw_msgs: list[Any], record: int, source: str) -> list[Any]:
         out: list[Any] = []
@@ -355,7 +366,7 @@ class _MessageMemo:
             if type(content) is not str or type(m.get("role")) is not str:
                 out.append(m)  # validated with the record
                 continue
-            key = (m.get("role"), content)
+            key = (m["role"], content, _str_or_none(m.get("tool_call_id")), _first_call_id(m.get("tool_calls")))
             bucket = self.seen.get(key)
             if bucket is not None:
                 for raw_prev, val in bucket:
@@ -636,11 +647,7 @@ def recording_to_dict(rec: Recording) -> dict[str, Any]:
                 canonical_json(r.meta)
             except CanonicalizationError as exc:
                 raise CanonicalizationError(exc.reason, f"/{i}/meta{exc.path}") from None
-    records = []
-    for i, r in enumerate(rec.records):
-        records.append(r.to_json_obj())
-        if not i % EVERY:
-            pace()
+    records = [r.to_json_obj() for r in rec.records]
     check_values({p[1:]: v for p, v in header.items()}, RECORDING_VALUES, source="<recording>")
     digest = _records_sha256(records, source="<recording>")
     doc: dict[str, Any] = {

@@ -28,7 +28,6 @@ from pydantic import TypeAdapter
 
 from ..errors import CanonicalizationError
 from .canonical import canonical_hash
-from .pacing import EVERY, pace
 from .recording import (
     ChatMessage,
     ErrorInfo,
@@ -185,8 +184,6 @@ def _one_pass(rec: Recording, redactor: SecretRedactor) -> set[int]:
         if nr is not r:
             records[i] = nr
             changed_records.add(i)
-        if not i % EVERY:
-            pace()
     return changed_records
 
 

@@ -15,7 +15,7 @@ with its argument (or request) diff — or "none recorded". ``A`` (or enter) ans
 * ``user`` (a person's turn): answer with a text, pin the recorded answer, or skip the
   turn (:class:`DecisionScreen`).
 
-``u`` resumes the replay (through the app's replay runner: a thread worker) once it has
+``u`` resumes the replay (through the app's replay runner: a child process) once it has
 no open requirement; the list follows the replay live (it pauses again on the next
 requirement, or completes). ``F`` opens :class:`FixturesScreen`: every fixture with its
 scope, matcher and where it was used; ``A`` there reuses the highlighted fixture for

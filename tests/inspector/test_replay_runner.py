@@ -10,7 +10,10 @@ rest with keys. Waits are on workers and messages (:func:`idle`), never sleeps.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import shutil
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,8 @@ from inspector.screens.timeline import TimelineScreen
 from inspector.widgets.branch_tree import BranchTreePanel
 from inspector.widgets.json_editor import JsonEditor
 from tests.builders import SAMPLES
+from tests.inspector.held_executor import GATE_ENV, GO
+from tests.inspector.held_executor import SPEC as HELD
 
 SIZE = (160, 45)
 
@@ -133,13 +138,20 @@ async def select(pilot, panel: BranchTreePanel, kind: str, ident: str) -> None:
     await pilot.pause()
 
 
-async def launch(pilot, app, panel: BranchTreePanel, branch_id: str, consent: str = "#consent-run") -> None:
-    """Select the branch, press R, answer the consent dialog."""
+async def launch(
+    pilot,
+    app,
+    panel: BranchTreePanel,
+    branch_id: str,
+    consent: str = "#consent-run",
+    module: str = "core.sample_agent:make_executor",
+) -> None:
+    """Select the branch, press R, answer the consent dialog (which names ``module``)."""
     await select(pilot, panel, "branch", branch_id)
     await pilot.press("R")
     await pilot.pause()
     assert isinstance(app.screen, ExecutorConsentScreen)
-    assert "core.sample_agent:make_executor" in str(app.screen.query_one("#consent-module").render())
+    assert module in str(app.screen.query_one("#consent-module").render())
     await pilot.click(consent)
     await pilot.pause()
 
@@ -277,13 +289,13 @@ async def test_consent_refused_runs_nothing_and_without_an_executor_fails_live_p
     ws_path = tmp_path / "ws"
     branch_id = make_branch(ws_path, base)
     imported: list[str] = []
-    real = replay_runner.start_replay
 
-    def spy(*a, **k):
-        imported.append(str(k.get("executor")))
-        return real(*a, **k)
+    class Spy(replay_runner.AttemptProcess):
+        def __init__(self, *a, **k) -> None:
+            imported.append(str(a[4]))
+            super().__init__(*a, **k)
 
-    monkeypatch.setattr(replay_runner, "start_replay", spy)
+    monkeypatch.setattr(replay_runner, "AttemptProcess", Spy)
     app = InspectorApp(load_for_view(base), workspace=ws_path)
     async with app.run_test(size=SIZE) as pilot:
         await idle(pilot, app)
@@ -304,55 +316,77 @@ async def test_consent_refused_runs_nothing_and_without_an_executor_fails_live_p
 
 
 class Gate:
-    """Holds replays at their first answered call until released (so that they are
-    running at the same time, for as long as the test needs)."""
+    """Holds replays at their first tool call until opened, so that they are running
+    (each in its child process) at the same time, for as long as the test needs: the
+    base names :mod:`tests.inspector.held_executor`, which connects to this gate's
+    socket and waits for :data:`~tests.inspector.held_executor.GO`."""
 
-    def __init__(self, monkeypatch, expected: int) -> None:
-        self.reached = threading.Semaphore(0)
-        self.release = threading.Event()
-        #: released when a gated replay's start_replay returns (or raises)
-        self.finished = threading.Semaphore(0)
+    def __init__(self, tmp_path: Path, monkeypatch, expected: int) -> None:
+        self.path = tmp_path / "gate.sock"
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(self.path))
+        self.server.listen(expected)
+        self.server.settimeout(30)
         self.expected = expected
-        real = replay_runner.start_replay
-
-        def gated(*a, **k):
-            progress = k["on_progress"]
-            held = threading.Event()
-
-            def on_progress(p):
-                progress(p)
-                if p.kind == "call" and not held.is_set():
-                    held.set()
-                    self.reached.release()
-                    assert self.release.wait(60), "the test never released the replay"
-
-            k["on_progress"] = on_progress
-            try:
-                return real(*a, **k)
-            finally:
-                self.finished.release()
-
-        monkeypatch.setattr(replay_runner, "start_replay", gated)
+        self.held: list[socket.socket] = []
+        monkeypatch.setenv(GATE_ENV, str(self.path))
 
     async def all_held(self) -> None:
+        """Wait until ``expected`` replays are held at the gate."""
         for _ in range(self.expected):
-            assert await asyncio.to_thread(self.reached.acquire, True, 30)
+            conn, _ = await asyncio.to_thread(self.server.accept)
+            self.held.append(conn)
+
+    def open(self) -> None:
+        """Let every held replay go on."""
+        for conn in self.held:
+            with conn:
+                conn.sendall(GO)
+        self.held.clear()
+        self.server.close()
+        self.path.unlink()  # open for good: a resumed replay runs through
+
+
+def held_base(tmp_path: Path) -> Path:
+    """The tool-error sample whose ``metadata.executor`` (a field the digest does not
+    seal) names the held sample agent."""
+    path = base_copy(tmp_path, "sample-agent-fault-tool-error.json")
+    doc = json.loads(path.read_text())
+    doc["metadata"]["executor"] = HELD
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def finished_event(monkeypatch) -> threading.Event:
+    """Set when a replay attempt of the runner returns or raises (its child has stored
+    the outcome and ended)."""
+    finished = threading.Event()
+
+    class Watched(replay_runner.AttemptProcess):
+        def wait(self, *a, **k):
+            try:
+                return super().wait(*a, **k)
+            finally:
+                finished.set()
+
+    monkeypatch.setattr(replay_runner, "AttemptProcess", Watched)
+    return finished
 
 
 async def test_two_replays_run_at_once_while_the_user_browses(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    base = base_copy(tmp_path, "sample-agent-fault-tool-error.json")
+    base = held_base(tmp_path)
     ws_path = tmp_path / "ws"
     a = make_branch(ws_path, base, interventions=[], at=3, policy=Policy(), label="as recorded")
     b = make_branch(ws_path, base, interventions=[], at=5, policy=Policy(), label="from step 2")
-    gate = Gate(monkeypatch, 2)
+    gate = Gate(tmp_path, monkeypatch, 2)
     app = InspectorApp(load_for_view(base), workspace=ws_path)
     async with app.run_test(size=SIZE) as pilot:
         await idle(pilot, app)
         panel = await open_tree(pilot, app)
         try:
-            await launch(pilot, app, panel, a, consent="#consent-none")
-            await launch(pilot, app, panel, b, consent="#consent-none")
+            await launch(pilot, app, panel, a, module=HELD)
+            await launch(pilot, app, panel, b, module=HELD)
             await gate.all_held()
             await pilot.pause()
             running = app.replay_runner.active()
@@ -375,7 +409,7 @@ async def test_two_replays_run_at_once_while_the_user_browses(tmp_path, monkeypa
             await pilot.pause()
             assert screen.index.seqs[screen.table.cursor_position] == 8
         finally:
-            gate.release.set()
+            gate.open()
         await idle(pilot, app)
         assert [s.status for s in app.replay_runner.runs.values()] == ["completed", "completed"]
         panel = panel_of(app)
@@ -383,73 +417,46 @@ async def test_two_replays_run_at_once_while_the_user_browses(tmp_path, monkeypa
     check_workspace(ws_path)
 
 
-async def test_running_replays_make_way_while_a_key_is_handled(tmp_path, monkeypatch):
-    """A key pressed while a replay runs marks the input (the worker's yield points then
-    sleep) until the screen is repainted; a worker at a yield point waits for that mark
-    to clear, and never longer than YIELD_AT_MOST for one input."""
+async def test_a_replay_runs_in_its_own_process_and_the_app_never_holds_its_lock(tmp_path, monkeypatch):
+    """The replay's child process holds the replay's lock (its owner) while it runs; the
+    app's process only relays its progress."""
     monkeypatch.chdir(tmp_path)
-    base = base_copy(tmp_path, "sample-agent-fault-tool-error.json")
+    base = held_base(tmp_path)
     ws_path = tmp_path / "ws"
     a = make_branch(ws_path, base, interventions=[], at=3, policy=Policy())
-    gate = Gate(monkeypatch, 1)
+    gate = Gate(tmp_path, monkeypatch, 1)
     app = InspectorApp(load_for_view(base), workspace=ws_path)
     async with app.run_test(size=SIZE) as pilot:
         await idle(pilot, app)
-        runner = app.replay_runner
-        await pilot.press("down")  # nothing runs: no mark
-        assert runner._input_since is None
         panel = await open_tree(pilot, app)
-        marks: list[float | None] = []
-        real_handled = runner._input_handled
-
-        def handled() -> None:
-            marks.append(runner._input_since)
-            real_handled()
-
-        monkeypatch.setattr(runner, "_input_handled", handled)
         try:
-            await launch(pilot, app, panel, a, consent="#consent-none")
+            await launch(pilot, app, panel, a, module=HELD)
             await gate.all_held()
-            app.screen.table.focus()
-            await pilot.press("down")
-            await pilot.pause()
-            assert len(marks) == 1 and marks[0] is not None  # marked, then cleared after the repaint
-            assert runner._input_since is None
-            # a worker thread at a yield point waits while input is being handled
-            runner._input_since = replay_runner.time.monotonic()
-            waiter = threading.Thread(target=runner._yield_to_input)
-            waiter.start()
-            waiter.join(0.05)
-            assert waiter.is_alive()
-            runner._input_since = None
-            waiter.join(5)
-            assert not waiter.is_alive()
-            # ... and not past YIELD_AT_MOST for one input
-            runner._input_since = replay_runner.time.monotonic() - replay_runner.YIELD_AT_MOST
-            waiter = threading.Thread(target=runner._yield_to_input)
-            waiter.start()
-            waiter.join(5)
-            assert not waiter.is_alive()
-            runner._input_since = None
+            [state] = app.replay_runner.active()
+            with Workspace.open(ws_path, create=False) as ws:
+                running = ws.get_replay(state.replay_id)
+            assert running.status == "running" and running.owner is not None
+            assert running.owner.pid != os.getpid()
+            assert Path(f"/proc/{running.owner.pid}").exists()
         finally:
-            gate.release.set()
+            gate.open()
         await idle(pilot, app)
-        assert [s.status for s in runner.runs.values()] == ["completed"]
+        assert state.status == "completed"
     check_workspace(ws_path)
 
 
 async def test_cancel_stops_between_two_calls_and_resume_completes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    base = base_copy(tmp_path, "sample-agent-fault-tool-error.json")
+    base = held_base(tmp_path)
     ws_path = tmp_path / "ws"
     a = make_branch(ws_path, base, interventions=[], at=3, policy=Policy())
-    gate = Gate(monkeypatch, 1)
+    gate = Gate(tmp_path, monkeypatch, 1)
     app = InspectorApp(load_for_view(base), workspace=ws_path)
     async with app.run_test(size=SIZE) as pilot:
         await idle(pilot, app)
         panel = await open_tree(pilot, app)
         try:
-            await launch(pilot, app, panel, a, consent="#consent-none")
+            await launch(pilot, app, panel, a, module=HELD)
             await gate.all_held()
             await pilot.pause()
             [state] = app.replay_runner.active()
@@ -457,10 +464,11 @@ async def test_cancel_stops_between_two_calls_and_resume_completes(tmp_path, mon
             await pilot.press("K")
             assert state.cancel.is_set()
         finally:
-            gate.release.set()
+            gate.open()
         await idle(pilot, app)
         assert state.status == "failed" and "Cancelled" in (state.error or "")
-        assert any("cancelled after 1 call" in str(n.message) for n in app._notifications)
+        # held in its first tool call (after one model call): that call is answered, then it stops
+        assert any("cancelled after 2 call(s)" in str(n.message) for n in app._notifications)
         check_workspace(ws_path)
         await select(pilot, panel, "replay", state.replay_id)
         await pilot.press("u")
@@ -471,22 +479,23 @@ async def test_cancel_stops_between_two_calls_and_resume_completes(tmp_path, mon
 
 async def test_quitting_cancels_running_replays(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    base = base_copy(tmp_path, "sample-agent-fault-tool-error.json")
+    base = held_base(tmp_path)
     ws_path = tmp_path / "ws"
     a = make_branch(ws_path, base, interventions=[], at=3, policy=Policy())
-    gate = Gate(monkeypatch, 1)
+    gate = Gate(tmp_path, monkeypatch, 1)
+    finished = finished_event(monkeypatch)
     app = InspectorApp(load_for_view(base), workspace=ws_path)
     async with app.run_test(size=SIZE) as pilot:
         await idle(pilot, app)
         panel = await open_tree(pilot, app)
-        await launch(pilot, app, panel, a, consent="#consent-none")
+        await launch(pilot, app, panel, a, module=HELD)
         await gate.all_held()
         [state] = app.replay_runner.active()
         app.exit()
         assert state.cancel.is_set()
-        gate.release.set()
-    # the worker's thread outlives the app: it stops between two calls and stores that
-    assert await asyncio.to_thread(gate.finished.acquire, True, 30)
+        gate.open()
+    # the worker's thread outlives the app: the child stops between two calls and stores that
+    assert await asyncio.to_thread(finished.wait, 30)
     with Workspace.open(ws_path, create=False) as ws:
         record = ws.get_replay(state.replay_id)
         assert record.status == "failed" and record.error is not None and record.error.type == "Cancelled"

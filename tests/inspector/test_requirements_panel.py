@@ -206,16 +206,23 @@ async def test_a_read_only_workspace_lists_but_stores_nothing(tmp_path, monkeypa
         assert "cannot be written" in str(editor_screen.query_one("#fx-error").render())
         await pilot.press("escape", "escape")
         await pilot.pause()
-        # launching: the error screen, nothing stored
+        # launching: the error screen at once (no executor question), nothing stored
         panel = app.screen.query_one("#branch-tree")
         await select(pilot, panel, "branch", "br-sku")
         await pilot.press("R")
-        await pilot.pause()
-        await pilot.click("#consent-run")
         await idle(pilot, app)
         assert isinstance(app.screen, ErrorScreen)
         assert app.screen.error_title == "cannot replay branch br-sku"
         assert "cannot be written" in app.screen.message
+        assert app.replay_runner.runs == {}
+        await pilot.press("enter")
+        await pilot.pause()
+        # a resume (the runner's, as `u` calls it once nothing is open): the same
+        assert app.replay_runner.resume("rp-sku") is False
+        await idle(pilot, app)
+        assert isinstance(app.screen, ErrorScreen)
+        assert app.screen.error_title == "cannot resume replay rp-sku" and "cannot be written" in app.screen.message
+        assert app.replay_runner.runs == {}
     monkeypatch.undo()
     assert (ws_path / "workspace.sqlite").read_bytes() == before
     with Workspace.open(ws_path, create=False) as ws:

@@ -21,13 +21,14 @@ from pathlib import Path
 import pytest
 
 from core.record.recording import Recording
-from core.replay.branch import BranchDraft, Policy, resolve_branch
+from core.replay.branch import BranchDraft, Policy, ToolResultIntervention, resolve_branch
 from core.replay.replays import start_replay
 from core.workspace import Workspace
 from tests.inspector.test_serve import (
     Served,
     _browser,
     _local_only,
+    _stop,
     needs_chromium,
     serve_cli,  # noqa: F401 - the fixture, used by name
 )
@@ -150,3 +151,94 @@ def test_the_browser_shows_the_served_workspace(serve_cli, tmp_path):  # noqa: F
             assert not any(chip in screen for chip in ("✎ intervention", "▣ fixture", "↯ live")), screen
         finally:
             browser.close()
+
+
+LABEL = "web label 7"  # typed into the editor's label field
+TOOL_SEQ = 3  # the run's first tool call (bash ``ls src``): the checkpoint chosen
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_a_branch_made_in_the_browser_is_stored_in_the_served_workspace(serve_cli, tmp_path):  # noqa: F811
+    """Select a tool call with the keys, ``B``, keep the intervention it is prefilled with
+    (the recorded result), type a label, ``ctrl+s``; ``T`` shows the branch in the tree,
+    and the workspace on disk holds it, as core reads it."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    base_path = tmp_path / "served-run.json"  # serve_cli's recording
+    ws_path = tmp_path / "ws"  # does not exist yet: saving the branch creates it
+    served = serve_cli("--workspace", str(ws_path), "--host", "127.0.0.1")
+
+    with playwright.sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            _local_only(page, served)
+            patched = expose_terminal(page, served)
+            page.goto(served.url, wait_until="domcontentloaded")
+            wait_for_screen(page, "served-run.json", "17 records", "harness.shutdown", timeout=45)
+            assert patched == [True]
+            page.evaluate("() => window.__chassisTerminal.terminal.focus()")
+
+            # the cursor starts on seq 0 (the snapshot); three rows down is the first tool call
+            wait_for_screen(page, "seq 0  snapshot")
+            for _ in range(TOOL_SEQ):
+                page.keyboard.press("ArrowDown")
+            wait_for_screen(page, f"seq {TOOL_SEQ}  tool  bash")
+
+            # B: the editor of a new branch at seq 3, a tool_result prefilled with the recorded result
+            page.keyboard.press("B")
+            screen = wait_for_screen(page, "New branch br-", "✓ 1 tool_result at seq 3", "✓ valid: 1 intervention(s)")
+            title = re.search(r"New branch (br-[0-9a-f]+) of served-run\.json", screen)
+            assert title is not None, screen
+            branch_id = title[1]
+            lines = screen.splitlines()
+            checkpoint_row = next(i for i, ln in enumerate(lines) if ln.strip().startswith("checkpoint (seq)"))
+            assert lines[checkpoint_row + 1].split("▕")[0].strip() == str(TOOL_SEQ), screen
+            assert '"content": "dates.py\\nparser.py\\n__init__.py"' in screen  # the recorded value
+            assert "✎ intervention 1" in screen  # the dry run: seq 3 is answered by it
+
+            # escape leaves the JSON text (the footer offers the screen's keys again), then
+            # tab moves through save, save & replay, export and the checkpoint to the label
+            page.keyboard.press("Escape")
+            wait_for_screen(page, "q Quit")
+            for _ in range(5):
+                page.keyboard.press("Tab")
+            # ctrl+g (first problem) only says the branch is valid: once that is shown,
+            # the tabs before it are handled and the label field has the focus
+            page.keyboard.press("Control+g")
+            wait_for_screen(page, "no problem: the branch is valid")
+            page.keyboard.type(LABEL)
+            screen = wait_for_screen(page, LABEL)
+            lines = screen.splitlines()
+            label_row = next(i for i, ln in enumerate(lines) if ln.strip().startswith("label"))
+            assert lines[label_row + 1].split("▕")[0].strip() == LABEL, screen  # in the label field
+
+            # ctrl+s: stored in the workspace, the editor closes with a notice
+            page.keyboard.press("Control+s")
+            screen = wait_for_screen(page, f"branch {branch_id} stored in", "17 records")
+            assert "New branch" not in screen
+
+            # T: the branch tree shows it under the base, by its label, at seq 3 with 1 intervention
+            page.keyboard.press("T")
+            screen = wait_for_screen(page, "◆ served-run.json  1 branch", LABEL)
+            lines = [ln.strip() for ln in screen.splitlines()]
+            assert any(f"▏  · {LABEL}  @{TOOL_SEQ} · 1 iv" in ln for ln in lines), screen  # no replay yet
+        finally:
+            browser.close()
+    _stop(served.proc)  # the server (and its app) ends before the workspace is read
+
+    # the workspace on disk, read by core: exactly that branch, of the served run
+    base = Recording.load(base_path)
+    with Workspace.open(ws_path) as ws:
+        branches = ws.list_branches()
+        assert [b.id for b in branches] == [branch_id]
+        (branch,) = branches
+        assert ws.list_branches(base.digest) == branches
+        assert ws.list_replays(branch_id=branch_id) == []  # saved, not replayed
+    assert branch.label == LABEL
+    assert branch.checkpoint == TOOL_SEQ and branch.parent is None
+    assert branch.base.digest == base.digest
+    (intervention,) = branch.interventions
+    assert isinstance(intervention, ToolResultIntervention), branch.interventions
+    assert intervention.seq == TOOL_SEQ
+    assert intervention.result.content == "dates.py\nparser.py\n__init__.py"  # the recorded value, kept

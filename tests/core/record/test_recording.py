@@ -316,6 +316,23 @@ def test_repeated_history_messages_share_one_frozen_instance(saved):
         m1.request.messages[0].content = "changed"  # frozen: sharing is safe
 
 
+def test_history_messages_with_one_content_but_other_calls_stay_distinct(tmp_path, saved):
+    doc = _doc(saved)
+    doc.pop("digest")
+    history = doc["records"][4]["request"]["messages"]
+    first_call, answer = history[2], history[3]
+    assert first_call["content"] == "" and answer["tool_call_id"] == "call_1"
+    second_call = {**first_call, "tool_calls": [{**first_call["tool_calls"][0], "id": "call_2"}]}
+    history += [second_call, {**answer, "tool_call_id": "call_2"}, dict(first_call)]
+    doc["records"][4].pop("key")  # recomputed on load
+    rec = Recording.load(_write(tmp_path, doc))
+    loaded = rec.records[4].request.messages
+    assert [c.id for c in loaded[2].tool_calls] == ["call_1"]
+    assert [c.id for c in loaded[4].tool_calls] == ["call_2"]
+    assert [loaded[3].tool_call_id, loaded[5].tool_call_id] == ["call_1", "call_2"]
+    assert loaded[6] is loaded[2]  # an equal message reuses the validated instance
+
+
 def test_invalid_message_in_history_is_located(tmp_path, saved):
     doc = _doc(saved)
     doc.pop("digest")
