@@ -18,18 +18,23 @@ its progress to ``on_progress`` and the caller's ``cancel`` to it.
 
 The child's process holds the replay's lock while it works (the workspace's state table,
 docs/replay.md "The workspace"): a child killed at any moment leaves the replay
-``interrupted``, resumable. The caller going away closes the child's standard input, which
-the child takes as a cancel: it stops between two calls and stores the replay
-``failed``/``Cancelled``, and exits with status 3 when it has not done so within
-:data:`CANCEL_GRACE` seconds (an executor stuck inside a call). What the executor prints goes to a temporary file, never to the
-caller's terminal; its last line names a child that died without a word.
+``interrupted``, resumable. A cancel stops the replay between two calls (stored
+``failed``/``Cancelled``); a child whose executor call has not returned
+:data:`CANCEL_GRACE` seconds after it is killed (its whole session: what the executor
+started too) — loading the base and storing the outcome are never cut short. The caller
+going away (its end of the child's standard input and of the answer pipe closed) counts
+as a cancel, and the child then exits by itself (status 3) under the same rule. What
+the executor prints goes to a temporary file, never to the caller's terminal; its last
+line names a child that died without a word. The answer pipe is never inherited by what
+the executor starts.
 
 Protocol (internal; both ends are this module): the job goes in as one JSON line on the
 child's standard input; ``cancel`` lines follow. The child answers on a pipe of its own
 (:class:`multiprocessing.connection.Connection` framing, pickled tuples): ``("progress",
 ReplayProgress)`` — every kind but ``call`` at once, ``call`` at most every
-``progress_interval`` seconds —, ``("cancelling",)`` once a cancel is taken in, then ``("done", ReplayRecord)`` or ``("error", type name,
-title, message, is_inspector_error)``.
+``progress_interval`` seconds —, ``("cancelling",)`` once a cancel is taken in, then
+``("done", ReplayRecord)`` or ``("error", type name, title, message,
+is_inspector_error)``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -178,16 +184,23 @@ class AttemptProcess:
             "branch_id": branch_id,
             "executor": None if executor is None else [executor.spec, executor.origin],
             "progress_interval": progress_interval,
-            "sys_path": list(sys.path),
+            "sys_path": [os.fspath(p) for p in sys.path if isinstance(p, (str, os.PathLike))],
         }
+        self.replay_id = replay_id
         self._lock = threading.Lock()
         self._cancel_sent: float | None = None
         #: set once the child has taken the cancel in (it stops at the end of the call
         #: it is in, unless that call was its last); seen while :meth:`wait` relays
         self.cancelling = threading.Event()
+        #: what the child is doing, from its progress: ``loading`` (the base, the
+        #: executor), ``calling`` (the engine answering calls), ``storing`` (the outcome)
+        self.phase: Literal["loading", "calling", "storing"] = "loading"
+        self._heard = time.monotonic()  # the child's last message
+        self._killed_after_cancel = False
         self._output = tempfile.TemporaryFile()
-        read_fd, write_fd = os.pipe()
+        read_fd = write_fd = -1
         try:
+            read_fd, write_fd = os.pipe()
             self._proc = subprocess.Popen(  # noqa: S603 — this interpreter, this module
                 [sys.executable, "-P", "-c", _BOOT, str(write_fd)],
                 stdin=subprocess.PIPE,
@@ -197,12 +210,16 @@ class AttemptProcess:
                 start_new_session=True,  # the terminal's Ctrl-C is the caller's, not the replay's
                 close_fds=True,
             )
-        except OSError as exc:
-            os.close(read_fd)
+        except BaseException as exc:
+            if read_fd >= 0:
+                os.close(read_fd)
             self._output.close()
-            raise ReplayProcessError(f"cannot start the replay process: {exc}", type=type(exc).__name__) from None
+            if isinstance(exc, (OSError, subprocess.SubprocessError)):
+                raise ReplayProcessError(f"cannot start the replay process: {exc}", type=type(exc).__name__) from None
+            raise
         finally:
-            os.close(write_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
         self._conn = Connection(read_fd, writable=False)
         self._send(json.dumps(job).encode() + b"\n")
 
@@ -224,13 +241,23 @@ class AttemptProcess:
 
     def cancel(self) -> None:
         """Ask the child to stop between two calls (once; from any thread; at once: the
-        replay stores ``failed``/``Cancelled``). It is killed when it has not ended
-        :data:`CANCEL_GRACE` seconds later (its :meth:`wait` still returns or raises)."""
+        replay stores ``failed``/``Cancelled``). A child whose executor call has not
+        returned :data:`CANCEL_GRACE` seconds after the cancel is killed (the replay is
+        left ``interrupted``); loading the base and storing the outcome are never cut
+        short."""
         with self._lock:
             if self._cancel_sent is not None:
                 return
             self._cancel_sent = time.monotonic()
         self._send(b"cancel\n")
+
+    def _kill(self) -> None:
+        """SIGKILL the child's whole session (what its executor started too)."""
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
 
     def wait(
         self,
@@ -243,7 +270,9 @@ class AttemptProcess:
 
         Raises:
             ReplayProcessError: the child raised (``inspector`` false for an unexpected
-                error), or ended without an outcome (its exit status and last output line).
+                error), was killed because its executor did not stop after a cancel
+                (type ``Killed``), or ended without an outcome (its exit status and last
+                output line).
         """
         answered = False
         try:
@@ -254,10 +283,13 @@ class AttemptProcess:
             answered = True
             raise
         finally:
-            # left early (``on_progress`` raised): the child is told to stop and
-            # given its grace to store that before it is killed
-            if not answered and self._proc.poll() is None:
+            if not answered:
+                # left early (``on_progress`` raised): the child is told to stop, and
+                # its messages are read until it has stored that (a closed pipe would
+                # make its next message fail)
                 self.cancel()
+                with contextlib.suppress(Exception):
+                    self._relay(None, None)
             self._conn.close()
             if self._proc.stdin is not None:
                 with self._lock:
@@ -265,9 +297,17 @@ class AttemptProcess:
             try:
                 self._proc.wait(timeout=CANCEL_GRACE)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
+                self._kill()
                 self._proc.wait()
             self._output.close()
+
+    def _stuck_after_cancel(self) -> bool:
+        """Whether the child is inside an executor call that has not returned
+        :data:`CANCEL_GRACE` seconds after the cancel (nor sent anything since)."""
+        sent = self._cancel_sent
+        if sent is None or self.phase != "calling":
+            return False
+        return time.monotonic() - max(sent, self._heard) > CANCEL_GRACE
 
     def _relay(
         self, on_progress: Callable[[ReplayProgress], None] | None, cancel: Callable[[], bool] | None
@@ -275,18 +315,26 @@ class AttemptProcess:
         while True:
             if cancel is not None and self._cancel_sent is None and cancel():
                 self.cancel()
-            sent = self._cancel_sent
-            if sent is not None and time.monotonic() - sent > CANCEL_GRACE:
-                self._proc.kill()
+            if not self._killed_after_cancel and self._stuck_after_cancel():
+                self._killed_after_cancel = True
+                self._kill()
             try:
                 if not self._conn.poll(POLL):
+                    if self._proc.poll() is not None:
+                        break  # ended, and nothing left to read (a grandchild may hold the pipe)
                     continue
                 message = self._conn.recv()
             except (EOFError, OSError):
                 break
+            self._heard = time.monotonic()
             if message[0] == "progress":
+                progress: ReplayProgress = message[1]
+                if progress.kind == "started":
+                    self.phase = "calling"
+                elif progress.kind in ("paused", "finished"):
+                    self.phase = "storing"
                 if on_progress is not None:
-                    on_progress(message[1])
+                    on_progress(progress)
             elif message[0] == "cancelling":
                 self.cancelling.set()
             elif message[0] == "done":
@@ -296,12 +344,28 @@ class AttemptProcess:
                 _, type_name, title, text, inspector = message
                 raise ReplayProcessError(text, title=title, type=type_name, inspector=inspector)
         code = self._proc.wait()
-        self._output.seek(0)
-        lines = [ln for ln in self._output.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-        last = f": {lines[-1].strip()[:300]}" if lines else ""
+        if self._killed_after_cancel:
+            raise ReplayProcessError(
+                f"replay {self.replay_id}: its executor's call had not returned {CANCEL_GRACE:g} s after the "
+                "cancel, so its process was killed; the replay is left interrupted (resumable)",
+                type="Killed",
+            )
+        last = _last_line(self._output)
         raise ReplayProcessError(
-            f"the replay process ended with exit status {code}{last}", type="Exit", inspector=False
+            f"the replay process ended with exit status {code}{': ' + last if last else ''}",
+            type="Exit",
+            inspector=False,
         )
+
+
+def _last_line(output: Any, tail: int = 4096) -> str:
+    """The last non-blank line among the final ``tail`` bytes of file ``output`` (at
+    most 300 characters), else ``""``."""
+    output.seek(0, os.SEEK_END)
+    size = output.tell()
+    output.seek(max(0, size - tail))
+    lines = [ln for ln in output.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1].strip()[:300] if lines else ""
 
 
 #: the child's first words: the caller's import path, then this module's entry point
@@ -314,28 +378,44 @@ _BOOT = (
 def child_main(job: dict[str, Any], fd: int) -> None:
     """The child's side (see the module docstring): run the attempt on a thread with the
     nesting limit's stack, answer on pipe ``fd``, and exit."""
+    os.set_inheritable(fd, False)  # never passed on to what the executor starts
     ensure_recursion_limit()
     conn = Connection(fd, readable=False)
     cancelled = threading.Event()
-
     sending = threading.Lock()
+    pipe_open = [True]
+    #: the engine's phase (as the caller tracks it) and the time of its last call
+    phase = ["loading"]
+    beat = [time.monotonic()]
 
     def send(message: tuple[Any, ...]) -> None:
         with sending:
-            conn.send(message)
+            if not pipe_open[0]:
+                return
+            try:
+                conn.send(message)
+            except OSError:  # the caller is gone: nobody reads; stop between two calls
+                pipe_open[0] = False
+                cancelled.set()
 
-    def watch_stdin() -> None:  # a "cancel" line, or the caller gone (end of input)
+    def watchdog(since: float) -> None:
+        """The caller is gone, so nobody would kill a child whose executor is stuck in
+        a call: exit (status 3) when a call has not returned :data:`CANCEL_GRACE`
+        seconds after that; loading and storing are never cut short."""
+        while True:
+            time.sleep(0.5)
+            if phase[0] == "calling" and time.monotonic() - max(since, beat[0]) > CANCEL_GRACE:
+                os._exit(3)
+
+    def watch_stdin() -> None:  # "cancel" lines, then the end of input (the caller gone)
         for line in sys.stdin:
-            if line.strip() == "cancel":
+            if line.strip() == "cancel" and not cancelled.is_set():
                 cancelled.set()
                 send(("cancelling",))
-                return
-        cancelled.set()  # the caller is gone: nobody will kill a child stuck in a call
-        with contextlib.suppress(OSError):  # (its end of the pipe may be open still)
+        if not cancelled.is_set():
+            cancelled.set()
             send(("cancelling",))
-        timer = threading.Timer(CANCEL_GRACE, os._exit, args=(3,))
-        timer.daemon = True
-        timer.start()
+        threading.Thread(target=watchdog, args=(time.monotonic(),), name="replay-watchdog", daemon=True).start()
 
     threading.Thread(target=watch_stdin, name="replay-cancel", daemon=True).start()
     interval = float(job.get("progress_interval", 0.1))
@@ -343,6 +423,11 @@ def child_main(job: dict[str, Any], fd: int) -> None:
 
     def progress(p: ReplayProgress) -> None:
         now = time.monotonic()
+        beat[0] = now
+        if p.kind == "started":
+            phase[0] = "calling"
+        elif p.kind in ("paused", "finished"):
+            phase[0] = "storing"
         if p.kind != "call" or now - sent[0] >= interval:
             sent[0] = now
             send(("progress", p))
@@ -372,9 +457,8 @@ def child_main(job: dict[str, Any], fd: int) -> None:
     worker = threading.Thread(target=work, name="replay")
     worker.start()
     worker.join()
-    try:
-        send(answer[0])
-    finally:
+    send(answer[0])
+    with contextlib.suppress(OSError):
         conn.close()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -372,7 +372,8 @@ class ReplayRunner:
         """The digest an open recording is known by in the workspace
         (:func:`core.record.io.recording_digest`; remembered per recording), or ``None``
         when it cannot be known yet (a fast-opened file without a digest, still being
-        verified). A verified recording is remembered as the base a launch uses.
+        verified). A verified recording is remembered, for the executor its metadata names
+        (the replay itself reads the workspace's stored copy).
 
         Raises:
             InspectorError: the recording holds a value without a canonical form.
@@ -534,10 +535,8 @@ class ReplayRunner:
         state.progress = p
         if p.kind == "started":
             state.status = "running"
-        now = time.monotonic()
-        if p.kind != "call" or now - state.posted_at >= PROGRESS_INTERVAL:
-            state.posted_at = now
-            self.app.post_message(RunProgressed(state.replay_id))
+        state.posted_at = time.monotonic()
+        self.app.post_message(RunProgressed(state.replay_id))  # the child sends at most every PROGRESS_INTERVAL
 
     def _work(self, state: RunState, executor: ExecutorChoice | None) -> None:
         """Worker (a thread): run the attempt in a child process
@@ -677,7 +676,7 @@ class ReplayRunner:
         from .screens.error import ErrorScreen
 
         message = str(error)
-        if isinstance(error, NoWorkspace):
+        if isinstance(error, NoWorkspace) or (isinstance(error, ReplayProcessError) and error.type == "NoWorkspace"):
             message += " (save a branch first: B on a record)"
         self.app.push_screen(ErrorScreen(title, message, hint))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -242,12 +243,15 @@ def test_a_child_that_dies_is_named_and_leaves_the_replay_interrupted(tmp_path, 
 def noisy_executor():
     """An executor (spec ``tests.core.test_replay_process:noisy_executor``) that
     prints while loaded, and exits the process without a word in its first run when
-    ``CHASSIS_TEST_DIE`` is set."""
+    ``CHASSIS_TEST_DIE`` is set (leaving a ``sleep 60`` of its own behind with
+    ``CHASSIS_TEST_GRANDCHILD``)."""
     from core.examples.sample_agent import make_executor
 
     print("noisy executor on stdout")
     print("noisy executor on stderr", file=sys.stderr)
     inner = make_executor()
+    if os.environ.get("CHASSIS_TEST_GRANDCHILD"):
+        os.system("sleep 60 &")  # noqa: S605, S607 - a process of the executor's, outliving it
     if os.environ.get("CHASSIS_TEST_DIE"):
 
         class Dying:
@@ -282,4 +286,97 @@ def test_a_child_that_exits_without_an_outcome_is_named_with_its_last_line(tmp_p
     assert str(caught.value) == "the replay process ended with exit status 5: the last words of the executor"
     with Workspace.open(ws_path, create=False) as ws:
         assert ws.get_replay("rp-d").status == "interrupted"
+        assert ws.check() == []
+
+
+def test_a_process_the_executor_left_behind_does_not_hold_the_caller(tmp_path, monkeypatch):
+    """The answer pipe is not inherited by what the executor starts: a child that dies
+    is seen at once, even with a process of its executor still alive."""
+    ws_path, branch_id = stored_branch(tmp_path, "sample-agent-fault-corrupted-result.json", fixed=True)
+    monkeypatch.setenv("CHASSIS_TEST_DIE", "1")
+    monkeypatch.setenv("CHASSIS_TEST_GRANDCHILD", "1")
+    child = AttemptProcess(ws_path, "start", "rp-gc", branch_id, NOISY)
+    thread, out = wait_in_thread(child)
+    try:
+        thread.join(30)  # the grandchild sleeps 60 s
+        assert not thread.is_alive()
+        assert isinstance(out["error"], ReplayProcessError) and "exit status 5" in str(out["error"])
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)  # the sleep, in the child's session
+
+
+def test_a_call_stuck_after_the_cancel_is_killed_and_said_so(tmp_path, monkeypatch):
+    import core.replay_process
+
+    monkeypatch.setattr(core.replay_process, "CANCEL_GRACE", 0.5)
+    ws_path, branch_id = stored_branch(tmp_path, "sample-agent-fault-tool-error.json", fixed=False, executor=HELD)
+    gate = Gate(tmp_path, monkeypatch)
+    child = AttemptProcess(ws_path, "start", "rp-s", branch_id, ExecutorChoice(HELD, "recording"))
+    thread, out = wait_in_thread(child)
+    try:
+        gate.held()  # and never let go: the call is stuck
+        child.cancel()
+        thread.join(30)
+        assert not thread.is_alive()
+    finally:
+        gate.release()
+    error = out["error"]
+    assert isinstance(error, ReplayProcessError) and error.inspector is True and error.type == "Killed"
+    assert "rp-s" in str(error) and "interrupted (resumable)" in str(error)
+    with Workspace.open(ws_path, create=False) as ws:
+        assert ws.get_replay("rp-s").status == "interrupted"
+        assert ws.check() == []
+
+
+def test_loading_the_base_after_a_cancel_is_never_cut_short(tmp_path, monkeypatch):
+    """A grace shorter than the child's start: the cancel, sent at once, is taken in
+    after the child has loaded everything; the replay stops after its first call."""
+    import core.replay_process
+
+    monkeypatch.setattr(core.replay_process, "CANCEL_GRACE", 0.3)  # the start takes longer
+    ws_path, branch_id = stored_branch(tmp_path, "sample-agent-fault-corrupted-result.json", fixed=True)
+    child = AttemptProcess(ws_path, "start", "rp-l", branch_id, SAMPLE_AGENT)
+    child.cancel()
+    record = child.wait()
+    assert record.status == "failed" and record.error is not None and record.error.type == "Cancelled"
+
+
+CALLER = """
+import sys
+sys.path[:0] = {path!r}
+from core.replay.boundary import ExecutorChoice
+from core.replay_process import AttemptProcess
+child = AttemptProcess({ws!r}, "start", "rp-o", {branch!r}, ExecutorChoice({spec!r}, "recording"))
+print(child.pid, flush=True)
+child.wait()
+"""
+
+
+def test_a_caller_that_dies_cancels_the_child(tmp_path, monkeypatch):
+    """The caller is killed while the child is inside a call: the child sees its input
+    end and its pipe break, stops between two calls, stores ``failed``/``Cancelled`` and
+    exits."""
+    import subprocess
+
+    ws_path, branch_id = stored_branch(tmp_path, "sample-agent-fault-tool-error.json", fixed=False, executor=HELD)
+    gate = Gate(tmp_path, monkeypatch)
+    code = CALLER.format(path=sys.path, ws=str(ws_path), branch=branch_id, spec=HELD)
+    caller = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child_pid = int(caller.stdout.readline())
+        pidfd = os.pidfd_open(child_pid)
+        gate.held()
+        caller.kill()
+        caller.wait()
+    finally:
+        gate.release()
+    try:
+        ready, _, _ = select.select([pidfd], [], [], 30)  # the child's end
+        assert ready, "the child outlived its caller"
+    finally:
+        os.close(pidfd)
+    with Workspace.open(ws_path, create=False) as ws:
+        record = ws.get_replay("rp-o")
+        assert record.status == "failed" and record.error is not None and record.error.type == "Cancelled"
         assert ws.check() == []

@@ -463,6 +463,7 @@ async def test_cancel_stops_between_two_calls_and_resume_completes(tmp_path, mon
             await select(pilot, panel, "replay", state.replay_id)
             await pilot.press("K")
             assert state.cancel.is_set()
+            assert await asyncio.to_thread(state.process.cancelling.wait, 30)  # taken in, mid-call
         finally:
             gate.open()
         await idle(pilot, app)
@@ -493,6 +494,9 @@ async def test_quitting_cancels_running_replays(tmp_path, monkeypatch):
         [state] = app.replay_runner.active()
         app.exit()
         assert state.cancel.is_set()
+        # the child has taken the cancel in while its call is held (else the last calls,
+        # a few milliseconds, could all be answered before it reads it)
+        assert await asyncio.to_thread(state.process.cancelling.wait, 30)
         gate.open()
     # the worker's thread outlives the app: the child stops between two calls and stores that
     assert await asyncio.to_thread(finished.wait, 30)
