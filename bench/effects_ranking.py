@@ -107,7 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  observations from JSON  {t_load * 1000:8.1f} ms  ({len(blob) / 1e6:.1f} MB stored)")
     print(f"  total                   {(t_rank + t_json + t_load) * 1000:8.1f} ms")
     print(f"  shuffled input gives the same ranking: {same}")
-    print("  top 3: " + "; ".join(f"seq {e.seq} effect {e.effect:.2f} conf {e.confidence:.2f}" for e in ranked[:3]))
+    print(
+        "  top 3: "
+        + "; ".join(
+            f"seq {e.seq} effect {e.effect:.2f} score {e.score:.2f} rel {e.reliability:.2f}" for e in ranked[:3]
+        )
+    )
     print()
     print("linearity (rank_effects, same candidates):")
     base_rate = None

@@ -17,36 +17,42 @@ are one effect (the call's), listing the set in ``intervention_sets``.
 ``none``, both outcomes known):
 
 * ``flip`` = 1 when the replay's outcome differs from the base's, else 0;
-* ``confidence`` = level × 0.7^drift × 0.85^fixtures, where level is 1.0 for
+* ``reliability`` = level × 0.7^drift × 0.85^fixtures, where level is 1.0 for
   ``full`` and 0.8 for ``partial`` comparability (live answers, lenient drift or a
   step limit stand in for part of the run), ``drift`` is the number of calls answered by
   lenient drift (the base's answer to a different question) and ``fixtures`` the
   number of calls answered by authored fixtures (what a person wrote, not what
-  happened). Constants: :data:`LEVEL_CONFIDENCE`, :data:`DRIFT_FACTOR`,
+  happened). Constants: :data:`LEVEL_RELIABILITY`, :data:`DRIFT_FACTOR`,
   :data:`FIXTURE_FACTOR`.
 
 **Per candidate** (repeated attempts — several replays of one candidate — give a mean
 and a spread, the population standard deviation): ``effect`` = mean flip (``None``
-when no replay is usable), ``spread``; ``confidence`` = Σ replay confidence / number of
-replays (an unusable replay — paused, failed, no comparability, unknown outcome — adds
-0); the rate of final-output change; mean and spread of the metric deltas
+when no replay is usable), ``spread``; ``reliability`` = Σ replay reliability / number
+of replays (an unusable replay — paused, failed, no comparability, unknown outcome —
+adds 0): how far the measurement stands on what the recording and the executor did,
+whatever it measured; ``score`` = ``effect`` × ``reliability`` (``None`` with the
+effect): the evidence that the candidate *changes the outcome*, which the ranking uses.
+A candidate that changed nothing scores 0 however reliable its replays, so it never
+ranks above, or looks surer than, one that changed the outcome; the rate of
+final-output change; mean and spread of the metric deltas
 (:data:`METRICS`). Sums use :func:`math.fsum`, which is exactly rounded and so
 independent of the order of the replays: the ranking is a function of the *set* of
 observations.
 
 **Order** (best first), each key breaking the ties of the one before:
 
-1. ``effect`` (higher first; ``None`` last);
-2. ``confidence`` (higher first);
-3. final-output change rate (higher first);
-4. mean absolute delta of ``tool_errors``, then ``steps``, then tokens (input +
+1. ``score`` (higher first; ``None`` last);
+2. ``effect`` (higher first);
+3. ``reliability`` (higher first);
+4. final-output change rate (higher first);
+5. mean absolute delta of ``tool_errors``, then ``steps``, then tokens (input +
    output) (higher first);
-5. ``spread`` (lower first: consistent effects before erratic ones);
-6. number of usable replays (more evidence first);
-7. the earliest target ``seq`` (lower first: the earliest call whose change flips the
+6. ``spread`` (lower first: consistent effects before erratic ones);
+7. number of usable replays (more evidence first);
+8. the earliest target ``seq`` (lower first: the earliest call whose change flips the
    outcome is the *decisive* one, as failure-attribution research defines it);
-8. candidate kind (a call before an intervention set);
-9. the effect ``id`` (text order), derived from the candidate alone.
+9. candidate kind (a call before an intervention set);
+10. the effect ``id`` (text order), derived from the candidate alone.
 
 Every effect links its evidence: replay ids, branch ids and diff ids (sorted).
 """
@@ -63,18 +69,18 @@ from typing import Any
 __all__ = [
     "DRIFT_FACTOR",
     "FIXTURE_FACTOR",
-    "LEVEL_CONFIDENCE",
+    "LEVEL_RELIABILITY",
     "METRICS",
     "Effect",
     "Observation",
     "Target",
     "effect_direction",
     "rank_effects",
-    "replay_confidence",
+    "replay_reliability",
 ]
 
-#: confidence of a usable replay by comparability level
-LEVEL_CONFIDENCE = {"full": 1.0, "partial": 0.8}
+#: reliability of a usable replay by comparability level
+LEVEL_RELIABILITY = {"full": 1.0, "partial": 0.8}
 #: factor per call answered by lenient drift
 DRIFT_FACTOR = 0.7
 #: factor per call answered by an authored fixture
@@ -137,7 +143,7 @@ class Observation:
         """Completed, comparable (``full``/``partial``), and both outcomes known."""
         return (
             self.status == "completed"
-            and self.comparability in LEVEL_CONFIDENCE
+            and self.comparability in LEVEL_RELIABILITY
             and self.outcome != "unknown"
             and self.outcome_base != "unknown"
         )
@@ -145,7 +151,7 @@ class Observation:
     @property
     def finished(self) -> bool:
         """Completed and comparable, outcome known or not (metrics still count)."""
-        return self.status == "completed" and self.comparability in LEVEL_CONFIDENCE
+        return self.status == "completed" and self.comparability in LEVEL_RELIABILITY
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,12 +196,12 @@ class Observation:
         )
 
 
-def replay_confidence(obs: Observation) -> float:
+def replay_reliability(obs: Observation) -> float:
     """Confidence of one replay as evidence (module docstring): 0 when not usable, else
-    ``LEVEL_CONFIDENCE[level] × DRIFT_FACTOR**drift_uses × FIXTURE_FACTOR**fixture_uses``."""
+    ``LEVEL_RELIABILITY[level] × DRIFT_FACTOR**drift_uses × FIXTURE_FACTOR**fixture_uses``."""
     if not obs.usable:
         return 0.0
-    return LEVEL_CONFIDENCE[obs.comparability] * DRIFT_FACTOR**obs.drift_uses * FIXTURE_FACTOR**obs.fixture_uses
+    return LEVEL_RELIABILITY[obs.comparability] * DRIFT_FACTOR**obs.drift_uses * FIXTURE_FACTOR**obs.fixture_uses
 
 
 def effect_direction(base: str, observed: str) -> str:
@@ -218,7 +224,8 @@ class Effect:
     ``targets``; ``description``; ``effect`` (mean flip, ``None`` when no usable
     replay) and ``spread``; ``direction`` (the most frequent direction among usable
     replays, ties in the order fixes, breaks, changes, none); ``observed`` (``{outcome:
-    count}``); ``confidence`` in [0, 1] with ``confidence_reasons``;
+    count}``); ``reliability`` in [0, 1] with ``reliability_reasons``; ``score`` =
+    effect × reliability (``None`` with the effect), what the ranking orders by;
     ``output_changed`` (rate, ``None`` when no finished replay); ``metrics`` (``{name:
     {"mean", "spread"}}``); ``replays`` / ``usable``; evidence ids; ``intervention_sets``
     merged into a call effect; ``rank`` (1-based, set by :func:`rank_effects`).
@@ -234,8 +241,9 @@ class Effect:
     spread: float | None
     direction: str
     observed: dict[str, int]
-    confidence: float
-    confidence_reasons: list[str]
+    reliability: float
+    reliability_reasons: list[str]
+    score: float | None
     output_changed: float | None
     metrics: dict[str, dict[str, float]]
     replays: int
@@ -257,8 +265,9 @@ class Effect:
         tokens = m.get("input_tokens", {}).get("abs", 0.0) + m.get("output_tokens", {}).get("abs", 0.0)
         seq = self.seq
         return (
+            -(self.score if self.score is not None else -1.0),
             -(self.effect if self.effect is not None else -1.0),
-            -self.confidence,
+            -self.reliability,
             -(self.output_changed if self.output_changed is not None else -1.0),
             -m.get("tool_errors", {}).get("abs", 0.0),
             -m.get("steps", {}).get("abs", 0.0),
@@ -280,7 +289,9 @@ class Effect:
                 f"outcome {self.outcome_base} → {obs} of {self.replays} replay(s) "
                 f"(effect {self.effect:.2f} ± {self.spread:.2f}, {self.direction})"
             )
-        return f"{self.description}: {what}; confidence {self.confidence:.2f}"
+        if self.score is None:
+            return f"{self.description}: {what}; reliability {self.reliability:.2f}"
+        return f"{self.description}: {what}; score {self.score:.2f} (reliability {self.reliability:.2f})"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -298,8 +309,9 @@ class Effect:
                 "spread": self.spread,
                 "direction": self.direction,
             },
-            "confidence": self.confidence,
-            "confidence_reasons": list(self.confidence_reasons),
+            "score": self.score,
+            "reliability": self.reliability,
+            "reliability_reasons": list(self.reliability_reasons),
             "output_changed": self.output_changed,
             "metrics": self.metrics,
             "replays": self.replays,
@@ -324,7 +336,7 @@ def _effect_id(kind: str, key: str) -> str:
 _DIRECTION_ORDER = ("fixes", "breaks", "changes", "none")
 
 
-def _confidence_reasons(obs: list[Observation]) -> list[str]:
+def _reliability_reasons(obs: list[Observation]) -> list[str]:
     n = len(obs)
     out: list[str] = []
     unusable = [o for o in obs if not o.usable]
@@ -333,7 +345,7 @@ def _confidence_reasons(obs: list[Observation]) -> list[str]:
         for o in unusable:
             if o.status != "completed":
                 w = f"replay {o.status}"
-            elif o.comparability not in LEVEL_CONFIDENCE:
+            elif o.comparability not in LEVEL_RELIABILITY:
                 w = "comparability none"
             else:
                 w = "outcome unknown"
@@ -347,7 +359,9 @@ def _confidence_reasons(obs: list[Observation]) -> list[str]:
     if partial:
         live = sum(1 for o in partial if o.live_uses)
         extra = f"; {live} with live executor answers, not reproducible from the recording" if live else ""
-        out.append(f"{len(partial)} of {n} replay(s) only partially comparable (x{LEVEL_CONFIDENCE['partial']}){extra}")
+        out.append(
+            f"{len(partial)} of {n} replay(s) only partially comparable (x{LEVEL_RELIABILITY['partial']}){extra}"
+        )
     drift = sum(o.drift_uses for o in obs if o.usable)
     if drift:
         out.append(f"{drift} call(s) answered by lenient drift (x{DRIFT_FACTOR} each)")
@@ -372,7 +386,7 @@ def _aggregate(kind: str, key: str, obs: list[Observation], targets: list[Target
             d = effect_direction(o.outcome_base, o.outcome)
             counts[d] = counts.get(d, 0) + 1
         direction = max(_DIRECTION_ORDER, key=lambda d: (counts.get(d, 0), -_DIRECTION_ORDER.index(d)))
-    confidence = math.fsum(replay_confidence(o) for o in obs) / len(obs)
+    reliability = math.fsum(replay_reliability(o) for o in obs) / len(obs)
     changed = [o for o in finished if o.final_output_changed is not None]
     output_changed = (
         math.fsum(1.0 if o.final_output_changed else 0.0 for o in changed) / len(changed) if changed else None
@@ -394,8 +408,9 @@ def _aggregate(kind: str, key: str, obs: list[Observation], targets: list[Target
         spread=spread,
         direction=direction,
         observed=observed,
-        confidence=confidence,
-        confidence_reasons=_confidence_reasons(obs),
+        reliability=reliability,
+        reliability_reasons=_reliability_reasons(obs),
+        score=None if effect is None else effect * reliability,
         output_changed=output_changed,
         metrics=metrics,
         replays=len(obs),

@@ -26,7 +26,7 @@ The intervention is explicit (a ``tool_result`` or ``model_response`` at the cal
 seq, noted ``sweep <strategy>``), the checkpoint is the call's seq, and the policy is
 ``model=live, tool=live`` with an executor (after the change the agent's own code
 decides, and calls the recording cannot answer are answered live), else ``drift:
-lenient`` (the generic chat loop; the base's answers stand in, which lowers confidence).
+lenient`` (the generic chat loop; the base's answers stand in, which lowers the reliability).
 
 A sweep with a workspace stores every branch, replay, diff and metric there and
 refreshes the base's stored effects; without one everything stays in memory.

@@ -53,14 +53,15 @@ def _print_effects(effects: list[Effect] | list[dict[str, Any]], limit: int | No
         typer.echo("no effects: no replay of this base")
         return
     typer.echo(
-        f"{'rank':>4}  {'seq':>5}  {'effect':>6}  {'±':>4}  {'conf':>4}  {'direction':<9} {'replays':>7}  candidate"
+        f"{'rank':>4}  {'seq':>5}  {'score':>5}  {'effect':>6}  {'±':>4}  {'rel':>4}  {'direction':<9} {'replays':>7}  "
+        "candidate"
     )
     for e in rows[:limit]:
         o = e["outcome"]
         seq = "-" if e["seq"] is None else str(e["seq"])
         typer.echo(
-            f"{e['rank']:>4}  {seq:>5}  {_fmt(o['effect']):>6}  {_fmt(o['spread']):>4}  "
-            f"{_fmt(e['confidence']):>4}  {o['direction']:<9} {e['usable']:>3}/{e['replays']:<3}  "
+            f"{e['rank']:>4}  {seq:>5}  {_fmt(e['score']):>5}  {_fmt(o['effect']):>6}  {_fmt(o['spread']):>4}  "
+            f"{_fmt(e['reliability']):>4}  {o['direction']:<9} {e['usable']:>3}/{e['replays']:<3}  "
             f"{e['description']}"
         )
     typer.echo("")
@@ -71,7 +72,7 @@ def _print_effects(effects: list[Effect] | list[dict[str, Any]], limit: int | No
             f"no best candidate: none of the {total} replay(s) is usable as evidence, so no call "
             "can be ranked above another"
         )
-        reasons = rows[0]["confidence_reasons"]
+        reasons = rows[0]["reliability_reasons"]
         for r in reasons:
             typer.echo(f"  - e.g. {rows[0]['description']}: {r}")
         typer.echo(
@@ -80,7 +81,7 @@ def _print_effects(effects: list[Effect] | list[dict[str, Any]], limit: int | No
         )
         return
     typer.echo(f"best: {best['summary']}")
-    for r in best["confidence_reasons"]:
+    for r in best["reliability_reasons"]:
         typer.echo(f"  - {r}")
     typer.echo(f"  evidence: replays {', '.join(best['evidence']['replay_ids'])}")
 

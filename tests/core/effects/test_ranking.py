@@ -1,4 +1,4 @@
-"""Effect ranking: ties, confidence penalties, repeated attempts, order independence."""
+"""Effect ranking: ties, reliability penalties, scores, repeated attempts, order independence."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from core.effects.ranking import (
     DRIFT_FACTOR,
     FIXTURE_FACTOR,
-    LEVEL_CONFIDENCE,
+    LEVEL_RELIABILITY,
     Observation,
     Target,
     effect_direction,
     rank_effects,
-    replay_confidence,
+    replay_reliability,
 )
 
 
@@ -83,10 +83,10 @@ def test_ties_break_on_earliest_seq_then_kind_then_id():
     assert [e.id for e in ranked] == sorted(e.id for e in ranked)
 
 
-def test_ties_on_effect_break_on_confidence_then_output_then_metrics():
+def test_ties_on_effect_break_on_reliability_then_output_then_metrics():
     full = obs("r1", 9, "success", level="full", live=0)
     partial = obs("r2", 3, "success")
-    assert [e.seq for e in rank_effects([full, partial])] == [9, 3]  # confidence beats seq
+    assert [e.seq for e in rank_effects([full, partial])] == [9, 3]  # reliability beats seq
     same_out = obs("r3", 2, "failure", output_changed=False)
     changed_out = obs("r4", 7, "failure", output_changed=True)
     assert [e.seq for e in rank_effects([same_out, changed_out])] == [7, 2]
@@ -95,17 +95,17 @@ def test_ties_on_effect_break_on_confidence_then_output_then_metrics():
     assert [e.seq for e in rank_effects([few, many])] == [7, 2]  # |tool_errors| before |steps|
 
 
-def test_confidence_penalties():
-    assert replay_confidence(obs("r", 1, level="full")) == 1.0
-    assert replay_confidence(obs("r", 1, level="partial")) == LEVEL_CONFIDENCE["partial"] == 0.8
-    assert replay_confidence(obs("r", 1, level="full", drift=2)) == pytest.approx(DRIFT_FACTOR**2)
-    assert replay_confidence(obs("r", 1, level="full", fixtures=3)) == pytest.approx(FIXTURE_FACTOR**3)
-    assert replay_confidence(obs("r", 1, level="partial", drift=1, fixtures=1)) == pytest.approx(0.8 * 0.7 * 0.85)
+def test_reliability_penalties():
+    assert replay_reliability(obs("r", 1, level="full")) == 1.0
+    assert replay_reliability(obs("r", 1, level="partial")) == LEVEL_RELIABILITY["partial"] == 0.8
+    assert replay_reliability(obs("r", 1, level="full", drift=2)) == pytest.approx(DRIFT_FACTOR**2)
+    assert replay_reliability(obs("r", 1, level="full", fixtures=3)) == pytest.approx(FIXTURE_FACTOR**3)
+    assert replay_reliability(obs("r", 1, level="partial", drift=1, fixtures=1)) == pytest.approx(0.8 * 0.7 * 0.85)
     # not usable: paused, comparability none, unknown outcome → 0
-    assert replay_confidence(obs("r", 1, status="paused", outcome="unknown", level="none")) == 0.0
-    assert replay_confidence(obs("r", 1, level="none")) == 0.0
-    assert replay_confidence(obs("r", 1, outcome="unknown")) == 0.0
-    # a candidate's confidence averages over all its replays; unusable ones add 0
+    assert replay_reliability(obs("r", 1, status="paused", outcome="unknown", level="none")) == 0.0
+    assert replay_reliability(obs("r", 1, level="none")) == 0.0
+    assert replay_reliability(obs("r", 1, outcome="unknown")) == 0.0
+    # a candidate's reliability averages over all its replays; unusable ones add 0
     (e,) = rank_effects(
         [
             obs("r1", 4, level="full", live=0),
@@ -113,17 +113,17 @@ def test_confidence_penalties():
             obs("r3", 4, status="paused", outcome="unknown", level="none"),
         ]
     )
-    assert e.confidence == pytest.approx((1.0 + 0.7 + 0.0) / 3)
+    assert e.reliability == pytest.approx((1.0 + 0.7 + 0.0) / 3)
     assert e.replays == 3 and e.usable == 2
-    text = " | ".join(e.confidence_reasons)
+    text = " | ".join(e.reliability_reasons)
     assert "1 of 3 replay(s) not usable as evidence (replay paused: 1)" in text
     assert "1 call(s) answered by lenient drift (x0.7 each)" in text
     (f,) = rank_effects([obs("r1", 4, fixtures=2)])
-    assert "2 call(s) answered by authored fixtures (x0.85 each)" in " | ".join(f.confidence_reasons)
-    assert "live executor answers" in " | ".join(f.confidence_reasons)
+    assert "2 call(s) answered by authored fixtures (x0.85 each)" in " | ".join(f.reliability_reasons)
+    assert "live executor answers" in " | ".join(f.reliability_reasons)
 
 
-def test_lower_confidence_ranks_below_an_equal_effect():
+def test_lower_reliability_ranks_below_an_equal_effect():
     fixture_backed = obs("r1", 2, "success", level="full", live=0, fixtures=2)
     drift_backed = obs("r2", 3, "success", level="full", live=0, drift=1)
     clean = obs("r3", 4, "success", level="full", live=0)
@@ -144,7 +144,7 @@ def test_repeated_attempts_give_mean_and_spread():
 
 def test_no_usable_replay_and_unknown_base_outcome():
     (e,) = rank_effects([obs("r1", 3, "unknown", status="failed", level="none")])
-    assert e.effect is None and e.spread is None and e.usable == 0 and e.confidence == 0.0
+    assert e.effect is None and e.spread is None and e.usable == 0 and e.reliability == 0.0
     assert "no usable replay" in e.summary()
     # base outcome unknown: ranked by the other metrics
     a = obs("r1", 3, "success", base="unknown", output_changed=False)
@@ -206,3 +206,50 @@ def test_ranking_does_not_depend_on_input_order(items, rnd):
     second = [e.to_json() for e in rank_effects(shuffled)]
     assert first == second
     assert [e["rank"] for e in first] == list(range(1, len(first) + 1))
+
+
+def test_a_candidate_that_changed_nothing_never_looks_surer_than_a_cause():
+    """The sweep of the sample's corrupted result: the fixing call stands on partly live
+    answers (reliability 0.8), the calls that changed nothing on clean replays (1.0).
+    Their measurements are reliable; their scores are 0, below the cause's 0.8."""
+    cause = obs("r8", 8, "success")  # partial: 0.8
+    nothing = [obs(f"r{s}", s, "failure", level="full", live=0) for s in (3, 4, 5, 6, 7, 9)]
+    ranked = rank_effects([*nothing, cause])
+    assert ranked[0].seq == 8 and ranked[0].score == pytest.approx(0.8) and ranked[0].reliability == 0.8
+    for e in ranked[1:]:
+        assert e.effect == 0.0 and e.reliability == 1.0 and e.score == 0.0
+    assert ranked[0].to_json()["score"] == pytest.approx(0.8)
+    assert "score 0.80 (reliability 0.80)" in ranked[0].summary()
+    # a cause on weak evidence (two fixtures, a drift: 0.8 × 0.85² × 0.7 ≈ 0.40) still ranks first
+    weak = obs("r2", 2, "success", fixtures=2, drift=1)
+    ranked = rank_effects([*nothing, weak])
+    assert ranked[0].seq == 2 and 0 < ranked[0].score < 0.5 and ranked[0].score > ranked[1].score
+
+
+def test_the_score_weighs_the_effect_by_its_reliability():
+    # effect 1.0 on evidence of reliability 0.49 (drift twice) against 0.75 on clean replays
+    sure = [obs(f"a{i}", 6, out, level="full", live=0) for i, out in enumerate(["success"] * 3 + ["failure"])]
+    shaky = obs("b", 3, "success", level="full", live=0, drift=2)
+    ranked = rank_effects([*sure, shaky])
+    assert [e.seq for e in ranked] == [6, 3]
+    assert ranked[0].score == pytest.approx(0.75) and ranked[1].score == pytest.approx(0.49)
+    assert ranked[1].effect > ranked[0].effect  # the higher effect, on weaker evidence, comes second
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_obs, min_size=1, max_size=25))
+def test_no_candidate_without_an_effect_ranks_above_one_with_a_score(items):
+    items = [
+        Observation(**{**o.__dict__, "replay_id": f"r{i:03d}", "branch_id": f"br-{i}"}) for i, o in enumerate(items)
+    ]
+    ranked = rank_effects(items)
+    for e in ranked:
+        if e.effect is None:
+            assert e.score is None
+        else:
+            assert e.score == pytest.approx(e.effect * e.reliability) and 0.0 <= e.score <= 1.0
+    scores = [e.score if e.score is not None else -1.0 for e in ranked]
+    assert scores == sorted(scores, reverse=True)  # the score decides first
+    causes = [i for i, e in enumerate(ranked) if e.score]
+    idle = [i for i, e in enumerate(ranked) if not e.score]
+    assert not causes or not idle or max(causes) < min(idle)

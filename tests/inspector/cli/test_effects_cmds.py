@@ -25,8 +25,9 @@ EFFECT_KEYS = {
     "targets",
     "description",
     "outcome",
-    "confidence",
-    "confidence_reasons",
+    "score",
+    "reliability",
+    "reliability_reasons",
     "output_changed",
     "metrics",
     "replays",
@@ -112,8 +113,22 @@ def test_sweep_text(capsys, tmp_path):
     lines = out.splitlines()
     assert lines[0] == f"base      {TOOL_ERROR} (outcome failure)"
     assert "resample of 3 call(s) (tools)" in lines[1]
+    assert lines[lines.index("") + 1].split() == [
+        "rank",
+        "seq",
+        "score",
+        "effect",
+        "±",
+        "rel",
+        "direction",
+        "replays",
+        "candidate",
+    ]
     row = next(line for line in lines if line.strip().startswith("1 "))
-    assert row.split()[:6] == ["1", "8", "1.00", "0.00", "0.80", "fixes"]
+    assert row.split()[:7] == ["1", "8", "0.80", "1.00", "0.00", "0.80", "fixes"]
+    # the calls that changed nothing: reliable measurements (1.00), score 0, ranked below
+    others = [line.split() for line in lines if line.strip()[:1] in "23" and "sweep resample" in line]
+    assert others and all(r[2] == "0.00" and r[3] == "0.00" and r[5] == "1.00" and r[6] == "none" for r in others)
     assert not (tmp_path / ".chassis-inspector").exists()
 
 
