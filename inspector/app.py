@@ -105,10 +105,14 @@ class InspectorApp(App[None]):
         keymap: dict[str, str] | None = None,
         *,
         workspace: Path | str | None = None,
+        compare_with: LoadedRecording | None = None,
     ) -> None:
         super().__init__()
         #: the run shown (for a file of several runs: the one picked last)
         self.loaded = loaded
+        #: ``compare A B``: the other run, shown beside ``loaded`` in the compare screen
+        #: on top of ``loaded``'s timeline (escape returns to it)
+        self.compare_with = compare_with
         #: the workspace folder branches, replays, requirements and fixtures live in
         #: (``--workspace``; the CLI's default ``./.chassis-inspector`` otherwise). It is
         #: opened for each operation, never created just by opening the app.
@@ -159,7 +163,12 @@ class InspectorApp(App[None]):
             self.push_screen(self._picker(current=None))
             return
         self.push_screen(TimelineScreen(self.loaded))
-        self._open_notice()
+        if self.compare_with is not None:
+            from .screens.compare import CompareScreen
+
+            self.push_screen(CompareScreen(self.loaded, self.compare_with))
+        else:
+            self._open_notice()
         keep_long_lived()
         if self.loaded.verify is not None:
             self._verify()

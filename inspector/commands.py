@@ -62,6 +62,11 @@ TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
     ("workspace: resume replay", "Resume the selected replay once its requirements are answered (u)", "resume_replay"),
     ("workspace: cancel replay", "Stop the selected running replay between two calls (K)", "cancel_replay"),
     (
+        "workspace: compare replay with its base",
+        "The selected replay and its base side by side, at the first divergence (C)",
+        "compare_replay",
+    ),
+    (
         "workspace: requirements",
         "Open requirements of the selected or last paused replay, else of the whole workspace (o)",
         "requirements",

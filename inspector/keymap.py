@@ -25,6 +25,7 @@ BINDING_MODULES = (
     "inspector.app",
     "inspector.replay_runner",
     "inspector.screens.branch_editor",
+    "inspector.screens.compare",
     "inspector.screens.error",
     "inspector.screens.fixture_editor",
     "inspector.screens.goto",
@@ -34,6 +35,7 @@ BINDING_MODULES = (
     "inspector.screens.run_picker",
     "inspector.screens.timeline",
     "inspector.widgets.branch_tree",
+    "inspector.widgets.compare_table",
     "inspector.widgets.filter_bar",
     "inspector.widgets.timeline_table",
 )

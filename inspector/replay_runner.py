@@ -225,11 +225,23 @@ class EventsLoaded(Message):
     """The events of replay ``replay_id`` are ready (``loaded``), or could not be read
     (``error``)."""
 
-    def __init__(self, replay_id: str, loaded: LoadedRecording | None, error: str | None) -> None:
+    def __init__(
+        self,
+        replay_id: str,
+        loaded: LoadedRecording | None,
+        error: str | None,
+        *,
+        compare_with: LoadedRecording | None = None,
+        comparison: Any = None,
+    ) -> None:
         super().__init__()
         self.replay_id = replay_id
         self.loaded = loaded
         self.error = error
+        #: when set, the events open beside this recording in the compare screen
+        self.compare_with = compare_with
+        #: the alignment the worker computed (:class:`core.analysis.compare.Comparison`)
+        self.comparison = comparison
 
 
 class ExecutorConsentScreen(ModalScreen[ExecutorChoice | None | Literal[False]]):
@@ -695,7 +707,22 @@ class ReplayRunner:
             exit_on_error=False,
         )
 
-    def _load_events(self, replay_id: str) -> None:
+    def open_compare(self, replay_id: str, base: LoadedRecording) -> None:
+        """Open replay ``replay_id``'s events beside ``base`` in the compare screen (the
+        events read and aligned in a worker)."""
+        self.app.run_worker(
+            partial(self._load_events, replay_id, compare_with=base),
+            name=f"compare {replay_id}",
+            group="replay-events",
+            description=f"comparing replay {replay_id} with its base",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _load_events(self, replay_id: str, compare_with: LoadedRecording | None = None) -> None:
+        from core.analysis.compare import compare_runs
+
         from .loader import LoadedRecording
 
         try:
@@ -705,10 +732,11 @@ class ReplayRunner:
                     raise InspectorError(f"replay {replay_id} has no events yet: its first attempt has not ended")
                 path = ws.events_file(replay_id)
             loaded = LoadedRecording.from_recording(events, path)
+            comparison = None if compare_with is None else compare_runs(compare_with.recording, events)
         except InspectorError as exc:
             self.app.post_message(EventsLoaded(replay_id, None, str(exc)))
             return
-        self.app.post_message(EventsLoaded(replay_id, loaded, None))
+        self.app.post_message(EventsLoaded(replay_id, loaded, None, compare_with=compare_with, comparison=comparison))
 
     def events_loaded(self, event: EventsLoaded) -> None:
         """Push the replay's timeline (or the error screen)."""
@@ -717,6 +745,11 @@ class ReplayRunner:
 
         if event.loaded is None:
             self.app.push_screen(ErrorScreen(f"cannot open replay {event.replay_id}", event.error or ""))
+            return
+        if event.compare_with is not None:
+            from .screens.compare import CompareScreen
+
+            self.app.push_screen(CompareScreen(event.compare_with, event.loaded, comparison=event.comparison))
             return
         self.app.push_screen(TimelineScreen(event.loaded))
         self.app.notify(f"replay {event.replay_id}: its events. escape: back to the base run", timeout=5)

@@ -143,6 +143,48 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(app.return_code)
 
     @app.command()
+    def compare(
+        base: Annotated[Path, typer.Argument(help="The base run: a recording, or any format the importers accept.")],
+        other: Annotated[Path, typer.Argument(help="The run to compare with it (a replay's events, another trial).")],
+        run_a: Annotated[
+            str | None, typer.Option("--run-a", help="The run of a multi-run BASE file (id or index).")
+        ] = None,
+        run_b: Annotated[
+            str | None, typer.Option("--run-b", help="The run of a multi-run OTHER file (id or index).")
+        ] = None,
+        workspace: Annotated[
+            Path | None,
+            typer.Option("--workspace", help="Workspace folder (default ./.chassis-inspector)."),
+        ] = None,
+    ) -> None:
+        """Open two runs side by side in the app, aligned by the trace diff (escape: the
+        base's timeline)."""
+        from inspector.app import InspectorApp
+        from inspector.keymap import load_keymap
+
+        keymap = load_keymap()
+        loaded = []
+        for path, run, option in ((base, run_a, "--run-a"), (other, run_b, "--run-b")):
+            one = _load(path, fast_open=False, run=run)
+            if one.has_runs and not one.run_requested:
+                count = len(one.opened.runs) if one.opened is not None else 0
+                echo_err(f"{cell(str(path))}: the file holds {count} runs: name one with {option} ID")
+                raise typer.Exit(2)
+            loaded.append(one)
+        app = InspectorApp(loaded[0], keymap, workspace=workspace, compare_with=loaded[1])
+        try:
+            app.run()
+        except Exception as exc:  # raised past Textual's handler
+            if app.crash is None:
+                app.crash = exc
+        if app.crash is not None:
+            what = " ".join(f"{type(app.crash).__name__}: {app.crash}".split())
+            echo_err(f"the inspector app stopped on an unexpected error: {cell(what)}")
+            raise typer.Exit(app.return_code or 1)
+        if app.return_code:
+            raise typer.Exit(app.return_code)
+
+    @app.command()
     def serve(
         file: Annotated[Path | None, typer.Argument(help="Recording to serve. Default: the bundled sample.")] = None,
         host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = "127.0.0.1",

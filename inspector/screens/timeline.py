@@ -239,6 +239,14 @@ class TimelineScreen(Screen[None]):
             tooltip="Resume the replay selected in the branch tree (its requirements answered)",
         ),
         Binding(
+            "C",
+            "compare_replay",
+            "Compare",
+            show=False,
+            id="workspace.compare",
+            tooltip="Compare the replay selected in the branch tree with its base, side by side",
+        ),
+        Binding(
             "K",
             "cancel_replay",
             "Cancel replay",
@@ -910,6 +918,10 @@ class TimelineScreen(Screen[None]):
     def action_resume_replay(self) -> None:
         """Resume the replay selected in the branch tree."""
         self.branch_panel.resume_selected()
+
+    def action_compare_replay(self) -> None:
+        """Compare the replay selected in the branch tree with its base."""
+        self.branch_panel.compare_selected()
 
     def action_cancel_replay(self) -> None:
         """Cancel the running replay selected in the branch tree."""

@@ -660,6 +660,22 @@ class BranchTreePanel(Vertical):
         else:
             self.app.notify(f"replay {target} is not running in this app", severity="warning", timeout=3)
 
+    def compare_selected(self) -> None:
+        """``C``: the selected replay's events beside the base (the compare screen)."""
+        row = self.selected
+        if row is None or row.kind != "replay":
+            self._need_selection("a replay")
+            return
+        state = self.runner.runs.get(row.ident)
+        if state is not None and state.active:
+            self.app.notify(f"replay {row.ident} is running: compare it once it ends", timeout=3)
+            return
+        screen = self.screen
+        loaded = getattr(screen, "loaded", None)
+        if loaded is None:
+            return
+        self.runner.open_compare(row.ident, loaded)
+
     def open_requirements(self, *, answer: bool = False) -> None:
         """``o`` (``A``: and answer the first): the requirements of the selected (or last
         paused) replay, else of the whole workspace."""
