@@ -228,6 +228,27 @@ def _latencies(scheduled: list[float], painted: list[tuple[float, int]], first_c
     return out
 
 
+async def type_keys(
+    app: Any, painted: list[tuple[float, int]], first: int, interval: float, keys: int | None, stop: threading.Event
+) -> tuple[list[float], list[float]]:
+    """Press ``down`` (:func:`_typist`) until ``keys`` were pressed or ``stop`` is set,
+    wait for the last repaints, and return each key's latency in ms (:func:`_latencies`:
+    ``painted`` holds (time, cursor) per painted line, the cursor at ``first`` before
+    the first key) and when each key was due."""
+    painted.clear()
+    scheduled: list[float] = []
+    thread = threading.Thread(target=_typist, args=(app, interval, keys, stop, scheduled))
+    thread.start()
+    while thread.is_alive():
+        await asyncio.sleep(0.02)
+    for _ in range(200):  # the last keys' repaints
+        if painted and painted[-1][1] >= first + len(scheduled):
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.1)
+    return _latencies(scheduled, sorted(painted), first), scheduled
+
+
 def measure_latency(folder: Path, calls: int, presses: int, interval: float) -> dict[str, Any]:
     from bench.replay_throughput import synthetic
     from inspector.app import InspectorApp
@@ -259,20 +280,7 @@ def measure_latency(folder: Path, calls: int, presses: int, interval: float) -> 
 
     async def typed(keys: int | None, stop: threading.Event) -> tuple[list[float], list[float]]:
         table = app.screen.query_one(TimelineTable)
-        first = table.cursor
-        painted.clear()
-        scheduled: list[float] = []
-        thread = threading.Thread(target=_typist, args=(app, interval, keys, stop, scheduled))
-        thread.start()
-        while thread.is_alive():
-            await asyncio.sleep(0.02)
-        # the last keys' repaints
-        for _ in range(200):
-            if painted and painted[-1][1] >= first + len(scheduled):
-                break
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.1)
-        return _latencies(scheduled, sorted(painted), first), scheduled
+        return await type_keys(app, painted, table.cursor, interval, keys, stop)
 
     async def run() -> None:
         async with app.run_test(size=SIZE) as pilot:

@@ -232,6 +232,20 @@ class InspectorApp(App[None]):
         self._open_notice()
         keep_long_lived()
 
+    def compare_runs(self, base_run: int | str, other_run: int | str) -> None:
+        """Two runs of this file side by side (the compare screen, over the run picker:
+        escape returns to it), from the runs imported when the file was loaded. An error
+        (no such run) opens the error screen."""
+        from .screens.compare import CompareScreen
+
+        try:
+            base = self.loaded.for_run(base_run)
+            other = self.loaded.for_run(other_run)
+        except InspectorError as exc:
+            self.push_screen(ErrorScreen("cannot compare these runs", str(exc)))
+            return
+        self.push_screen(CompareScreen(base, other))
+
     def close_run_picker(self) -> bool:
         """Back from the run picker to the run that was open; ``False`` (nothing done)
         when no run was open yet."""

@@ -81,6 +81,14 @@ class RunPickerScreen(Screen[None]):
             id="picker.back",
             tooltip="Clear the filter, else back to the run that was open",
         ),
+        Binding(
+            "ctrl+k",
+            "compare_run",
+            "Compare",
+            id="picker.compare",
+            tooltip="Mark the highlighted run; on a second run, compare the two side by side",
+            priority=True,
+        ),
         Binding("ctrl+q", "app.quit", "Quit", id="picker.quit", tooltip="Quit the inspector"),
         Binding("up", "move(-1)", "Up", show=False, id="picker.up"),
         Binding("down", "move(1)", "Down", show=False, id="picker.down"),
@@ -100,6 +108,8 @@ class RunPickerScreen(Screen[None]):
 
     def __init__(self, opened: Opened, file_name: str, current: str | None = None) -> None:
         super().__init__()
+        #: the run ``ctrl+k`` marked, to compare with the next one it is pressed on
+        self.compare_mark: RunRef | None = None
         self.opened = opened
         self.file_name = file_name
         self.current = current
@@ -150,8 +160,8 @@ class RunPickerScreen(Screen[None]):
         count = (
             f"{len(self.shown):,} of {total:,} runs"
             if words
-            else f"{total:,} runs · type to filter · enter opens the highlighted run · # is what --run N takes"
-            " · ctrl+q quits"
+            else f"{total:,} runs · type to filter · enter opens the highlighted run · ctrl+k on two runs compares"
+            " them · # is what --run N takes · ctrl+q quits"
         )
         if words and not self.shown:
             count = f"no run matches {' '.join(words)!r} (of {total:,}) · escape clears the filter"
@@ -206,6 +216,27 @@ class RunPickerScreen(Screen[None]):
         open_run = getattr(self.app, "open_run", None)
         if open_run is not None:
             open_run(run.index)
+
+    def action_compare_run(self) -> None:
+        """``ctrl+k``: mark the highlighted run; on another run, open the two side by
+        side (:meth:`inspector.app.InspectorApp.compare_runs`; the marked one is the
+        base). On the marked run again: unmark it."""
+        run = self.highlighted
+        if run is None:
+            self.notify("no run matches the filter (escape clears it)", severity="warning", timeout=3)
+            return
+        marked = self.compare_mark
+        if marked is None or marked.index == run.index:
+            self.compare_mark = None if marked is not None else run
+            if self.compare_mark is None:
+                self.notify(f"run {line(run.id)} unmarked", timeout=3)
+            else:
+                self.notify(f"run {line(run.id)} marked: ctrl+k on another run compares the two", timeout=5)
+            return
+        self.compare_mark = None
+        compare = getattr(self.app, "compare_runs", None)
+        if compare is not None:
+            compare(marked.index, run.index)
 
     def action_back(self) -> None:
         """Clear the filter; with none, go back to the run that was open (if any)."""

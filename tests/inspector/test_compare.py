@@ -189,3 +189,30 @@ def test_snapshot_compare_at_110_columns(snap_compare, tmp_path):
 
     app = InspectorApp(a, workspace=tmp_path / "ws", compare_with=b)
     assert snap_compare(app, terminal_size=(110, 30), run_before=run_before)
+
+
+async def test_two_runs_of_one_file_compared_from_the_run_picker(tmp_path):
+    """ctrl+k marks a run of the picker, ctrl+k on another compares the two (the marked
+    one as the base); escape returns to the picker."""
+    from inspector.screens.run_picker import RunPickerScreen
+
+    app = InspectorApp(load_for_view(TAU), workspace=tmp_path / "ws")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, RunPickerScreen)
+        first, second = picker.shown[0], picker.shown[1]
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert picker.compare_mark == first
+        await pilot.press("down", "ctrl+k")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert screen.base.opened.run.id == first.id and screen.other.opened.run.id == second.id
+        a, b = screen.base.recording, screen.other.recording
+        assert [op.base_seq for op in screen.comparison.rows if op.base_seq is not None] == [r.seq for r in a.records]
+        assert [op.other_seq for op in screen.comparison.rows if op.other_seq is not None] == [r.seq for r in b.records]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is picker and picker.compare_mark is None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.record.recording import Recording
+from core.record.recording import Recording, ToolResult
 from core.replay.branch import BranchDraft, Policy, ToolResultIntervention, resolve_branch
 from core.replay.replays import start_replay
 from core.workspace import Workspace
@@ -82,6 +82,19 @@ def expose_terminal(page, served: Served) -> list[bool]:
     # registered after _local_only: Playwright runs the newest matching route first
     page.route(lambda url: url.startswith(served.base) and url.split("?")[0].endswith("/js/textual.js"), handle)
     return patched
+
+
+def open_served(browser, served: Served):
+    """A page of ``served`` (loopback only, the terminal exposed) once the timeline of
+    the served run is drawn, the terminal focused for keys."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    _local_only(page, served)
+    patched = expose_terminal(page, served)
+    page.goto(served.url, wait_until="domcontentloaded")
+    wait_for_screen(page, "served-run.json", "17 records", "harness.shutdown", timeout=45)
+    assert patched == [True]
+    page.evaluate("() => window.__chassisTerminal.terminal.focus()")
+    return page
 
 
 def screen_text(page) -> str:
@@ -171,13 +184,7 @@ def test_a_branch_made_in_the_browser_is_stored_in_the_served_workspace(serve_cl
     with playwright.sync_playwright() as p:
         browser = _browser(p)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            _local_only(page, served)
-            patched = expose_terminal(page, served)
-            page.goto(served.url, wait_until="domcontentloaded")
-            wait_for_screen(page, "served-run.json", "17 records", "harness.shutdown", timeout=45)
-            assert patched == [True]
-            page.evaluate("() => window.__chassisTerminal.terminal.focus()")
+            page = open_served(browser, served)
 
             # the cursor starts on seq 0 (the snapshot); three rows down is the first tool call
             wait_for_screen(page, "seq 0  snapshot")
@@ -242,3 +249,47 @@ def test_a_branch_made_in_the_browser_is_stored_in_the_served_workspace(serve_cl
     assert isinstance(intervention, ToolResultIntervention), branch.interventions
     assert intervention.seq == TOOL_SEQ
     assert intervention.result.content == "dates.py\nparser.py\n__init__.py"  # the recorded value, kept
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_compare_opens_from_the_tree_in_the_browser_at_the_first_divergence(serve_cli, tmp_path):  # noqa: F811
+    """A replay whose branch changed the first tool result (seq 3): ``T``, the replay's
+    row, ``C``: the compare screen, on the first divergence; ``home`` then ``d`` goes
+    back to it (the diff pane says which pair is selected)."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    base_path = tmp_path / "served-run.json"
+    ws_path = tmp_path / "ws"
+    base = Recording.load(base_path)
+    changed = ToolResultIntervention(seq=TOOL_SEQ, result=ToolResult(content="dates.py\nparser.py"))
+    with Workspace.open(ws_path) as ws:
+        draft = BranchDraft(str(base_path), TOOL_SEQ, [changed], Policy(), None, None, BRANCH_ID)
+        branch = resolve_branch(ws, draft, base)
+        ws.add_branch(branch, base, str(base_path))
+        record, _ = start_replay(ws, str(base_path), branch, base=base, replay_id=REPLAY_ID, events_file=True)
+        assert record.status in ("paused", "completed")
+    served = serve_cli("--workspace", str(ws_path), "--host", "127.0.0.1")
+    with playwright.sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = open_served(browser, served)
+            page.keyboard.press("T")
+            wait_for_screen(page, "◆ served-run.json  1 branch", REPLAY_ID)
+            page.keyboard.press("End")  # the replay's row
+            page.keyboard.press("C")
+            # the pane shows the pair under the cursor: the divergence
+            wait_for_screen(
+                page,
+                "Compare",
+                f"{REPLAY_ID}.json",
+                f"first divergence: tool result at base seq {TOOL_SEQ}",
+                "~ changed answer",
+                "/result/content",
+            )
+            page.keyboard.press("Home")
+            wait_for_screen(page, "= same")  # the first row: the snapshot, the same on both sides
+            page.keyboard.press("d")
+            screen = wait_for_screen(page, "~ changed answer", f"base seq {TOOL_SEQ} · other seq {TOOL_SEQ}")
+            assert '"dates.py\\nparser.py\\n__init__.py"' in screen and '"dates.py\\nparser.py"' in screen
+        finally:
+            browser.close()
