@@ -399,6 +399,9 @@ class InspectorApp(App[None]):
         from .screens.branch_editor import BranchEditorScreen
 
         groups.append(("Branch editor", [b for b in BranchEditorScreen.BINDINGS if isinstance(b, Binding)]))
+        from .screens.compare import CompareScreen
+
+        groups.append(("Compare (C, compare A B)", [b for b in CompareScreen.BINDINGS if isinstance(b, Binding)]))
         groups.extend(self.replay_runner.help_groups())
         # the run picker's key only for a file of several runs
         app_bindings = [

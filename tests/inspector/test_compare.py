@@ -216,3 +216,11 @@ async def test_two_runs_of_one_file_compared_from_the_run_picker(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is picker and picker.compare_mark is None
+
+
+def test_the_help_screen_lists_the_compare_keys(tmp_path):
+    app = InspectorApp(load_for_view(SAMPLES / "sample-agent-success.json"), workspace=tmp_path / "ws")
+    groups = dict(app.help_groups())
+    ids = {b.id for b in groups["Compare (C, compare A B)"]}
+    assert ids == {"compare.first_divergence", "compare.next", "compare.previous", "compare.close"}
+    assert "workspace.compare" in {b.id for b in groups["Workspace: branches, replays, requirements"]}

@@ -266,6 +266,7 @@ _FORKING_OWNER = textwrap.dedent(
     ws.create_replay(ReplayRecord(id="rp-forked", base_digest="sha256:x", branch_id="br-x", policy=Policy(),
                                   status="running", owner=claim.owner))
     if os.fork() == 0:  # a child (an executor's helper, a sweep worker) outlives its parent
+        open(flag + ".child", "w").close()  # past fork(): its at-fork handlers have run
         parent = os.getppid()
         t0 = time.monotonic()
         while time.monotonic() - t0 < 20:
@@ -273,6 +274,9 @@ _FORKING_OWNER = textwrap.dedent(
                 break
             time.sleep(0.02)
         os._exit(0)
+    t0 = time.monotonic()
+    while not os.path.exists(flag + ".child") and time.monotonic() - t0 < 20:
+        time.sleep(0.01)  # the child is past fork() (under load it may not have run yet)
     print("forked", flush=True)
     time.sleep(60)
     """
