@@ -52,10 +52,17 @@ def _number(v: Any) -> str:
     return f"{v:,}"
 
 
+def _short(value: Any, n: int) -> str:
+    """``value`` on one line (:func:`inspector.plain.line`), cut to ``n`` characters."""
+    text = line(value)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def metric_deltas(base_row: dict[str, Any], other_row: dict[str, Any]) -> str:
-    """The header line: outcome, then each of :data:`HEADER_METRICS` as ``base → other
-    (±delta)`` (``-`` where a run did not record it)."""
-    parts = [f"outcome {line(base_row['outcome'])} → {line(other_row['outcome'])}"]
+    """The header line: outcome (each cut to 40 characters), then each of
+    :data:`HEADER_METRICS` as ``base → other (±delta)`` (``-`` where a run did not
+    record it)."""
+    parts = [f"outcome {_short(base_row['outcome'], 40)} → {_short(other_row['outcome'], 40)}"]
     for label, col in HEADER_METRICS:
         a, b = base_row.get(col), other_row.get(col)
         if a is None and b is None:
@@ -96,9 +103,9 @@ class CompareScreen(Screen[None]):
         counts = c.trace.counts
         title = Text()
         title.append("Compare  ", style="bold")
-        title.append(line(self.base.path.name), style="bold")
+        title.append(_short(self.base.path.name, 60), style="bold")
         title.append("  ⇄  ")
-        title.append(line(self.other.path.name), style="bold")
+        title.append(_short(self.other.path.name, 60), style="bold")
         title.append(
             f"   = same {counts['same']}  ~ changed {counts['changed']}  − only in base {counts['removed']}"
             f"  + only in other {counts['inserted']}"
@@ -175,7 +182,7 @@ class CompareScreen(Screen[None]):
         seqs = f"base seq {op.base_seq if op.base_seq is not None else '-'} · other seq "
         seqs += f"{op.other_seq if op.other_seq is not None else '-'}"
         out.append(f"{OP_MARKS[op.op]} {OP_WORDS[op.op]}", style="bold")
-        out.append(f"  {op.kind} {line(op.name or '')}  {seqs}")
+        out.append(f"  {op.kind} {_short(op.name or '', 60)}  {seqs}")
         if op.dimension:
             out.append(f"  · differs in: {op.dimension}")
         if op.counterpart_seq is not None:
@@ -191,7 +198,7 @@ class CompareScreen(Screen[None]):
             out.append("no difference in the payloads (timestamps, durations and ids aside)", style="dim")
             return out
         for ch in changes[:MAX_CHANGES]:
-            path = line(ch.path or "(the whole record)")
+            path = _short(ch.path or "(the whole record)", 150)
             if ch.op == "changed":
                 out.append("~ ", style="bold #d7af00")
                 out.append(path, style="bold")

@@ -674,6 +674,9 @@ class BranchTreePanel(Vertical):
         loaded = getattr(screen, "loaded", None)
         if loaded is None:
             return
+        if loaded.verify is not None:  # fast-opened: its records are not all read yet
+            self.app.notify("the recording is still being verified: compare once it is", timeout=4)
+            return
         self.runner.open_compare(row.ident, loaded)
 
     def open_requirements(self, *, answer: bool = False) -> None:

@@ -224,3 +224,33 @@ def test_the_help_screen_lists_the_compare_keys(tmp_path):
     ids = {b.id for b in groups["Compare (C, compare A B)"]}
     assert ids == {"compare.first_divergence", "compare.next", "compare.previous", "compare.close"}
     assert "workspace.compare" in {b.id for b in groups["Workspace: branches, replays, requirements"]}
+
+
+def test_a_long_outcome_or_name_stays_on_one_short_line():
+    from inspector.screens.compare import metric_deltas
+
+    row = {"outcome": "failure " * 20_000, "steps": 1}
+    text = metric_deltas(row, {"outcome": "success", "steps": 2})
+    assert len(text) < 200 and text.startswith("outcome failure failure") and "… → success" in text
+
+
+async def test_compare_waits_for_a_fast_opened_base_to_be_verified(tmp_path, monkeypatch):
+    """A fast-opened base holds no records until its verification ends: C says so
+    instead of comparing the replay with an empty run."""
+    monkeypatch.chdir(tmp_path)
+    base = base_copy(tmp_path)
+    ws_path = tmp_path / "ws"
+    branch_id = make_branch(ws_path, base)
+    app = InspectorApp(load_for_view(base), workspace=ws_path)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await idle(pilot, app)
+        panel = await open_tree(pilot, app)
+        await launch(pilot, app, panel, branch_id)
+        await idle(pilot, app)
+        [state] = app.replay_runner.runs.values()
+        await select(pilot, panel, "replay", state.replay_id)
+        monkeypatch.setattr(app.screen.loaded, "verify", lambda: None)  # as while a big file is verified
+        await pilot.press("C")
+        await idle(pilot, app)
+        assert isinstance(app.screen, TimelineScreen)
+        assert any("still being verified" in str(n.message) for n in app._notifications)
