@@ -694,27 +694,21 @@ class ReplayRunner:
 
     # ------------------------------------------------------------------ opening replays
 
-    def open_events(self, replay_id: str) -> None:
-        """Open replay ``replay_id``'s events as a timeline (in a worker: big events take
-        a while to index); escape there returns to the timeline it was opened from."""
-        self.app.run_worker(
-            partial(self._load_events, replay_id),
-            name=f"events {replay_id}",
-            group="replay-events",
-            description=f"opening the events of replay {replay_id}",
-            thread=True,
-            exclusive=True,
-            exit_on_error=False,
+    def open_events(self, replay_id: str, compare_with: LoadedRecording | None = None) -> None:
+        """Open replay ``replay_id``'s events as a timeline — or, with ``compare_with``,
+        beside that recording in the compare screen — read (and aligned) in a worker: big
+        events take a while to index. Escape there returns to the screen it was opened
+        from."""
+        what = (
+            f"comparing replay {replay_id} with its base"
+            if compare_with
+            else f"opening the events of replay {replay_id}"
         )
-
-    def open_compare(self, replay_id: str, base: LoadedRecording) -> None:
-        """Open replay ``replay_id``'s events beside ``base`` in the compare screen (the
-        events read and aligned in a worker)."""
         self.app.run_worker(
-            partial(self._load_events, replay_id, compare_with=base),
-            name=f"compare {replay_id}",
+            partial(self._load_events, replay_id, compare_with=compare_with),
+            name=f"{'compare' if compare_with else 'events'} {replay_id}",
             group="replay-events",
-            description=f"comparing replay {replay_id} with its base",
+            description=what,
             thread=True,
             exclusive=True,
             exit_on_error=False,

@@ -13,7 +13,7 @@ import ipaddress
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,9 @@ from core.record.recording import RECORD_KINDS
 
 from .common import echo_err, opened_notices_each, print_json
 from .safe_output import cell, csv_safe
+
+if TYPE_CHECKING:
+    from inspector.app import InspectorApp
 
 #: files bigger than this get a "loading…" line on stderr before the app starts
 LOUD_LOAD_BYTES = 50 * 1024 * 1024
@@ -97,6 +100,31 @@ def _load(path: Path, *, fast_open: bool = True, run: str | None = None):
     return load_for_view(path, run=run, fast_open_bytes=1 << 62)
 
 
+def run_app(app: InspectorApp) -> None:
+    """Run the app in this terminal and turn how it ended into the command's exit: a
+    fast-opened file that failed its background verification raises its
+    :class:`~core.errors.FormatError` (exit 2); an exception nothing handled is one line
+    on stderr (the app printed no traceback) and exit 1; else the app's return code.
+
+    Raises:
+        FormatError: the recording turned out invalid while the app ran.
+        typer.Exit: the app ended with a non-zero code.
+    """
+    try:
+        app.run()
+    except Exception as exc:  # raised past Textual's handler (e.g. again while it shut down)
+        if app.crash is None:
+            app.crash = exc
+    if app.load_error is not None:
+        raise app.load_error
+    if app.crash is not None:
+        what = " ".join(f"{type(app.crash).__name__}: {app.crash}".split())
+        echo_err(f"the inspector app stopped on an unexpected error: {cell(what)}")
+        raise typer.Exit(app.return_code or 1)
+    if app.return_code:
+        raise typer.Exit(app.return_code)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("open")
     def open_(
@@ -125,22 +153,7 @@ def register(app: typer.Typer) -> None:
 
         keymap = load_keymap()
         loaded = _load(resolve_recording(file), run=run)
-        app = InspectorApp(loaded, keymap, workspace=workspace)
-        try:
-            app.run()
-        except Exception as exc:  # raised past Textual's handler (e.g. again while it shut down)
-            if app.crash is None:
-                app.crash = exc
-        if app.load_error is not None:
-            # a fast-opened file failed its background verification
-            raise app.load_error
-        if app.crash is not None:
-            # an exception nothing handled: one line (the app printed no traceback), exit 1
-            what = " ".join(f"{type(app.crash).__name__}: {app.crash}".split())
-            echo_err(f"the inspector app stopped on an unexpected error: {cell(what)}")
-            raise typer.Exit(app.return_code or 1)
-        if app.return_code:
-            raise typer.Exit(app.return_code)
+        run_app(InspectorApp(loaded, keymap, workspace=workspace))
 
     @app.command()
     def compare(
@@ -171,18 +184,7 @@ def register(app: typer.Typer) -> None:
                 echo_err(f"{cell(str(path))}: the file holds {count} runs: name one with {option} ID")
                 raise typer.Exit(2)
             loaded.append(one)
-        app = InspectorApp(loaded[0], keymap, workspace=workspace, compare_with=loaded[1])
-        try:
-            app.run()
-        except Exception as exc:  # raised past Textual's handler
-            if app.crash is None:
-                app.crash = exc
-        if app.crash is not None:
-            what = " ".join(f"{type(app.crash).__name__}: {app.crash}".split())
-            echo_err(f"the inspector app stopped on an unexpected error: {cell(what)}")
-            raise typer.Exit(app.return_code or 1)
-        if app.return_code:
-            raise typer.Exit(app.return_code)
+        run_app(InspectorApp(loaded[0], keymap, workspace=workspace, compare_with=loaded[1]))
 
     @app.command()
     def serve(

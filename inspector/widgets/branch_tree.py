@@ -677,7 +677,7 @@ class BranchTreePanel(Vertical):
         if loaded.verify is not None:  # fast-opened: its records are not all read yet
             self.app.notify("the recording is still being verified: compare once it is", timeout=4)
             return
-        self.runner.open_compare(row.ident, loaded)
+        self.runner.open_events(row.ident, compare_with=loaded)
 
     def open_requirements(self, *, answer: bool = False) -> None:
         """``o`` (``A``: and answer the first): the requirements of the selected (or last
