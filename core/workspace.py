@@ -2062,9 +2062,14 @@ class Workspace:
                 [(base_digest, i, _json(e), now) for i, e in enumerate(effects)],
             )
 
-    def effects(self, base_digest: str) -> list[Any]:
-        """The ranked effects of a base."""
+    def effects(self, base_digest: str, *, offset: int = 0, limit: int | None = None) -> list[Any]:
+        """The ranked effects of a base, best first; ``offset`` / ``limit``: a slice of
+        that order (ranks ``offset`` … ``offset + limit - 1``, 0-based), so a view can
+        draw the best first and read the rest after."""
         return [
             self._load(b, f"table effects, base {base_digest}")
-            for (b,) in self._conn.execute("SELECT body FROM effects WHERE base_digest=? ORDER BY rank", (base_digest,))
+            for (b,) in self._conn.execute(
+                "SELECT body FROM effects WHERE base_digest=? ORDER BY rank LIMIT ? OFFSET ?",
+                (base_digest, -1 if limit is None else limit, offset),
+            )
         ]

@@ -41,7 +41,7 @@ from core.errors import InspectorError
 from core.record.recording import Recording
 from core.workspace import DEFAULT_DIR
 
-from .commands import TimelineCommands, WorkspaceScreenCommands
+from .commands import AnalysisScreenCommands, TimelineCommands, WorkspaceScreenCommands
 from .loader import LoadedRecording
 from .messages import BranchSaved, LaunchReplay, ResumeReplay, WorkspaceChanged
 from .plain import block, line
@@ -59,7 +59,7 @@ class InspectorApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "Chassis Inspector"
-    COMMANDS = App.COMMANDS | {TimelineCommands, WorkspaceScreenCommands}
+    COMMANDS = App.COMMANDS | {TimelineCommands, WorkspaceScreenCommands, AnalysisScreenCommands}
     #: below 120 columns the detail pane goes under the timeline (class -narrow); from
     #: 160 columns the table takes the larger share (class -xwide)
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide"), (160, "-xwide")]
@@ -400,8 +400,10 @@ class InspectorApp(App[None]):
 
         groups.append(("Branch editor", [b for b in BranchEditorScreen.BINDINGS if isinstance(b, Binding)]))
         from .screens.compare import CompareScreen
+        from .screens.effects import EffectsScreen
 
         groups.append(("Compare (C, compare A B)", [b for b in CompareScreen.BINDINGS if isinstance(b, Binding)]))
+        groups.append(("Effects (W)", [b for b in EffectsScreen.BINDINGS if isinstance(b, Binding)]))
         groups.extend(self.replay_runner.help_groups())
         # the run picker's key only for a file of several runs
         app_bindings = [

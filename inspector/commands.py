@@ -67,6 +67,11 @@ TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
         "compare_replay",
     ),
     (
+        "workspace: effects",
+        "Which calls and interventions change the outcome, ranked; sweep the run's calls from there (W)",
+        "effects",
+    ),
+    (
         "workspace: requirements",
         "Open requirements of the selected or last paused replay, else of the whole workspace (o)",
         "requirements",
@@ -96,6 +101,27 @@ REQUIREMENTS_COMMANDS: list[tuple[str, str, str]] = [
     ),
     ("requirements: fixtures", "Every fixture: scope, where used (F)", "fixtures"),
     ("requirements: back", "Back to the timeline (escape)", "close"),
+]
+
+#: the compare screen's entries (inspector/screens/compare.py)
+COMPARE_COMMANDS: list[tuple[str, str, str]] = [
+    ("compare: first divergence", "Jump to the first divergence of the two runs (d)", "first_divergence"),
+    ("compare: next difference", "Jump to the next row that differs (])", "next_difference"),
+    ("compare: previous difference", "Jump to the previous row that differs ([)", "previous_difference"),
+    ("compare: back", "Back to the screen it was opened from (escape)", "close"),
+]
+
+#: the effects screen's entries (inspector/screens/effects.py)
+EFFECTS_COMMANDS: list[tuple[str, str, str]] = [
+    (
+        "effects: sweep the run's calls",
+        "One branch per candidate call, replayed in worker processes and ranked (s)",
+        "sweep",
+    ),
+    ("effects: cancel the sweep", "Stop the running sweep; what finished stays ranked (K)", "cancel_sweep"),
+    ("effects: evidence replay", "The selected row's evidence replay beside the base (enter)", "open_evidence"),
+    ("effects: rank again", "Rank every stored replay of this run again (r)", "rerank"),
+    ("effects: back", "Back to the timeline (escape)", "close"),
 ]
 
 #: the fixtures list's entries (inspector/screens/requirements.py)
@@ -189,4 +215,18 @@ class WorkspaceScreenCommands(TimelineCommands):
             return REQUIREMENTS_COMMANDS
         if isinstance(self.screen, FixturesScreen):
             return FIXTURES_COMMANDS
+        return []
+
+
+class AnalysisScreenCommands(TimelineCommands):
+    """Palette entries for the compare and effects screens."""
+
+    def _commands(self) -> list[tuple[str, str, str]]:
+        from .screens.compare import CompareScreen
+        from .screens.effects import EffectsScreen
+
+        if isinstance(self.screen, CompareScreen):
+            return COMPARE_COMMANDS
+        if isinstance(self.screen, EffectsScreen):
+            return EFFECTS_COMMANDS
         return []

@@ -26,6 +26,7 @@ BINDING_MODULES = (
     "inspector.replay_runner",
     "inspector.screens.branch_editor",
     "inspector.screens.compare",
+    "inspector.screens.effects",
     "inspector.screens.error",
     "inspector.screens.fixture_editor",
     "inspector.screens.goto",
@@ -36,6 +37,7 @@ BINDING_MODULES = (
     "inspector.screens.timeline",
     "inspector.widgets.branch_tree",
     "inspector.widgets.compare_table",
+    "inspector.widgets.effects_table",
     "inspector.widgets.filter_bar",
     "inspector.widgets.timeline_table",
 )

@@ -238,11 +238,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _init_worker(data: bytes, digest: str, path: str, parent_pid: int | None = None) -> None:
+def _init_worker(data: bytes, digest: str, path: str, parent_pid: int | None = None, quiet: bool = False) -> None:
     """Worker-process initializer: end with the sweeping process (``parent_pid``, see
     :func:`_die_with_parent`), raise its recursion limit for values nested up to the
     nesting limit (:func:`core.record.nesting.ensure_recursion_limit`), and parse the base
-    once per process (not once per task)."""
+    once per process (not once per task). ``quiet``: the worker's standard output and
+    error go to the null device — a worker of a full-screen caller (the app) would else
+    write over its screen; its failures still come back as the task's exception."""
+    if quiet:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
     ensure_recursion_limit()
     if parent_pid is not None:
         _die_with_parent(parent_pid)
@@ -383,7 +390,9 @@ class SweepResult:
     """A finished sweep: ``base_path``, ``digest``, ``strategy``, ``candidates`` (the set
     name) and the candidate calls swept (``calls``), ``executor``, ``replays``
     (``[{seq, attempt, replay_id, branch_id, status, comparability, outcome, label}]``),
-    ``skipped`` (``[{seq, reason}]``), ``observations`` and the ranked ``effects``."""
+    ``skipped`` (``[{seq, reason}]``), ``observations`` and the ranked ``effects``;
+    ``cancelled`` when it was stopped before every one of its ``planned`` replays ran
+    (``effects`` then rank those that finished)."""
 
     base_path: str
     digest: str
@@ -396,6 +405,8 @@ class SweepResult:
     skipped: list[dict[str, Any]]
     observations: list[Observation]
     effects: list[Effect] = field(default_factory=list)
+    cancelled: bool = False
+    planned: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The document ``sweep --json`` prints: ``effects`` best first (each with its
@@ -411,6 +422,7 @@ class SweepResult:
             "calls": [c.to_json() for c in self.calls],
             "replays": self.replays,
             "skipped": self.skipped,
+            "cancelled": self.cancelled,
         }
 
 
@@ -428,6 +440,8 @@ def run_sweep(
     predicate: str | None = None,
     base: Recording | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    processes: bool = False,
 ) -> SweepResult:
     """Sweep the candidate calls of the base at ``base_path`` (module docstring).
 
@@ -439,7 +453,13 @@ def run_sweep(
     library of the ``fixture`` strategy, stored in the workspace with scope ``project``
     unless an entry names one; ``predicate``: an outcome predicate ``module:function``;
     ``base``: the recording when already loaded; ``on_result``: called with each
-    candidate's result as it arrives (progress).
+    candidate's result as it arrives (progress); ``cancel``: polled between results —
+    once it returns true no further candidate starts, the running ones are stopped (a
+    worker process still busy after :data:`CANCEL_GRACE` seconds is terminated: its
+    replay stays in the workspace as its owner left it) and the result ranks what
+    finished, with ``cancelled`` set; ``processes``: replay in worker processes even
+    with ``jobs=1`` (started by ``spawn``, safe from a threaded caller such as the app,
+    and the only way a stuck executor call can be stopped).
 
     Raises:
         SweepError: bad strategy / candidates / jobs / repeat, ``resample`` without an
@@ -518,20 +538,21 @@ def run_sweep(
     ]
 
     results: list[dict[str, Any]] = []
-    if jobs == 1 or len(tasks) <= 1:
+    cancelled = False
+    if not processes and (jobs == 1 or len(tasks) <= 1):
         for t in tasks:
+            if cancel is not None and cancel():
+                cancelled = True
+                break
             r = _run_candidate(t)
             results.append(r)
             if on_result:
                 on_result(r)
-    else:
-        with ProcessPoolExecutor(
-            max_workers=min(jobs, len(tasks)), initializer=_init_worker, initargs=(data, digest, path, os.getpid())
-        ) as pool:
-            for r in pool.map(_run_candidate, tasks, chunksize=1):
-                results.append(r)
-                if on_result:
-                    on_result(r)
+    elif tasks:
+        cancelled = _run_in_pool(
+            tasks, min(jobs, len(tasks)), (data, digest, path, os.getpid()), results, on_result, cancel, processes
+        )
+    results.sort(key=lambda r: (r["seq"], r["attempt"]))
 
     replays, skipped, observations = [], [], []
     for r in results:
@@ -548,5 +569,97 @@ def run_sweep(
         with Workspace.open(workspace) as ws:
             workspace_effects(ws, digest, predicate=pred, predicate_spec=predicate, base=base)
     return SweepResult(
-        path, digest, strategy, candidates, spec, base_row["outcome"], calls, replays, skipped, observations, effects
+        path,
+        digest,
+        strategy,
+        candidates,
+        spec,
+        base_row["outcome"],
+        calls,
+        replays,
+        skipped,
+        observations,
+        effects,
+        cancelled=cancelled,
+        planned=len(tasks),
     )
+
+
+CANCEL_GRACE = 10.0
+"""Seconds a cancelled sweep waits for its running replays before it terminates their
+worker processes."""
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, which ``spawn`` needs, when the
+    standard error stream has no file descriptor (a full-screen caller such as a Textual
+    app replaces it with one whose ``fileno()`` is -1, and the tracker would pass that to
+    its process: "bad value(s) in fds_to_keep"); the tracker then writes to the null
+    device."""
+    import sys
+    from multiprocessing import resource_tracker
+
+    try:
+        ok = sys.stderr is not None and sys.stderr.fileno() >= 0
+    except (OSError, ValueError, AttributeError):
+        ok = False
+    if ok:
+        return
+    saved = sys.stderr
+    with open(os.devnull, "w") as null:
+        sys.stderr = null
+        try:
+            resource_tracker.ensure_running()
+        finally:
+            sys.stderr = saved
+
+
+def _run_in_pool(
+    tasks: list[dict[str, Any]],
+    workers: int,
+    initargs: tuple[Any, ...],
+    results: list[dict[str, Any]],
+    on_result: Callable[[dict[str, Any]], None] | None,
+    cancel: Callable[[], bool] | None,
+    spawn: bool,
+) -> bool:
+    """Run ``tasks`` in a pool of ``workers`` processes, appending each result to
+    ``results`` as it arrives; returns whether ``cancel`` stopped the sweep (then
+    pending tasks never start and workers still busy after :data:`CANCEL_GRACE` seconds
+    are terminated)."""
+    import multiprocessing
+    import time
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    ctx = multiprocessing.get_context("spawn") if spawn else None
+    if spawn:
+        _start_resource_tracker()
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(*initargs, spawn)
+    )
+    cancelled = False
+    try:
+        pending = {pool.submit(_run_candidate, t) for t in tasks}
+        deadline: float | None = None
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for f in done:
+                if f.cancelled():
+                    continue
+                r = f.result()
+                results.append(r)
+                if on_result:
+                    on_result(r)
+            if not cancelled and cancel is not None and cancel():
+                cancelled = True
+                deadline = time.monotonic() + CANCEL_GRACE
+                for f in pending:
+                    f.cancel()
+                pending = {f for f in pending if not f.cancelled()}
+            if deadline is not None and pending and time.monotonic() > deadline:
+                for proc in list(getattr(pool, "_processes", {}).values()):
+                    proc.terminate()
+                break
+    finally:
+        pool.shutdown(wait=not cancelled, cancel_futures=True)
+    return cancelled

@@ -247,6 +247,14 @@ class TimelineScreen(Screen[None]):
             tooltip="Compare the replay selected in the branch tree with its base, side by side",
         ),
         Binding(
+            "W",
+            "effects",
+            "Effects",
+            show=False,
+            id="workspace.effects",
+            tooltip="Effects: which calls and interventions change the outcome, ranked; s sweeps from there",
+        ),
+        Binding(
             "K",
             "cancel_replay",
             "Cancel replay",
@@ -922,6 +930,15 @@ class TimelineScreen(Screen[None]):
     def action_compare_replay(self) -> None:
         """Compare the replay selected in the branch tree with its base."""
         self.branch_panel.compare_selected()
+
+    def action_effects(self) -> None:
+        """The effects screen of this run (its replays ranked; sweeps)."""
+        from .effects import EffectsScreen
+
+        if self.loaded.verify is not None:
+            self.notify("the recording is still being verified: rank its effects once that is done", timeout=4)
+            return
+        self.app.push_screen(EffectsScreen(self.loaded))
 
     def action_cancel_replay(self) -> None:
         """Cancel the running replay selected in the branch tree."""

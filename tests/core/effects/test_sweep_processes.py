@@ -101,3 +101,79 @@ def test_absurd_repeat_is_refused(tmp_path, capsys):
 def test_absurd_jobs_is_refused():
     with pytest.raises(SweepError, match=f"--jobs {MAX_JOBS + 1} is more than the {MAX_JOBS}"):
         run_sweep(BASE, executor="recorded", trust_executor=True, jobs=MAX_JOBS + 1, workspace=None)
+
+
+def test_a_cancelled_sweep_starts_no_further_candidate_and_ranks_what_finished():
+    """``cancel`` is polled between results: after the first result it says stop, so
+    one candidate ran, the rest never started, and the result says it was cancelled."""
+    seen: list[int] = []
+    res = run_sweep(
+        BASE,
+        executor="recorded",
+        trust_executor=True,
+        workspace=None,
+        on_result=lambda r: seen.append(r["seq"]),
+        cancel=lambda: bool(seen),
+    )
+    assert res.cancelled and res.to_json()["cancelled"] is True
+    assert res.planned == len(res.calls) > 1
+    assert len(seen) == 1 and len(res.replays) == 1
+    assert [e.replays for e in res.effects] == [1]
+
+
+def test_a_sweep_in_spawned_processes_ranks_like_one_in_process_and_can_be_cancelled():
+    """``processes=True`` replays in ``spawn``-started workers even with one job (what
+    the app uses): the same ranking as in process; cancelled at once, nothing finishes
+    beyond what was already running and the pool is shut down."""
+    here = run_sweep(BASE, executor="recorded", trust_executor=True, workspace=None)
+    there = run_sweep(BASE, executor="recorded", trust_executor=True, workspace=None, processes=True)
+    assert [(e.key, e.effect, e.direction) for e in there.effects] == [
+        (e.key, e.effect, e.direction) for e in here.effects
+    ]
+    assert not there.cancelled
+    stopped = run_sweep(
+        BASE, executor="recorded", trust_executor=True, workspace=None, processes=True, cancel=lambda: True
+    )
+    assert stopped.cancelled
+    assert len(stopped.replays) < len(here.replays)
+
+
+def test_a_cancelled_sweep_terminates_a_worker_stuck_in_a_call(tmp_path, monkeypatch):
+    """A replay held in a call (the held executor waits on a socket nobody answers)
+    does not keep a cancelled sweep waiting: after the grace its worker is terminated
+    and the sweep returns, cancelled, with no result from it."""
+    import socket
+    import threading
+
+    import core.effects.sweep as sw
+    from tests.inspector.held_executor import GATE_ENV, SPEC
+
+    gate = tmp_path / "gate.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(gate))
+    server.listen(8)
+    server.settimeout(60)
+    monkeypatch.setenv(GATE_ENV, str(gate))
+    monkeypatch.setattr(sw, "CANCEL_GRACE", 0.5)
+    stop = threading.Event()
+    out: dict[str, object] = {}
+
+    def sweep() -> None:
+        out["res"] = run_sweep(BASE, executor=SPEC, workspace=None, processes=True, cancel=stop.is_set)
+
+    t = threading.Thread(target=sweep)
+    t.start()
+    try:
+        conn, _ = server.accept()  # a replay is held in its first tool call
+        started = time.monotonic()
+        stop.set()
+        t.join(30)
+        assert not t.is_alive()
+        assert time.monotonic() - started < 15
+        res = out["res"]
+        assert res.cancelled and res.replays == []
+        conn.close()
+    finally:
+        stop.set()
+        server.close()
+        t.join(60)
