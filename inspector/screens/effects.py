@@ -368,7 +368,8 @@ class EffectsScreen(Screen[None]):
         t.append(line(self.loaded.path.name), style="bold")
         if outcome is not None:
             t.append(f"   base outcome {line(outcome)}")
-        ranked = sum(e["replays"] for e in self.effects)
+        # distinct replays: a call's effect merges the intervention sets ranked beside it
+        ranked = len({rid for e in self.effects for rid in e["evidence"]["replay_ids"]})
         t.append(f"   {len(self.effects)} candidate(s) ranked from {ranked} replay(s)")
         if self.replays != ranked:
             t.append(f" · {self.replays} stored for this run (r ranks them again)", style="#d7af00")
