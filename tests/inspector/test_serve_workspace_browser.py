@@ -293,3 +293,34 @@ def test_compare_opens_from_the_tree_in_the_browser_at_the_first_divergence(serv
             assert '"dates.py\\nparser.py\\n__init__.py"' in screen and '"dates.py\\nparser.py"' in screen
         finally:
             browser.close()
+
+
+@needs_chromium
+def test_effects_rank_the_served_workspace_in_the_browser(serve_cli, tmp_path):  # noqa: F811
+    """``W`` in the browser: the stored replay of the served run ranked (no ranking was
+    stored, so the screen ranks it), its row detailed; ``enter`` opens its evidence in the
+    compare screen at the first divergence."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    base_path = tmp_path / "served-run.json"
+    ws_path = tmp_path / "ws"
+    base = Recording.load(base_path)
+    changed = ToolResultIntervention(seq=TOOL_SEQ, result=ToolResult(content="dates.py\nparser.py"))
+    with Workspace.open(ws_path) as ws:
+        draft = BranchDraft(str(base_path), TOOL_SEQ, [changed], Policy(), None, None, BRANCH_ID)
+        branch = resolve_branch(ws, draft, base)
+        ws.add_branch(branch, base, str(base_path))
+        start_replay(ws, str(base_path), branch, base=base, replay_id=REPLAY_ID, events_file=True)
+    served = serve_cli("--workspace", str(ws_path), "--host", "127.0.0.1")
+    with playwright.sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = open_served(browser, served)
+            page.keyboard.press("W")
+            screen = wait_for_screen(page, "Effects", "ranked from 1 replay(s)", "ranked now", f"evidence: {REPLAY_ID}")
+            assert f"tool_result at seq {TOOL_SEQ}" in screen
+            page.keyboard.press("Enter")
+            wait_for_screen(
+                page, "Compare", f"{REPLAY_ID}.json", f"first divergence: tool result at base seq {TOOL_SEQ}"
+            )
+        finally:
+            browser.close()
