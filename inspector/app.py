@@ -394,16 +394,19 @@ class InspectorApp(App[None]):
             ("detail.", "Detail pane"),
             ("copy.", "Copy to clipboard"),
             ("workspace.", "Workspace: branches, replays, requirements"),
+            ("analysis.", "Analysis"),
         ):
             groups.append((title, [b for b in screen_bindings if (b.id or "").startswith(prefix)]))
         from .screens.branch_editor import BranchEditorScreen
 
         groups.append(("Branch editor", [b for b in BranchEditorScreen.BINDINGS if isinstance(b, Binding)]))
+        from .screens.audit import AuditScreen
         from .screens.compare import CompareScreen
         from .screens.effects import EffectsScreen
 
         groups.append(("Compare (C, compare A B)", [b for b in CompareScreen.BINDINGS if isinstance(b, Binding)]))
         groups.append(("Effects (W)", [b for b in EffectsScreen.BINDINGS if isinstance(b, Binding)]))
+        groups.append(("Audit (L)", [b for b in AuditScreen.BINDINGS if isinstance(b, Binding)]))
         groups.extend(self.replay_runner.help_groups())
         # the run picker's key only for a file of several runs
         app_bindings = [

@@ -87,6 +87,7 @@ TIMELINE_COMMANDS: list[tuple[str, str, str]] = [
         "From a replay's timeline back to the run it was opened from (escape)",
         "close_replay",
     ),
+    ("analysis: audit the final output", "Lineage of the final output: which calls produced it (L)", "audit"),
     ("app: help", "List every key (?)", "app.help"),
 ]
 
@@ -122,6 +123,13 @@ EFFECTS_COMMANDS: list[tuple[str, str, str]] = [
     ("effects: evidence replay", "The selected row's evidence replay beside the base (enter)", "open_evidence"),
     ("effects: rank again", "Rank every stored replay of this run again (r)", "rerank"),
     ("effects: back", "Back to the timeline (escape)", "close"),
+]
+
+#: the audit screen's entries (inspector/screens/audit.py)
+AUDIT_COMMANDS: list[tuple[str, str, str]] = [
+    ("audit: knockouts", "Knock each call out by replaying it with the recording's executor (k)", "knockout"),
+    ("audit: export", "The audit as Markdown and JSON: files, or downloads in the browser (x)", "export"),
+    ("audit: back", "Back to the timeline (escape)", "close"),
 ]
 
 #: the fixtures list's entries (inspector/screens/requirements.py)
@@ -219,12 +227,15 @@ class WorkspaceScreenCommands(TimelineCommands):
 
 
 class AnalysisScreenCommands(TimelineCommands):
-    """Palette entries for the compare and effects screens."""
+    """Palette entries for the compare, effects and audit screens."""
 
     def _commands(self) -> list[tuple[str, str, str]]:
+        from .screens.audit import AuditScreen
         from .screens.compare import CompareScreen
         from .screens.effects import EffectsScreen
 
+        if isinstance(self.screen, AuditScreen):
+            return AUDIT_COMMANDS
         if isinstance(self.screen, CompareScreen):
             return COMPARE_COMMANDS
         if isinstance(self.screen, EffectsScreen):

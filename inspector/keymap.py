@@ -23,6 +23,7 @@ DEFAULT_KEYMAP_PATH = Path("~/.config/chassis-inspector/keymap.json")
 #: the modules whose widgets and screens declare bindings with ids
 BINDING_MODULES = (
     "inspector.app",
+    "inspector.screens.audit",
     "inspector.replay_runner",
     "inspector.screens.branch_editor",
     "inspector.screens.compare",

@@ -67,6 +67,7 @@ __all__ = [
     "LineageEdge",
     "Redaction",
     "audit",
+    "audit_markdown",
 ]
 
 
@@ -547,3 +548,107 @@ def _why_unused(r: Any, missing: str, final_seq: int | None, reached: set[int], 
     if not reached:
         return "its response is not in any later request (not in the final transcript)"
     return "its response reached only calls outside the lineage (seq " + ", ".join(map(str, sorted(reached))) + ")"
+
+
+# --------------------------------------------------------------------------- Markdown
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#~"})
+
+
+def _md(value: Any, limit: int = 200) -> str:
+    """Recorded ``value`` as one line of Markdown text: newlines as spaces, other control,
+    bidi and invisible characters made visible (:func:`core.analysis.safe_text.shown`:
+    ``␛`` for ESC, ``\\x9b``-style escapes for C1 controls, with the ``⚠`` marker), cut
+    to ``limit`` characters, then every ASCII punctuation character Markdown or HTML
+    gives a meaning to here (backslash, backtick, ``*``, ``_``, brackets, ``<``, ``>``,
+    ``|``, ``#``, ``~``) backslash-escaped (CommonMark 0.31, "Backslash escapes"): a name
+    cannot end a table cell, start a heading or open an HTML tag."""
+    from .safe_text import shown
+
+    text = _text(value) if not isinstance(value, str) else value
+    text = shown(text.replace("\r\n", " ").replace("\n", " "))
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.translate(_MD_SPECIAL)
+
+
+def audit_markdown(report: AuditReport, file_name: str) -> str:
+    """The audit as a Markdown document (what ``audit --markdown`` prints and the app's
+    audit screen exports): a title naming ``file_name``, the final output, the counts,
+    the lineage as a nested list (the final call first, under each call the calls whose
+    results or responses flowed into it; a call listed already is marked "see above"),
+    a table of the calls that did not contribute with the reason, the redactions, the
+    knockout status and, when a runner was given, a table of each call's knockout
+    result. Lines end with ``\\n``; the document ends with an empty line. Every recorded string is escaped (:func:`_md`): a name cannot
+    break the list or the table, nor bring HTML in."""
+    by_seq = {c.seq: c for c in report.calls}
+    into: dict[int, list[LineageEdge]] = {}
+    for e in report.edges:
+        into.setdefault(e.target, []).append(e)
+    out = [f"# Audit of {_md(file_name)}", ""]
+    if report.final_seq is None:
+        out += [f"No final output: {_md(report.final_missing or 'the run ended on an error or a tool request')}.", ""]
+    else:
+        out += [f"**Final output** (seq {report.final_seq}): {_md(report.final_output, 300)}", ""]
+    counts = f"Contributed {len(report.contributed())}, unused {len(report.unused())}"
+    if report.unknown():
+        counts += f", cannot tell {len(report.unknown())}"
+    out += [counts + ".", ""]
+
+    def label(c: CallLineage) -> str:
+        text = f"seq {c.seq} · {c.kind} {_md(c.name, 80)} · {c.status}"
+        if c.quoted:
+            text += " · quoted: " + ", ".join(_md(q, 40) for q in c.quoted)
+        if c.redacted:
+            text += " · **redacted**: " + ", ".join(_md(r, 80) for r in c.redacted)
+        if c.knockout is not None:
+            text += f" · knockout: {_md(c.knockout.outcome, 40)}"
+            if c.knockout.outcome_changed is not None:
+                text += " (outcome changed)" if c.knockout.outcome_changed else " (outcome unchanged)"
+        return text
+
+    if report.final_seq is not None and report.final_seq in by_seq:
+        out += ["## Lineage", ""]
+        listed: set[int] = set()
+        stack: list[tuple[int, int, str]] = [(report.final_seq, 0, "")]
+        while stack:
+            seq, depth, via = stack.pop()
+            c = by_seq.get(seq)
+            if c is None:
+                continue
+            prefix = "  " * depth + "- " + (f"({_md(via)}) " if via else "")
+            if seq in listed:
+                out.append(prefix + f"seq {seq} (see above)")
+                continue
+            listed.add(seq)
+            out.append(prefix + label(c))
+            for e in sorted(into.get(seq, []), key=lambda e: e.source, reverse=True):
+                stack.append((e.source, depth + 1, e.via))
+        out.append("")
+    rest = report.unused() + report.unknown()
+    if rest:
+        out += ["## Not contributing", "", "| seq | kind | name | status | reason |", "|---|---|---|---|---|"]
+        for c in sorted(rest, key=lambda c: c.seq):
+            out.append(f"| {c.seq} | {c.kind} | {_md(c.name, 80)} | {c.status} | {_md(c.reason, 200)} |")
+        out.append("")
+    if report.redactions:
+        hidden = sum(1 for r in report.redactions if r.in_lineage)
+        out += [f"## Redactions ({len(report.redactions)}, {hidden} on the lineage)", ""]
+        for r in report.redactions:
+            out.append(f"- seq {r.seq} {_md(r.path, 120)}" + (" — on the lineage" if r.in_lineage else ""))
+        out.append("")
+    out += ["## Knockout", "", f"Knockout: {_md(report.knockout, 300)}", ""]
+    knocked = [c for c in report.calls if c.knockout is not None]
+    if knocked:
+        out += ["| seq | kind | name | outcome | outcome changed | final output changed | detail |"]
+        out += ["|---|---|---|---|---|---|---|"]
+        for c in knocked:
+            k = c.knockout
+            assert k is not None
+            changed = {True: "yes", False: "no", None: "cannot tell"}[k.outcome_changed]
+            out.append(
+                f"| {c.seq} | {c.kind} | {_md(c.name, 80)} | {_md(k.outcome, 40)} | {changed} | "
+                f"{'yes' if k.final_output_changed else 'no'} | {_md(k.detail, 120)} |"
+            )
+        out.append("")
+    return "\n".join(out)

@@ -6,19 +6,27 @@ differences to step through.
 interrupts, snapshots, lifecycle events) with :func:`~core.analysis.diff.trace_diff`, so
 each row is one :class:`~core.analysis.diff.TraceOp`: ``same``, ``changed`` (same call,
 another answer), ``removed`` (only in the base) or ``inserted`` (only in the other run);
-a row with one side only is drawn with a blank filler on the other. The **first
-divergence** is the one the replay record and ``diff`` report — over model and tool calls
-only (:data:`~core.analysis.diff.CALL_KINDS`) — located among the rows.
+a row with one side only is drawn with a blank filler on the other. The trace diff
+matches a record that is not a call by its whole content, so a lifecycle event, an
+interrupt or a snapshot whose payload changed falls into a gap as one removed and one
+inserted record; inside each gap, such records of the same kind (and, for lifecycle
+records, the same event) are paired in order (a longest common subsequence, so both
+columns stay in order) and shown as one ``changed`` row. The **first divergence** is
+the one the replay record and ``diff`` report — over model and tool calls only
+(:data:`~core.analysis.diff.CALL_KINDS`) — located among the rows.
 
-:func:`pair_changes` is the payload diff of one row
+:func:`pair_diff` is the payload diff of one row
 (:func:`core.analysis.payload_diff.payload_diff`, JSON Pointer paths, RFC 6901) between
 the two records without the fields that are fresh on every run (seq, timestamps, run
-and generation ids, durations, the replay flags); a one-sided row is diffed against its
+and generation ids, durations, the replay flags), stopped once more than
+:data:`MAX_CHANGES` changes are found; a one-sided row is diffed against its
 counterpart when the gap paired one (changed request or tool arguments), else shown as
 all removed or all added. :func:`value_text` is how a value of a change is shown on one
 line: escaped (never terminal control), binary data written as text as its placeholder
-(``<image/png, 3.0 MB>``), long strings cut, and beyond :data:`HASHED_AT` characters
-compared by a hash and a size.
+with a short hash (``<image/png, 3.0 MB, sha256:1a2b3c4d5e6f…>``), long strings cut, and
+beyond :data:`HASHED_AT` characters by a size and a hash; :func:`changed_texts` shows
+the two sides of a changed string around its first difference
+(:func:`changed_strings`, which the ``diff`` command uses too).
 """
 
 from __future__ import annotations
@@ -29,18 +37,44 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from deepdiff import DeepDiff
 
 from ..record.nesting import dumps
 from ..record.recording import Recording
+from .align import align
 from .diff import ALL_KINDS, CALL_KINDS, FirstDivergence, TraceDiff, TraceOp, trace_diff
-from .payload_diff import Change, payload_diff
+from .payload_diff import PINNED_OPTIONS, Change, _Digests, _HashGuide, findings_of, payload_diff
 from .placeholders import blob_of, format_size, mime_hint
-from .safe_text import shown
+from .safe_text import HIDDEN_MARK, shown
 
-__all__ = ["HASHED_AT", "Comparison", "compare_runs", "pair_changes", "value_text"]
+__all__ = [
+    "CONTEXT_CHARS",
+    "HASHED_AT",
+    "HASH_DIGITS",
+    "MAX_CHANGES",
+    "Comparison",
+    "PairDiff",
+    "changed_strings",
+    "changed_texts",
+    "common_prefix",
+    "compare_runs",
+    "pair_changes",
+    "pair_diff",
+    "value_text",
+]
 
 #: strings longer than this (characters) are shown by their size and a hash, not cut
 HASHED_AT = 4096
+
+#: hex digits of the sha256 shown in a placeholder (48 bits: two different values of one
+#: size show different hashes but for a 2⁻⁴⁸ chance)
+HASH_DIGITS = 12
+
+#: changes of one pair's payload diff computed at most (:func:`pair_diff` stops after one more)
+MAX_CHANGES = 200
+
+#: characters of unchanged text shown before the first difference of two changed strings
+CONTEXT_CHARS = 12
 
 #: record fields fresh on every run, and the key (derived from the call), never a difference
 _FRESH = ("seq", "at", "run_id", "generation_id", "replayed", "live_fallback", "duration_seconds", "key")
@@ -50,9 +84,11 @@ _FRESH = ("seq", "at", "run_id", "generation_id", "replayed", "live_fallback", "
 class Comparison:
     """Two runs aligned (:func:`compare_runs`).
 
-    ``rows``: one :class:`~core.analysis.diff.TraceOp` per aligned position, in order;
-    ``trace``: the diff over all kinds they come from; ``first_divergence``: over calls
-    only, as the replay record holds it (``None``: the calls are the same);
+    ``rows``: one :class:`~core.analysis.diff.TraceOp` per aligned position, in order
+    (the trace diff's ops, with the changed non-call records of a gap paired: module
+    docstring); ``trace``: the diff over all kinds they come from; ``counts``: rows per
+    op (``same``, ``changed``, ``removed``, ``inserted``); ``first_divergence``: over
+    calls only, as the replay record holds it (``None``: the calls are the same);
     ``first_divergence_row``: the index of its row; ``differences``: the indices of the
     rows that are not ``same``, in order."""
 
@@ -63,12 +99,17 @@ class Comparison:
     first_divergence: FirstDivergence | None
     first_divergence_row: int | None
     differences: list[int] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
     _base_seqs: dict[int, Any] = field(default_factory=dict, repr=False)
     _other_seqs: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._base_seqs = {r.seq: r for r in self.base.records}
         self._other_seqs = {r.seq: r for r in self.other.records}
+        if not self.counts:
+            self.counts = {"same": 0, "changed": 0, "removed": 0, "inserted": 0}
+            for op in self.rows:
+                self.counts[op.op] += 1
 
     def next_difference(self, row: int, step: int = 1) -> int | None:
         """The index of the next row after ``row`` (``step`` 1) or before it (``step``
@@ -103,16 +144,63 @@ class Comparison:
 
 def compare_runs(base: Recording, other: Recording) -> Comparison:
     """Align every record of ``base`` and ``other`` (module docstring). Cost: two trace
-    diffs, O(N + M + D²) each for D differing records."""
+    diffs, O(N + M + D²) each for D differing records, and one more alignment of each
+    gap's records (O(G + H + E²) for a gap of G and H records, E of them unpaired)."""
     trace = trace_diff(base, other, kinds=ALL_KINDS)
     calls = trace_diff(base, other, kinds=CALL_KINDS)
-    rows = trace.ops
+    rows = _pair_changed_records(trace.ops)
     differences = [i for i, op in enumerate(rows) if op.op != "same"]
     fd = calls.first_divergence
     fd_row: int | None = None
     if fd is not None:
         fd_row = _row_of(rows, fd)
     return Comparison(base, other, rows, trace, fd, fd_row, differences)
+
+
+def _pair_changed_records(ops: list[TraceOp]) -> list[TraceOp]:
+    """``ops`` with, in each gap (a run of removed and inserted ops), the removed and
+    inserted records that are not calls paired by kind (and lifecycle event) in order —
+    a longest common subsequence, so the base's and the other run's records stay in
+    order — each pair one ``changed`` row (dimension ``None``). A gap with no such pair
+    is kept as it is."""
+    out: list[TraceOp] = []
+    i, n = 0, len(ops)
+    while i < n:
+        if ops[i].op not in ("removed", "inserted"):
+            out.append(ops[i])
+            i += 1
+            continue
+        j = i
+        while j < n and ops[j].op in ("removed", "inserted"):
+            j += 1
+        out.extend(_pair_gap(ops[i:j]))
+        i = j
+    return out
+
+
+def _pair_gap(gap: list[TraceOp]) -> list[TraceOp]:
+    removed = [op for op in gap if op.op == "removed"]
+    inserted = [op for op in gap if op.op == "inserted"]
+
+    def key(op: TraceOp, side: str, k: int) -> Any:
+        # a call never pairs here (the trace diff paired calls already): a key of its own
+        return (side, k) if op.kind in CALL_KINDS else (op.kind, op.name)
+
+    ka = [key(op, "base", k) for k, op in enumerate(removed)]
+    kb = [key(op, "other", k) for k, op in enumerate(inserted)]
+    if not set(ka) & set(kb):
+        return gap
+    out: list[TraceOp] = []
+    pa = pb = 0
+    for x, y in align(ka, kb):
+        out.extend(removed[pa:x])
+        out.extend(inserted[pb:y])
+        a, b = removed[x], inserted[y]
+        out.append(TraceOp("changed", a.kind, a.name, a.base_seq, b.other_seq))
+        pa, pb = x + 1, y + 1
+    out.extend(removed[pa:])
+    out.extend(inserted[pb:])
+    return out
 
 
 def _row_of(rows: list[TraceOp], fd: FirstDivergence) -> int | None:
@@ -129,6 +217,9 @@ def _row_of(rows: list[TraceOp], fd: FirstDivergence) -> int | None:
     return next((i for i, op in enumerate(rows) if op.op != "same"), None)
 
 
+# --------------------------------------------------------------------------- payload diff of a pair
+
+
 def _comparable(record: Any) -> Any:
     body = record.to_json_obj()
     for k in _FRESH:
@@ -136,17 +227,96 @@ def _comparable(record: Any) -> Any:
     return body
 
 
-def pair_changes(base_record: Any | None, other_record: Any | None) -> list[Change]:
+@dataclass(frozen=True)
+class PairDiff:
+    """The payload diff of one pair (:func:`pair_diff`): ``changes`` sorted by path
+    (JSON Pointers into the records' JSON), at most the limit asked for; ``complete``:
+    ``False`` when the diff stopped because it found more than that (how many more is
+    not known: finding them is the cost saved)."""
+
+    changes: list[Change]
+    complete: bool = True
+
+
+class _Enough(Exception):
+    """Raised inside deepdiff once the limit is passed; carries the tree found so far."""
+
+    def __init__(self, tree: Any) -> None:
+        super().__init__("enough changes")
+        self.tree = tree
+
+
+class _BoundedDeepDiff(DeepDiff):
+    """deepdiff that raises :class:`_Enough` on the report after ``limit`` (a class
+    attribute of the subclass :func:`_bounded_diff` makes: deepdiff refuses unknown
+    arguments)."""
+
+    limit = MAX_CHANGES
+    _found = 0
+
+    def _counted(self) -> None:
+        self._found += 1
+        if self._found > self.limit:
+            raise _Enough(self.tree)
+
+    def _report_result(self, report_type: str, change_level: Any, local_tree: Any = None) -> None:
+        super()._report_result(report_type, change_level, local_tree)  # type: ignore[no-untyped-call]
+        if local_tree is None:
+            self._counted()
+
+    def custom_report_result(self, report_type: str, level: Any, extra_info: Any = None) -> None:
+        super().custom_report_result(report_type, level, extra_info)  # type: ignore[no-untyped-call]
+        self._counted()
+
+
+def _bounded_diff(old: Any, new: Any, limit: int) -> PairDiff:
+    """:func:`~core.analysis.payload_diff.payload_diff` in its default mode (hash-guided,
+    lists aligned by item digest), stopped at the change after ``limit``: the same
+    findings when there are at most ``limit`` of them; else ``limit`` of them (the first
+    ones deepdiff's walk meets, sorted by path) and ``complete`` false."""
+    digests = _Digests()
+    if type(old) is type(new) and isinstance(old, (dict, list)) and digests.of(old) == digests.of(new):
+        return PairDiff([])
+    guide = _HashGuide(digests, own_containers=True)
+    cls = type("_Bounded", (_BoundedDeepDiff,), {"limit": limit})
+    try:
+        tree = cls(old, new, custom_operators=[guide], **PINNED_OPTIONS).tree
+    except _Enough as stop:
+        found = findings_of(stop.tree)
+        return PairDiff(found[:limit], complete=False)
+    return PairDiff(findings_of(tree))
+
+
+def pair_diff(base_record: Any | None, other_record: Any | None, *, limit: int | None = MAX_CHANGES) -> PairDiff:
     """The payload diff of two records (either may be ``None``: the whole of the other
     is one ``added`` or ``removed`` change at path ``""``), without the fields fresh on
-    every run (module docstring). Paths are JSON Pointers into the record's JSON."""
+    every run (module docstring), stopped after ``limit`` changes (``None``: all of
+    them). Paths are JSON Pointers into the record's JSON. Cost: the walk stops at the
+    change after ``limit``, so a pair of records whose lists differ in every one of
+    100,000 items costs as much as 200 changes, not 100,000."""
     if base_record is None and other_record is None:
-        return []
+        return PairDiff([])
     if base_record is None:
-        return [Change("added", "", new=_comparable(other_record))]
+        return PairDiff([Change("added", "", new=_comparable(other_record))])
     if other_record is None:
-        return [Change("removed", "", old=_comparable(base_record))]
-    return payload_diff(_comparable(base_record), _comparable(other_record))
+        return PairDiff([Change("removed", "", old=_comparable(base_record))])
+    old, new = _comparable(base_record), _comparable(other_record)
+    if limit is None:
+        return PairDiff(payload_diff(old, new))
+    return _bounded_diff(old, new, limit)
+
+
+def pair_changes(base_record: Any | None, other_record: Any | None) -> list[Change]:
+    """Every change of :func:`pair_diff` (no limit)."""
+    return pair_diff(base_record, other_record, limit=None).changes
+
+
+# --------------------------------------------------------------------------- values on one line
+
+
+def _hash_of(text: str) -> str:
+    data = text.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:HASH_DIGITS]
 
 
 def _compact(value: Any, context: Any = None) -> Any:
@@ -155,10 +325,10 @@ def _compact(value: Any, context: Any = None) -> Any:
     if isinstance(value, str):
         blob = blob_of(value, mime_hint(context) if isinstance(context, dict) else None)
         if blob is not None:
-            return blob.label()
+            return f"<{blob.mime or blob.form}, {format_size(blob.size)}, sha256:{_hash_of(value)}…>"
         if len(value) > HASHED_AT:
-            data = value.encode("utf-8", "surrogatepass")
-            return f"<text, {format_size(len(data))}, sha256:{hashlib.sha256(data).hexdigest()[:12]}…>"
+            size = len(value.encode("utf-8", "surrogatepass"))
+            return f"<text, {format_size(size)}, sha256:{_hash_of(value)}…>"
         return value
     if isinstance(value, dict):
         return {k: _compact(v, value) for k, v in value.items()}
@@ -167,13 +337,27 @@ def _compact(value: Any, context: Any = None) -> Any:
     return value
 
 
+def _cut(text: str, width: int) -> str:
+    """``text`` escaped (:func:`~core.analysis.safe_text.shown`) and cut to ``width``
+    characters with ``…``. Only the first ``width + 1`` characters are escaped: an
+    escape never makes text shorter, so the rest cannot reach the line."""
+    width = max(1, width)
+    more = len(text) > width
+    out = shown(text[: width + 1])
+    if len(out) > width or more:
+        return out[: width - 1] + "…"
+    return out
+
+
 def value_text(value: Any, width: int = 100, *, context: dict[str, Any] | None = None) -> str:
     """``value`` on one line of at most ``width`` characters, as the compare view shows
-    it: strings that are binary data written as text as their placeholder
-    (:mod:`core.analysis.placeholders`), strings over :data:`HASHED_AT` characters as
-    ``<text, 12.3 kB, sha256:1a2b3c4d5e6f…>`` (also inside objects and arrays), a
-    placeholder alone unquoted, anything else as JSON (sorted keys); escaped then
-    (:func:`~core.analysis.safe_text.shown`: no control, bidi or invisible character
+    it: strings that are binary data written as text as their placeholder with the first
+    :data:`HASH_DIGITS` hex digits of the sha256 of the text (UTF-8), so two different
+    images of one size differ (:mod:`core.analysis.placeholders`:
+    ``<image/png, 3.0 MB, sha256:1a2b3c4d5e6f…>``), strings over :data:`HASHED_AT`
+    characters as ``<text, 12.3 kB, sha256:1a2b3c4d5e6f…>`` (also inside objects and
+    arrays), a placeholder alone unquoted, anything else as JSON (sorted keys); escaped
+    then (:func:`~core.analysis.safe_text.shown`: no control, bidi or invisible character
     reaches a terminal) and cut with ``…``. ``context`` is the object holding the value
     (its ``media_type`` or ``mimeType`` names a blob's type)."""
     compact = _compact(value, context)
@@ -184,5 +368,99 @@ def value_text(value: Any, width: int = 100, *, context: dict[str, Any] | None =
             text = dumps(compact, orjson.OPT_SORT_KEYS).decode()
         except (TypeError, ValueError):  # not JSON (a lone surrogate, say): its repr
             text = repr(compact)
-    text = shown(text)
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+    return _cut(text, width)
+
+
+def changed_texts(old: Any, new: Any, width: int = 100) -> tuple[str, str, int | None]:
+    """The two sides of a ``changed`` value on one line each, at most ``width``
+    characters: :func:`value_text` of each, except for two strings (neither binary data
+    written as text) that do not both fit — those are shown as JSON (quoted, escaped)
+    from :data:`CONTEXT_CHARS` characters before their first difference
+    (:func:`changed_strings`), so a change past the width is on the line, however long
+    the strings (past :data:`HASHED_AT` too). Returns ``(old_text, new_text, index)``,
+    ``index`` the 0-based character offset of the first difference in the strings
+    themselves when the window is used, else ``None``."""
+    a, b = value_text(old, width), value_text(new, width)
+    if not (isinstance(old, str) and isinstance(new, str)):
+        return a, b, None
+    if blob_of(old) is not None or blob_of(new) is not None:
+        return a, b, None
+    if len(old) <= HASHED_AT and len(new) <= HASHED_AT and not a.endswith("…") and not b.endswith("…"):
+        return a, b, None
+    try:
+        ja, jb = dumps(old).decode(), dumps(new).decode()
+    except (TypeError, ValueError):  # a lone surrogate: their repr
+        ja, jb = repr(old), repr(new)
+    left, right, _ = changed_strings(ja, jb, width)
+    return left, right, common_prefix(old, new)
+
+
+# --------------------------------------------------------------------------- changed strings
+
+
+def _escaped(s: str) -> str:
+    return shown(s.replace("\n", "\\n"))
+
+
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (slices compared in C, a
+    binary search: fast on megabytes)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the longest common suffix of ``a`` and ``b``, at most ``limit``."""
+    lo, hi = 0, min(limit, len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _side(s: str, prefix: int, end: int, n: int) -> str:
+    """One side of a changed pair: :data:`CONTEXT_CHARS` columns of escaped text before
+    the first difference, then the changed region, escaped, cut to ``n`` columns with
+    ``…`` where text is left out. The context is measured after escaping, so the first
+    changed character is always on the line, whatever the context escapes to."""
+    raw_lead = s[max(0, prefix - CONTEXT_CHARS) : prefix]
+    lead = _escaped(raw_lead)
+    body = _escaped(s[prefix:end])
+    if HIDDEN_MARK in lead:  # one marker per line, before the first hidden character
+        body = body.replace(HIDDEN_MARK, "", 1)
+    cut_lead = prefix > len(raw_lead)
+    if len(lead) > CONTEXT_CHARS + (HIDDEN_MARK in lead):
+        kept = lead[-CONTEXT_CHARS:]
+        lead = (HIDDEN_MARK if HIDDEN_MARK in lead and HIDDEN_MARK not in kept else "") + kept
+        cut_lead = True
+    text = ("…" if cut_lead else "") + lead + body
+    if len(text) > n or end < len(s):
+        text = text[: n - 1] + "…" if len(text) >= n else text + "…"
+    return text
+
+
+def changed_strings(old: str, new: str, n: int = 38) -> tuple[str, str, int]:
+    """Two changed strings as one line each, showing where they differ: the common
+    prefix and suffix are left out but for :data:`CONTEXT_CHARS` columns (after
+    escaping) before the first difference; each side is escaped (newlines as ``\\n``,
+    control characters as visible stand-ins, one marker) and at most ``n`` characters.
+    Returns ``(old_text, new_text, index)``, ``index`` the 0-based character offset of
+    the first difference. Costs a few slice comparisons on megabyte strings."""
+    prefix = common_prefix(old, new)
+    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+    if len(old) <= n and len(new) <= n and len(_escaped(old)) <= n and len(_escaped(new)) <= n:
+        return _escaped(old), _escaped(new), prefix
+    return (
+        _side(old, prefix, min(len(old), len(old) - suffix + CONTEXT_CHARS), n),
+        _side(new, prefix, min(len(new), len(new) - suffix + CONTEXT_CHARS), n),
+        prefix,
+    )

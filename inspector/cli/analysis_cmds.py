@@ -14,6 +14,8 @@ import orjson
 import typer
 
 from core.analysis.audit import audit as audit_run
+from core.analysis.audit import audit_markdown
+from core.analysis.compare import changed_strings
 from core.analysis.diff import (
     ALL_KINDS,
     CALL_KINDS,
@@ -190,6 +192,9 @@ def register(app: typer.Typer) -> None:
     def audit(
         file: Annotated[Path, typer.Argument(help="Recording to audit.")],
         json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        markdown: Annotated[
+            bool, typer.Option("--markdown", help="Print the audit as Markdown (what the app's audit screen exports).")
+        ] = False,
         executor: Annotated[
             str | None,
             typer.Option(
@@ -200,6 +205,8 @@ def register(app: typer.Typer) -> None:
         trust_executor: TrustExecutorOpt = False,
     ) -> None:
         """Lineage of the final output: contributing and unused calls, redactions."""
+        if json and markdown:
+            raise AnalysisError("--json and --markdown cannot be used together")
         rec = load_any(file)
         if executor is not None:
             from core.effects.knockout import knockout_runner
@@ -209,6 +216,9 @@ def register(app: typer.Typer) -> None:
             rep = audit_run(rec)
         if json:
             print_json({"file": str(file), **rep.to_json()})
+            return
+        if markdown:
+            typer.echo(audit_markdown(rep, file.name), nl=False)
             return
         if not rec.records:
             typer.echo(f"{file}: no final output (the recording has no records)")
@@ -240,78 +250,6 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"redaction hid {len(rep.redactions)} value(s), {len(hidden)} on the lineage")
         typer.echo("")
         typer.echo(f"knockout: {rep.knockout}")
-
-
-#: characters of unchanged text shown before a changed region of a long string
-CONTEXT_CHARS = 12
-
-
-def _escaped(s: str) -> str:
-    return shown(s.replace("\n", "\\n"))
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix of ``a`` and ``b`` (slices compared in C, a
-    binary search: fast on megabytes)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """Length of the longest common suffix of ``a`` and ``b``, at most ``limit``."""
-    lo, hi = 0, min(limit, len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _side(s: str, prefix: int, end: int, n: int) -> str:
-    """One side of a changed pair: :data:`CONTEXT_CHARS` columns of escaped text before
-    the first difference, then the changed region, escaped, cut to ``n`` columns with
-    ``…`` where text is left out. The context is measured after escaping, so the first
-    changed character is always on the line, whatever the context escapes to."""
-    raw_lead = s[max(0, prefix - CONTEXT_CHARS) : prefix]
-    lead = _escaped(raw_lead)
-    body = _escaped(s[prefix:end])
-    if HIDDEN_MARK in lead:  # one marker per line, before the first hidden character
-        body = body.replace(HIDDEN_MARK, "", 1)
-    cut_lead = prefix > len(raw_lead)
-    if len(lead) > CONTEXT_CHARS + (HIDDEN_MARK in lead):
-        kept = lead[-CONTEXT_CHARS:]
-        lead = (HIDDEN_MARK if HIDDEN_MARK in lead and HIDDEN_MARK not in kept else "") + kept
-        cut_lead = True
-    text = ("…" if cut_lead else "") + lead + body
-    if len(text) > n or end < len(s):
-        text = text[: n - 1] + "…" if len(text) >= n else text + "…"
-    return text
-
-
-def changed_strings(old: str, new: str, n: int = 38) -> tuple[str, str, int]:
-    """Two changed strings as one line each, showing where they differ: the common
-    prefix and suffix are left out but for :data:`CONTEXT_CHARS` columns (after
-    escaping) before the first difference; each side is escaped (newlines as ``\\n``,
-    control characters as visible stand-ins, one marker) and at most ``n`` characters.
-    Returns ``(old_text, new_text, index)``, ``index`` the 0-based character offset of
-    the first difference. Costs a few slice comparisons on megabyte strings."""
-    prefix = _common_prefix(old, new)
-    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
-    if len(old) <= n and len(new) <= n and len(_escaped(old)) <= n and len(_escaped(new)) <= n:
-        return _escaped(old), _escaped(new), prefix
-    return (
-        _side(old, prefix, min(len(old), len(old) - suffix + CONTEXT_CHARS), n),
-        _side(new, prefix, min(len(new), len(new) - suffix + CONTEXT_CHARS), n),
-        prefix,
-    )
 
 
 def _change_text(ch: dict[str, Any]) -> str:

@@ -172,13 +172,31 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open two runs side by side in the app, aligned by the trace diff (escape: the
         base's timeline)."""
+        from core.errors import InspectorError, SourceImportError
+        from core.importers import NATIVE, detect
         from inspector.app import InspectorApp
         from inspector.keymap import load_keymap
 
         keymap = load_keymap()
         loaded = []
         for path, run, option in ((base, run_a, "--run-a"), (other, run_b, "--run-b")):
-            one = _load(path, fast_open=False, run=run)
+            try:
+                one = _load(path, fast_open=False, run=run)
+            except SourceImportError as exc:
+                if run is None:
+                    raise
+                # about the run (the file's format was recognised): name this command's option,
+                # not the loader's `open --run`
+                try:
+                    native = detect(path) == NATIVE
+                except InspectorError:
+                    raise exc from None
+                if native:
+                    why = f"{cell(str(path))}: a Chassis recording is one run; {option} picks a run of a multi-run file"
+                else:
+                    why = f"{option} {cell(run)}: {cell(str(exc))}"
+                echo_err(why)
+                raise typer.Exit(2) from None
             if one.has_runs and not one.run_requested:
                 count = len(one.opened.runs) if one.opened is not None else 0
                 echo_err(f"{cell(str(path))}: the file holds {count} runs: name one with {option} ID")

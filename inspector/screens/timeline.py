@@ -247,6 +247,14 @@ class TimelineScreen(Screen[None]):
             tooltip="Compare the replay selected in the branch tree with its base, side by side",
         ),
         Binding(
+            "L",
+            "audit",
+            "Audit",
+            show=False,
+            id="analysis.audit",
+            tooltip="Audit: the lineage of the final output — which calls produced it",
+        ),
+        Binding(
             "W",
             "effects",
             "Effects",
@@ -930,6 +938,15 @@ class TimelineScreen(Screen[None]):
     def action_compare_replay(self) -> None:
         """Compare the replay selected in the branch tree with its base."""
         self.branch_panel.compare_selected()
+
+    def action_audit(self) -> None:
+        """The audit screen: the lineage of this run's final output."""
+        from .audit import AuditScreen
+
+        if self.loaded.verify is not None:
+            self.notify("the recording is still being verified: audit it once that is done", timeout=4)
+            return
+        self.app.push_screen(AuditScreen(self.loaded))
 
     def action_effects(self) -> None:
         """The effects screen of this run (its replays ranked; sweeps)."""

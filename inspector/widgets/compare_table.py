@@ -6,7 +6,9 @@ Each line: the row's mark — ``=`` same, ``~`` changed, ``−`` only in the bas
 summary) and the other run's, with its answer source when it is a replay's events. A side
 without a record is a filler of ``·``. Both columns move together: there is one cursor
 and one scroll position, so scrolling one side scrolls the other. The first divergence
-is marked ``▶``.
+is marked ``▶``. Until its comparison is set (:meth:`CompareTable.set_comparison`: the
+compare screen aligns the runs in a worker) the table has no rows and says so under its
+header; the movement keys do nothing meanwhile.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from core.analysis.compare import Comparison
+from core.analysis.diff import TraceOp
 from core.analysis.timeline import TimelineIndex
 from core.analysis.timeline_text import SOURCE_SYMBOLS
 
@@ -53,9 +56,9 @@ def _fit(text: str, width: int) -> str:
 
 
 class CompareTable(ScrollView, can_focus=True):
-    """Two runs side by side (module docstring). ``comparison`` is what is shown;
-    ``base_index`` / ``other_index`` give each side's summaries and answer sources.
-    ``cursor`` is the row index."""
+    """Two runs side by side (module docstring). ``comparison`` is what is shown
+    (``None``: not aligned yet, no rows); ``base_index`` / ``other_index`` give each
+    side's summaries and answer sources. ``cursor`` is the row index."""
 
     #: the timeline's movement keys, under its binding ids (one remap moves both)
     BINDINGS = [
@@ -108,7 +111,7 @@ class CompareTable(ScrollView, can_focus=True):
 
     def __init__(
         self,
-        comparison: Comparison,
+        comparison: Comparison | None,
         base_index: TimelineIndex,
         other_index: TimelineIndex,
         *,
@@ -121,13 +124,25 @@ class CompareTable(ScrollView, can_focus=True):
         self._sourced = other_index.has_answer_sources
         self._cache: dict[tuple[int, int, bool, bool], Strip] = {}
 
+    @property
+    def rows(self) -> list[TraceOp]:
+        """The comparison's rows (none before it is set)."""
+        return self.comparison.rows if self.comparison is not None else []
+
+    def set_comparison(self, comparison: Comparison, cursor: int = 0) -> None:
+        """Show ``comparison`` (the runs are aligned), the cursor on row ``cursor``."""
+        self.comparison = comparison
+        self._cache.clear()
+        self._update_virtual_size()
+        self.cursor = cursor
+
     # ------------------------------------------------------------------ geometry
 
     def on_mount(self) -> None:
         self._update_virtual_size()
 
     def _update_virtual_size(self) -> None:
-        self.virtual_size = Size(self.size.width or 80, len(self.comparison.rows) + 1)
+        self.virtual_size = Size(self.size.width or 80, len(self.rows) + 1)
 
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()
@@ -146,7 +161,7 @@ class CompareTable(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor - self._page + 1, animate=False, immediate=True)
 
     def watch_cursor(self, old: int, new: int) -> None:
-        n = len(self.comparison.rows)
+        n = len(self.rows)
         if n and not 0 <= new < n:
             self.cursor = max(0, min(new, n - 1))
             return
@@ -168,25 +183,25 @@ class CompareTable(ScrollView, can_focus=True):
         self.cursor = max(0, self.cursor - 1)
 
     def action_cursor_down(self) -> None:
-        self.cursor = min(max(0, len(self.comparison.rows) - 1), self.cursor + 1)
+        self.cursor = min(max(0, len(self.rows) - 1), self.cursor + 1)
 
     def action_page_up(self) -> None:
         self.cursor = max(0, self.cursor - self._page)
 
     def action_page_down(self) -> None:
-        self.cursor = min(max(0, len(self.comparison.rows) - 1), self.cursor + self._page)
+        self.cursor = min(max(0, len(self.rows) - 1), self.cursor + self._page)
 
     def action_first(self) -> None:
         self.cursor = 0
 
     def action_last(self) -> None:
-        self.cursor = max(0, len(self.comparison.rows) - 1)
+        self.cursor = max(0, len(self.rows) - 1)
 
     def on_click(self, event: events.Click) -> None:
         if event.y < 1:
             return
         row = round(self.scroll_y) + event.y - 1
-        if 0 <= row < len(self.comparison.rows):
+        if 0 <= row < len(self.rows):
             self.cursor = row
 
     # ------------------------------------------------------------------ rendering
@@ -220,6 +235,10 @@ class CompareTable(ScrollView, can_focus=True):
         if y == 0:
             text = f"  {_fit('base', side)}  {_fit('other' + (' (answer source)' if self._sourced else ''), side)}"
             return Strip([Segment(_fit(text, width), self._style("compare--header"))], width)
+        if self.comparison is None:
+            if y == 1:
+                return Strip([Segment(_fit("  aligning the two runs…", width), self._style("compare--filler"))], width)
+            return Strip.blank(width, self.rich_style)
         rows = self.comparison.rows
         row = round(self.scroll_y) + y - 1
         if row >= len(rows):

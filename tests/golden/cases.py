@@ -68,6 +68,8 @@ for _a, _b in (
     _add(_n, ["diff", _a, _b])
     _add(f"{_n}-json", ["diff", _a, _b, "--json"])
 
+_add("audit-sa-fail-markdown", ["audit", "sa-fail.json", "--markdown"])
+
 _replay_sa = [
     ["branch", "new", "sa-fail.json", "--at", "3", "-o", "b.json"],
     ["replay", "sa-fail.json", "--branch", "b.json"],

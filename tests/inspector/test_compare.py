@@ -12,14 +12,21 @@ from core.record.recording import Recording
 from core.workspace import Workspace
 from inspector.app import InspectorApp
 from inspector.cli import main
-from inspector.loader import load_for_view
+from inspector.loader import LoadedRecording, load_for_view
 from inspector.screens.compare import CompareScreen
 from inspector.screens.timeline import TimelineScreen
 from inspector.widgets.compare_table import CompareTable
-from tests.builders import SAMPLES
+from tests.builders import SAMPLES, recording, tool
 from tests.inspector.test_replay_runner import SIZE, base_copy, idle, launch, make_branch, open_tree, select
 
 TAU = Path(__file__).resolve().parents[1] / "data" / "real_traces" / "tau_bench" / "gpt-4o-airline.json"
+
+
+async def settle(pilot, app) -> None:
+    """Until the screen's workers (the alignment, the diff pane) are done and drawn."""
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
 
 
 def lines_of(table: CompareTable) -> list[str]:
@@ -76,7 +83,7 @@ async def test_next_and_previous_difference_and_one_cursor_for_both_sides(tmp_pa
     b = load_for_view(SAMPLES / "sample-agent-success.json")
     app = InspectorApp(a, workspace=tmp_path / "ws", compare_with=b)
     async with app.run_test(size=(160, 30)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         c, table = screen.comparison, screen.table
@@ -95,7 +102,7 @@ async def test_next_and_previous_difference_and_one_cursor_for_both_sides(tmp_pa
         # a row only in the other run: a filler on the base side, its record on the other
         inserted = next(i for i, op in enumerate(c.rows) if op.op == "inserted")
         table.cursor = inserted
-        await pilot.pause()
+        await settle(pilot, app)
         drawn = lines_of(table)[inserted - round(table.scroll_y) + 1]
         assert drawn.startswith("+ ") and "·····" in drawn.split("  ")[0] + drawn
         diff = str(screen.query_one("#compare-diff").render())
@@ -136,10 +143,13 @@ def test_two_real_tau_bench_trials_align():
 
 def test_values_are_shown_escaped_with_blobs_and_huge_strings_as_placeholders():
     png = "data:image/png;base64," + "iVBORw0KGgo" + "A" * 4_000_000
-    assert value_text(png).startswith("<image/png, 3.0 MB>")
+    assert value_text(png).startswith("<image/png, 3.0 MB, sha256:")
     huge = "x" * 10_000
     assert value_text(huge).startswith("<text, 10.0 kB, sha256:")
-    assert value_text({"image": png, "note": "ok"}) == '{"image":"<image/png, 3.0 MB>","note":"ok"}'
+    digest = value_text(png).split("sha256:")[1].rstrip("…>")
+    assert (
+        value_text({"image": png, "note": "ok"}) == f'{{"image":"<image/png, 3.0 MB, sha256:{digest}…>","note":"ok"}}'
+    )
     hostile = "ok\x1b]0;owned\x07\u202e"
     shown = value_text(hostile)
     assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
@@ -172,7 +182,7 @@ def test_snapshot_compare_with_filler_rows(snap_compare, tmp_path):
     b = load_for_view(SAMPLES / "sample-agent-success.json")
 
     async def run_before(pilot):
-        await pilot.pause()
+        await settle(pilot, pilot.app)
 
     app = InspectorApp(a, workspace=tmp_path / "ws", compare_with=b)
     assert snap_compare(app, terminal_size=(160, 45), run_before=run_before)
@@ -183,9 +193,9 @@ def test_snapshot_compare_at_110_columns(snap_compare, tmp_path):
     b = load_for_view(SAMPLES / "tau-bench-airline-task5-trial1.json")
 
     async def run_before(pilot):
-        await pilot.pause()
+        await settle(pilot, pilot.app)
         await pilot.press("right_square_bracket")
-        await pilot.pause()
+        await settle(pilot, pilot.app)
 
     app = InspectorApp(a, workspace=tmp_path / "ws", compare_with=b)
     assert snap_compare(app, terminal_size=(110, 30), run_before=run_before)
@@ -206,7 +216,7 @@ async def test_two_runs_of_one_file_compared_from_the_run_picker(tmp_path):
         await pilot.pause()
         assert picker.compare_mark == first
         await pilot.press("down", "ctrl+k")
-        await pilot.pause()
+        await settle(pilot, app)
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         assert screen.base.opened.run.id == first.id and screen.other.opened.run.id == second.id
@@ -254,3 +264,272 @@ async def test_compare_waits_for_a_fast_opened_base_to_be_verified(tmp_path, mon
         await idle(pilot, app)
         assert isinstance(app.screen, TimelineScreen)
         assert any("still being verified" in str(n.message) for n in app._notifications)
+
+
+# ---------------------------------------------------------------------- two samples of one Inspect log
+
+#: written by the real inspect-ai package (tests/data/inspect_ai/make_two_sample_log.py)
+INSPECT_LOG = Path(__file__).resolve().parents[1] / "data" / "inspect_ai" / "two-samples.eval"
+
+
+def check_two_inspect_samples(screen: CompareScreen) -> None:
+    """Sample s1 beside sample s2: both named with their run, and the first divergence
+    (checked by hand) is the first model call's answer — add(x=1, y=2) against add(x=2, y=1)."""
+    header = str(screen.query_one("#compare-header").render())
+    assert "two-samples.eval [run s1_epoch_1]" in header and "two-samples.eval [run s2_epoch_1]" in header
+    c = screen.comparison
+    assert c is not None and c.first_divergence is not None
+    assert (c.first_divergence.dimension, c.first_divergence.base_seq, c.first_divergence.replay_seq) == (
+        "response",
+        0,
+        0,
+    )
+    assert screen.table.cursor == c.first_divergence_row == 0
+    assert [(op.op, op.kind) for op in c.rows] == [
+        ("changed", "model"),
+        ("removed", "tool"),
+        ("removed", "model"),
+        ("inserted", "tool"),
+        ("inserted", "model"),
+    ]
+    diff = str(screen.query_one("#compare-diff").render())
+    assert "differs in: response" in diff
+    assert "/response/message/tool_calls/0/arguments/x" in diff and "/response/message/tool_calls/0/arguments/y" in diff
+    deltas = str(screen.query_one("#compare-deltas").render())
+    assert "first divergence: response at base seq 0 / other seq 0" in deltas
+
+
+def test_two_samples_of_one_inspect_log_through_compare(monkeypatch, capfd):
+    """``compare LOG LOG --run-a s1_epoch_1 --run-b s2_epoch_1`` opens the compare screen."""
+    seen: list[CompareScreen] = []
+    failures: list[BaseException] = []
+    original_run = InspectorApp.run
+
+    def headless_run(self, *args, **kwargs):
+        async def look(pilot):
+            await settle(pilot, self)
+            try:
+                assert isinstance(self.screen, CompareScreen)
+                check_two_inspect_samples(self.screen)
+                seen.append(self.screen)
+            except BaseException as exc:  # reported after the app ends
+                failures.append(exc)
+            self.exit()
+
+        return original_run(self, headless=True, size=(160, 40), auto_pilot=look)
+
+    monkeypatch.setattr(InspectorApp, "run", headless_run)
+    args = ["compare", str(INSPECT_LOG), str(INSPECT_LOG), "--run-a", "s1_epoch_1", "--run-b", "s2_epoch_1"]
+    code = main(args)
+    _, err = capfd.readouterr()
+    if failures:
+        raise failures[0]
+    assert code == 0, err
+    assert len(seen) == 1
+
+
+async def test_two_samples_of_one_inspect_log_from_the_run_picker(tmp_path):
+    from inspector.screens.run_picker import RunPickerScreen
+
+    app = InspectorApp(load_for_view(INSPECT_LOG), workspace=tmp_path / "ws")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, RunPickerScreen)
+        assert [r.id for r in picker.shown] == ["s1_epoch_1", "s2_epoch_1"]
+        await pilot.press("ctrl+k", "down", "ctrl+k")
+        await settle(pilot, app)
+        assert isinstance(app.screen, CompareScreen)
+        check_two_inspect_samples(app.screen)
+
+
+# ---------------------------------------------------------------------- the diff pane in a worker
+
+
+def big_pair(n: int) -> tuple[LoadedRecording, LoadedRecording]:
+    """Two runs of one tool call whose result lists differ in every one of ``n`` items."""
+    a = recording(tool(0, "list_rows", {"q": 1}, [{"i": i, "v": "a"} for i in range(n)]), tool(1, "done"))
+    b = recording(tool(0, "list_rows", {"q": 1}, [{"i": i, "v": "b"} for i in range(n)]), tool(1, "done"))
+    return LoadedRecording.from_recording(a, "a.json"), LoadedRecording.from_recording(b, "b.json")
+
+
+async def test_the_diff_pane_is_computed_in_a_worker_and_the_latest_row_wins(tmp_path, monkeypatch):
+    import threading
+
+    from inspector.screens import compare as compare_screen
+
+    a, b = big_pair(3)
+    release = threading.Event()
+    threads: list[str] = []
+    real = compare_screen.pair_diff
+
+    def slow_pair_diff(x, y, **kwargs):
+        threads.append(threading.current_thread().name)
+        release.wait(10)
+        return real(x, y, **kwargs)
+
+    app = InspectorApp(a, workspace=tmp_path / "ws", compare_with=b)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.table.cursor == 0
+        monkeypatch.setattr(compare_screen, "pair_diff", slow_pair_diff)
+        await pilot.press("down")  # row 1: the same `done` call, drawn at once
+        await pilot.pause()
+        assert "the two records are the same" in str(screen.query_one("#compare-diff").render())
+        await pilot.press("up")  # row 0 again: its diff waits in the worker
+        await pilot.pause()
+        assert "comparing…" in str(screen.query_one("#compare-diff").render())
+        await pilot.press("down", "up")  # moves while it runs: the UI is not blocked
+        await pilot.pause()
+        assert screen.table.cursor == 0
+        release.set()
+        await settle(pilot, app)
+        await settle(pilot, app)
+        diff = str(screen.query_one("#compare-diff").render())
+        assert "comparing…" not in diff and "/result/content/2/v" in diff
+        assert threads and threading.main_thread().name not in threads
+
+
+async def test_a_huge_diff_stops_after_max_changes_and_says_so(tmp_path):
+    from core.analysis.compare import MAX_CHANGES
+
+    a, b = big_pair(100_000)
+    app = InspectorApp(a, workspace=tmp_path / "ws", compare_with=b)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        diff = str(screen.query_one("#compare-diff").render())
+        assert f"{MAX_CHANGES}+ changes" in diff
+        assert diff.count("\n~ ") == MAX_CHANGES  # one line per change, after the head line
+
+
+# ---------------------------------------------------------------------- values in the diff pane
+
+
+async def test_long_strings_that_differ_late_show_a_window_around_the_first_difference(tmp_path):
+    text = "The quick brown fox jumps over the lazy dog. " * 8  # 360 characters
+    a = recording(tool(0, "read", {"p": 1}, text[:300] + "A" + text[301:]))
+    b = recording(tool(0, "read", {"p": 1}, text[:300] + "B" + text[301:]))
+    app = InspectorApp(
+        LoadedRecording.from_recording(a, "a.json"),
+        workspace=tmp_path / "ws",
+        compare_with=LoadedRecording.from_recording(b, "b.json"),
+    )
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot, app)
+        diff = str(app.screen.query_one("#compare-diff").render())
+        lines = diff.splitlines()
+        old = next(ln for ln in lines if ln.startswith("    - "))
+        new = next(ln for ln in lines if ln.startswith("    + "))
+        assert old[6:] != new[6:]
+        window = text[300 - 12 : 300]
+        assert old[6:].startswith("…" + window + "A") and new[6:].startswith("…" + window + "B")
+        assert "(from character 300 of 360 → 360)" in diff
+
+
+def test_the_diff_command_and_the_compare_pane_share_changed_strings():
+    from core.analysis import compare as core_compare
+    from inspector.cli import analysis_cmds
+
+    assert analysis_cmds.changed_strings is core_compare.changed_strings
+    assert not hasattr(analysis_cmds, "_common_prefix")
+
+
+def test_two_images_of_one_size_show_different_hashes():
+    one = "data:image/png;base64,iVBORw0KGgo" + "A" * 4_000_000
+    two = "data:image/png;base64,iVBORw0KGgo" + "A" * 3_999_999 + "B"
+    a, b = value_text(one), value_text(two)
+    assert a.startswith("<image/png, 3.0 MB, sha256:") and b.startswith("<image/png, 3.0 MB, sha256:")
+    assert a != b
+
+
+# ---------------------------------------------------------------------- names, durations, errors
+
+
+def test_durations_in_the_header_use_one_scheme():
+    from inspector.screens.compare import format_seconds, metric_deltas
+
+    assert format_seconds(9.37e-05) == "94 µs"
+    assert format_seconds(0.01234) == "12.3 ms"
+    assert format_seconds(0.012) == "12 ms"
+    assert format_seconds(3.4) == "3.4 s"
+    assert format_seconds(3.0) == "3 s"
+    assert format_seconds(125) == "2 min 05 s"
+    assert format_seconds(0) == "0 s"
+    row = {"outcome": "success", "duration_seconds": 9.37e-05}
+    text = metric_deltas(row, {"outcome": "success", "duration_seconds": 3.4})
+    assert "duration 94 µs → 3.4 s" in text and "e-0" not in text
+
+
+def test_run_of_one_file_is_named_with_its_run_id():
+    from inspector.screens.compare import run_label
+
+    tau = load_for_view(TAU)
+    runs = tau.opened.runs
+    a, b = tau.for_run(0), tau.for_run(1)
+    assert run_label(a) != run_label(b)
+    assert run_label(a).endswith(f"[run {runs[0].id}]") and run_label(b).endswith(f"[run {runs[1].id}]")
+    one = load_for_view(SAMPLES / "sample-agent-success.json")
+    assert run_label(one) == "sample-agent-success.json"
+
+
+def test_compare_names_the_run_option_the_user_typed(capsys):
+    ok = SAMPLES / "sample-agent-success.json"
+
+    def fails(*args: object) -> str:
+        assert main(["compare", *(str(a) for a in args)]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        return err
+
+    err = fails(ok, ok, "--run-a", "X")
+    assert "--run-a picks a run" in err and "--run " not in err
+    err = fails(ok, ok, "--run-b", "X")
+    assert "--run-b picks a run" in err and "--run " not in err
+    err = fails(INSPECT_LOG, INSPECT_LOG, "--run-a", "s1_epoch_1", "--run-b", "nope")
+    assert "--run-b nope" in err and "no run 'nope'" in err
+
+
+# ---------------------------------------------------------------------- aligning in a worker
+
+
+async def test_the_runs_are_aligned_in_a_worker_and_the_keys_wait(tmp_path, monkeypatch):
+    import threading
+
+    from inspector.screens import compare as compare_screen
+
+    release = threading.Event()
+    threads: list[str] = []
+    real = compare_screen.compare_runs
+
+    def slow_compare_runs(x, y):
+        threads.append(threading.current_thread().name)
+        release.wait(10)
+        return real(x, y)
+
+    monkeypatch.setattr(compare_screen, "compare_runs", slow_compare_runs)
+    a = load_for_view(SAMPLES / "sample-agent-fault-corrupted-result.json")
+    b = load_for_view(SAMPLES / "sample-agent-success.json")
+    app = InspectorApp(a, workspace=tmp_path / "ws", compare_with=b)
+    async with app.run_test(size=(160, 30), notifications=True) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.aligning and screen.comparison is None
+        assert "aligning…" in str(screen.query_one("#compare-header").render())
+        assert "aligning the two runs…" in lines_of(screen.table)[1]
+        await pilot.press("d", "right_square_bracket", "left_square_bracket", "down", "end")  # safe meanwhile
+        await pilot.pause()
+        assert screen.comparison is None and screen.table.cursor == 0
+        assert any("still being aligned" in str(n.message) for n in app._notifications)
+        release.set()
+        await settle(pilot, app)
+        await settle(pilot, app)
+        c = screen.comparison
+        assert c is not None and not screen.aligning
+        assert screen.table.cursor == c.first_divergence_row
+        assert "aligning" not in str(screen.query_one("#compare-header").render())
+        assert threads and threading.main_thread().name not in threads
+        await pilot.press("right_square_bracket")
+        assert screen.table.cursor == c.differences[1]

@@ -324,3 +324,48 @@ def test_effects_rank_the_served_workspace_in_the_browser(serve_cli, tmp_path): 
             )
         finally:
             browser.close()
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_the_audit_exports_as_downloads_in_the_browser(serve_cli, tmp_path, capsys):  # noqa: F811
+    """``L`` then ``x`` in the browser: no file is written on the server, the browser gets
+    two downloads — the Markdown equal to what ``audit FILE --markdown`` prints, and the
+    JSON document of ``audit --json`` (the file by its name)."""
+    import json
+
+    from inspector.cli import main
+
+    playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    base_path = tmp_path / "served-run.json"
+    served = serve_cli("--host", "127.0.0.1")
+    downloads: list = []
+    with playwright.sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = open_served(browser, served)
+            # textual.js opens each delivery's /download/ link in a new tab; Chromium
+            # reports the download on the page that opened it
+
+            def downloaded(download) -> None:
+                downloads.append(download)
+
+            page.on("download", downloaded)
+            page.keyboard.press("L")
+            wait_for_screen(page, "Audit  served-run.json", "final output (seq")
+            page.keyboard.press("x")
+            wait_for_screen(page, "sent to the browser")
+            deadline_ms = 20_000
+            while len(downloads) < 2 and deadline_ms > 0:
+                page.wait_for_timeout(100)  # Playwright dispatches the page's events meanwhile
+                deadline_ms -= 100
+            assert sorted(d.suggested_filename for d in downloads) == ["audit-served-run.json", "audit-served-run.md"]
+            files = {d.suggested_filename: Path(d.path()).read_text() for d in downloads}
+        finally:
+            browser.close()
+    assert not list(tmp_path.glob("audit-*"))
+    assert main(["audit", str(base_path), "--markdown"]) == 0
+    assert files["audit-served-run.md"] == capsys.readouterr().out
+    assert main(["audit", str(base_path), "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert json.loads(files["audit-served-run.json"]) == {**cli, "file": "served-run.json"}

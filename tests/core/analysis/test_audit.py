@@ -352,3 +352,58 @@ def test_contained_index_equals_the_plain_scan(results, noise, picks, order):
             for m in [*messages, *(f"{seq}|{m}" for m in messages)]:
                 want = [s for s, t in reversed(added) if t in m]
                 assert index.contained(m) == want
+
+
+HOSTILE = "a|b\n# h <script>` x"
+
+
+def test_markdown_escapes_a_hostile_tool_name():
+    """A tool named with a table bar, a newline then a heading, an HTML tag and a
+    backtick, once on the lineage and once unused: every line of the Markdown is still
+    one list item or one five-cell table row, no heading or tag comes from the name,
+    and the name reads back as written (newline as a space)."""
+    from core.analysis.audit import audit_markdown
+
+    ask = msg("assistant", None, tool_calls=[("c1", HOSTILE, {"city": "Paris"}), ("c2", HOSTILE + "\x1b[2J", {})])
+    rec = recording(
+        model(0, [SYS, USER], ask),
+        tool(1, HOSTILE, {"city": "Paris"}, {"temp_c": 21.5, "sky": "sunny"}, call_id="c1"),
+        tool(2, HOSTILE + "\x1b[2J", {}, "why did the chicken...", call_id="c2"),
+        model(3, [SYS, USER, ask, msg("tool", '{"sky":"sunny","temp_c":21.5}', tool_call_id="c1")], "sunny"),
+    )
+    report = audit(rec)
+    assert [c.seq for c in report.unused()] == [2]
+    md = audit_markdown(report, "<b>run|1</b>.json")
+    escaped = "a\\|b \\# h \\<script\\>\\` x"
+    assert md.startswith("# Audit of \\<b\\>run\\|1\\</b\\>.json\n")
+    assert "<script>" not in md and "<b>" not in md and "\x1b" not in md
+    assert [ln for ln in md.splitlines() if ln.startswith("#")] == [
+        "# Audit of \\<b\\>run\\|1\\</b\\>.json",
+        "## Lineage",
+        "## Not contributing",
+        "## Knockout",
+    ]
+    (on_lineage,) = [ln for ln in md.splitlines() if "seq 1 ·" in ln]
+    assert on_lineage == f"  - (tool\\_call\\_id) seq 1 · tool {escaped} · contributed · quoted: sunny"
+    (row,) = [ln for ln in md.splitlines() if ln.startswith("| 2 |")]
+    # five cells: the bar of the name is escaped, so it does not split a cell
+    assert row.replace("\\|", "").count("|") == 6
+    assert f"| tool | {escaped}⚠␛\\[2J | unused |" in row
+
+
+def test_markdown_lists_each_knockout():
+    """With a runner, the Markdown's knockout section has one row per call knocked out."""
+    from core.analysis.audit import audit_markdown
+
+    class Runner:
+        def knockout(self, recording, seq):
+            return KnockoutResult(seq, "failure", seq == 1, detail="rp-1", outcome_changed=seq == 1)
+
+    md = audit_markdown(audit(run_with_unused_tool_result(), knockout=Runner()), "r.json")
+    rows = [ln for ln in md.split("## Knockout", 1)[1].splitlines() if ln.startswith("| ")]
+    assert rows[0].startswith("| seq | kind | name | outcome |")
+    assert rows[1:] == [
+        "| 0 | model | m | failure | no | no | rp-1 |",
+        "| 1 | tool | weather | failure | yes | yes | rp-1 |",
+        "| 2 | tool | joke | failure | no | no | rp-1 |",
+    ]

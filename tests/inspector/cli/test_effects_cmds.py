@@ -66,7 +66,9 @@ def test_sweep_json_then_effects_json(capsys, tmp_path):
         "calls",
         "replays",
         "skipped",
+        "cancelled",
     }
+    assert doc["cancelled"] is False
     assert doc["strategy"] == "resample" and doc["candidates"] == "all"
     best = doc["effects"][0]
     assert set(best) == EFFECT_KEYS
