@@ -35,7 +35,9 @@ from textual.widgets import Footer, Input, Label, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from core.analysis.audit import AuditReport, CallLineage, audit, audit_markdown
+from core.analysis.safe_text import json_safe
 from core.errors import InspectorError
+from core.record.nesting import dumps
 
 from ..loader import LoadedRecording
 from ..plain import line
@@ -47,7 +49,7 @@ NODE_CHARS = 90
 
 
 def _short(value: Any, n: int = NODE_CHARS) -> str:
-    text = line(value if isinstance(value, str) else orjson.dumps(value, default=str).decode())
+    text = line(value if isinstance(value, str) else dumps(value, default=str).decode())  # any depth
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
@@ -56,7 +58,8 @@ def export_documents(report: AuditReport, file_name: str) -> tuple[str, str]:
     the JSON (``{"file": file_name, **report.to_json()}``, as ``audit --json`` prints it
     for a file given by its name)."""
     doc = {"file": file_name, **report.to_json()}
-    return audit_markdown(report, file_name), orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+    data = dumps(doc, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()  # as print_json writes it
+    return audit_markdown(report, file_name), json_safe(data) + "\n"
 
 
 class _WriteFailed(Exception):
@@ -376,7 +379,8 @@ class AuditScreen(Screen[None]):
         def chosen(path: Path | None) -> None:
             if path is None:
                 return
-            md_path = path if path.suffix else path.with_suffix(".md")
+            # a name ending .json would be both files: the Markdown gets .md beside it
+            md_path = path if path.suffix and path.suffix.lower() != ".json" else path.with_suffix(".md")
             json_path = md_path.with_suffix(".json")
             try:
                 _write_all([(md_path, markdown), (json_path, json_text)])

@@ -282,3 +282,36 @@ def test_snapshot_audit(snap_compare, tmp_path, size):
 
     app = InspectorApp(load_for_view(TOOL_ERROR), workspace=tmp_path / "ws")
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_a_final_output_nested_past_orjson_depth_draws_and_exports():
+    """A final output nested 400 levels (orjson refuses past 254): its one-line form and
+    both exports are made (core's nesting-safe writer), the JSON as ``audit --json``
+    writes it."""
+    import dataclasses
+
+    from inspector.screens.audit import _short, export_documents
+
+    deep: object = "bottom"
+    for _ in range(400):
+        deep = [deep]
+    report = dataclasses.replace(audit(Recording.load(TOOL_ERROR)), final_output=deep)
+    assert _short(deep).startswith("[[[[")
+    markdown, json_text = export_documents(report, "deep.json")
+    assert markdown.startswith("# Audit of deep.json")
+    doc = json.loads(json_text)
+    assert doc["file"] == "deep.json" and doc["final_output"] == deep
+
+
+async def test_a_path_typed_with_json_writes_the_markdown_beside_it(tmp_path):
+    """A path typed with .json: the Markdown goes beside it as .md, never over it."""
+    app = InspectorApp(load_for_view(TOOL_ERROR), workspace=tmp_path / "ws")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_audit(pilot, app)
+        await pilot.press("x")
+        await pilot.pause()
+        app.screen.query_one(Input).value = str(tmp_path / "out.json")
+        await pilot.press("enter")
+        await pilot.pause()
+    assert (tmp_path / "out.md").read_text().startswith("# Audit of sample-agent-fault-tool-error.json")
+    assert json.loads((tmp_path / "out.json").read_text())["final_seq"] == 9
