@@ -46,6 +46,8 @@ __all__ = ["AuditScreen", "export_documents"]
 
 #: characters of a recorded value on one node
 NODE_CHARS = 90
+#: calls met again shown one leaf each under one call; the rest share one leaf
+REPEATS_SHOWN = 6
 
 
 def _short(value: Any, n: int = NODE_CHARS) -> str:
@@ -277,13 +279,27 @@ class AuditScreen(Screen[None]):
                 # depth first, inputs in seq order: the tree is drawn in this order, so a
                 # call met again is one drawn above (the order audit_markdown lists them)
                 pending: list[tuple[TreeNode[CallLineage | None], CallLineage, str]] = [(tree.root, final, "")]
+                # repeats under one call beyond REPEATS_SHOWN are gathered into one leaf:
+                # a model call reads every earlier turn again, so one leaf per repeat
+                # would grow with the square of the run's length
+                repeats: dict[int, list[int]] = {}
+                more: dict[int, tuple[TreeNode[CallLineage | None], list[int]]] = {}
                 while pending:
                     parent, c, via = pending.pop()
                     if c.seq in shown:
-                        parent.add_leaf(
-                            Text(f"({via}) {c.seq:>4}  {c.kind:<5} {_short(c.name, 40)}  (shown above)", style="dim"),
-                            data=c,
-                        )
+                        seen = repeats.setdefault(id(parent), [])
+                        seen.append(c.seq)
+                        if len(seen) <= REPEATS_SHOWN:
+                            parent.add_leaf(
+                                Text(
+                                    f"({via}) {c.seq:>4}  {c.kind:<5} {_short(c.name, 40)}  (shown above)", style="dim"
+                                ),
+                                data=c,
+                            )
+                        elif id(parent) in more:
+                            more[id(parent)][1].append(c.seq)
+                        else:
+                            more[id(parent)] = (parent.add_leaf(Text(""), data=None), [c.seq])
                         continue
                     shown.add(c.seq)
                     sources = [
@@ -297,6 +313,9 @@ class AuditScreen(Screen[None]):
                         continue
                     node = parent.add(self.node_label(c, via), data=c, expand=True)
                     pending.extend((node, src, vias[src.seq]) for src in reversed(sources))
+            for leaf, seqs in more.values() if final is not None else ():
+                listed = ", ".join(str(q) for q in seqs[:12]) + (" …" if len(seqs) > 12 else "")
+                leaf.set_label(Text(f"… and {len(seqs)} more, shown above: seq {listed}", style="dim"))
         unused = r.unused()
         if unused:
             group = tree.root.add(Text(f"not contributing ({len(unused)})", style="dim bold"), expand=True)

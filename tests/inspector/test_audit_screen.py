@@ -315,3 +315,25 @@ async def test_a_path_typed_with_json_writes_the_markdown_beside_it(tmp_path):
         await pilot.pause()
     assert (tmp_path / "out.md").read_text().startswith("# Audit of sample-agent-fault-tool-error.json")
     assert json.loads((tmp_path / "out.json").read_text())["final_seq"] == 9
+
+
+async def test_repeats_under_one_call_share_one_leaf(tmp_path):
+    """mini-swe-agent's run re-reads every earlier turn at each model call: past
+    REPEATS_SHOWN repeats under one call, the rest are one leaf naming their seqs, so the
+    tree grows with the run, not with its square (1,681 nodes before, one per edge)."""
+    from inspector.screens.audit import REPEATS_SHOWN
+
+    path = SAMPLES / "mini-swe-agent-sqlfluff-2419.json"
+    report = audit(Recording.load(path))
+    app = InspectorApp(load_for_view(path), workspace=tmp_path / "ws")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_audit(pilot, app)
+        rows = labels(screen.query_one(Tree).root)
+        assert len(rows) < len(report.edges) // 2
+        gathered = [t for _, t, _ in rows if t.startswith("… and ")]
+        assert gathered and all("more, shown above: seq " in t for t in gathered)
+        node = next(n for n in screen.query_one(Tree).root.children[0].children if len(n.children) > REPEATS_SHOWN)
+        assert sum("(shown above)" in str(c.label) for c in node.children) <= REPEATS_SHOWN
+        # every contributing call is still on the tree once in full
+        full = {d.seq for _, t, d in rows if d is not None and "(shown above)" not in t}
+        assert {c.seq for c in report.contributed()} <= full
