@@ -40,6 +40,7 @@ BINDING_MODULES = (
     "inspector.widgets.compare_table",
     "inspector.widgets.effects_table",
     "inspector.widgets.filter_bar",
+    "inspector.widgets.row_cursor",
     "inspector.widgets.timeline_table",
 )
 

@@ -16,12 +16,7 @@ from __future__ import annotations
 from rich.cells import set_cell_size
 from rich.segment import Segment
 from rich.style import Style
-from textual import events
-from textual.binding import Binding
-from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from core.analysis.compare import Comparison
@@ -30,6 +25,7 @@ from core.analysis.timeline import TimelineIndex
 from core.analysis.timeline_text import SOURCE_SYMBOLS
 
 from ..plain import line
+from .row_cursor import RowCursorView
 
 __all__ = ["OP_MARKS", "CompareTable"]
 
@@ -55,20 +51,10 @@ def _fit(text: str, width: int) -> str:
     return set_cell_size(text, width)
 
 
-class CompareTable(ScrollView, can_focus=True):
+class CompareTable(RowCursorView):
     """Two runs side by side (module docstring). ``comparison`` is what is shown
     (``None``: not aligned yet, no rows); ``base_index`` / ``other_index`` give each
     side's summaries and answer sources. ``cursor`` is the row index."""
-
-    #: the timeline's movement keys, under its binding ids (one remap moves both)
-    BINDINGS = [
-        Binding("up,k", "cursor_up", "Up", show=False, id="timeline.up"),
-        Binding("down,j", "cursor_down", "Down", show=False, id="timeline.down"),
-        Binding("pageup", "page_up", "Page up", show=False, id="timeline.page_up"),
-        Binding("pagedown,space", "page_down", "Page down", show=False, id="timeline.page_down"),
-        Binding("home", "first", "First row", show=False, id="timeline.home"),
-        Binding("end,G", "last", "Last row", show=False, id="timeline.end"),
-    ]
 
     COMPONENT_CLASSES = {
         "compare--header",
@@ -95,8 +81,6 @@ class CompareTable(ScrollView, can_focus=True):
     CompareTable > .compare--divergence { color: #ff5f5f; text-style: bold reverse; }
     """
 
-    cursor: reactive[int] = reactive(0, always_update=True, init=False)
-
     class RowHighlighted(Message):
         """The cursor moved to row ``row``."""
 
@@ -122,7 +106,6 @@ class CompareTable(ScrollView, can_focus=True):
         self.base_index = base_index
         self.other_index = other_index
         self._sourced = other_index.has_answer_sources
-        self._cache: dict[tuple[int, int, bool, bool], Strip] = {}
 
     @property
     def rows(self) -> list[TraceOp]:
@@ -136,73 +119,13 @@ class CompareTable(ScrollView, can_focus=True):
         self._update_virtual_size()
         self.cursor = cursor
 
-    # ------------------------------------------------------------------ geometry
+    # ------------------------------------------------------------------ the cursor (RowCursorView)
 
-    def on_mount(self) -> None:
-        self._update_virtual_size()
+    def row_count(self) -> int:
+        return len(self.rows)
 
-    def _update_virtual_size(self) -> None:
-        self.virtual_size = Size(self.size.width or 80, len(self.rows) + 1)
-
-    def on_resize(self, event: events.Resize) -> None:
-        self._cache.clear()
-        self._update_virtual_size()
-        self._scroll_cursor_into_view()
-
-    @property
-    def _page(self) -> int:
-        return max(1, self.scrollable_content_region.height - 1)
-
-    def _scroll_cursor_into_view(self) -> None:
-        top = round(self.scroll_y)
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + self._page:
-            self.scroll_to(y=self.cursor - self._page + 1, animate=False, immediate=True)
-
-    def watch_cursor(self, old: int, new: int) -> None:
-        n = len(self.rows)
-        if n and not 0 <= new < n:
-            self.cursor = max(0, min(new, n - 1))
-            return
-        self._scroll_cursor_into_view()
-        self.refresh()
-        self.post_message(self.RowHighlighted(self, self.cursor))
-
-    def on_focus(self) -> None:
-        self._cache.clear()
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self._cache.clear()
-        self.refresh()
-
-    # ------------------------------------------------------------------ actions
-
-    def action_cursor_up(self) -> None:
-        self.cursor = max(0, self.cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        self.cursor = min(max(0, len(self.rows) - 1), self.cursor + 1)
-
-    def action_page_up(self) -> None:
-        self.cursor = max(0, self.cursor - self._page)
-
-    def action_page_down(self) -> None:
-        self.cursor = min(max(0, len(self.rows) - 1), self.cursor + self._page)
-
-    def action_first(self) -> None:
-        self.cursor = 0
-
-    def action_last(self) -> None:
-        self.cursor = max(0, len(self.rows) - 1)
-
-    def on_click(self, event: events.Click) -> None:
-        if event.y < 1:
-            return
-        row = round(self.scroll_y) + event.y - 1
-        if 0 <= row < len(self.rows):
-            self.cursor = row
+    def cursor_moved(self, row: int) -> None:
+        self.post_message(self.RowHighlighted(self, row))
 
     # ------------------------------------------------------------------ rendering
 

@@ -18,15 +18,11 @@ from typing import Any
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
-from textual import events
-from textual.binding import Binding
-from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..plain import line
+from .row_cursor import RowCursorView
 
 __all__ = ["EffectsTable", "effect_row_text"]
 
@@ -57,19 +53,9 @@ def _fit(text: str, width: int) -> str:
     return set_cell_size(text, width)
 
 
-class EffectsTable(ScrollView, can_focus=True):
+class EffectsTable(RowCursorView):
     """The ranked effects (module docstring); ``effects`` is the list shown (JSON
     shapes, rank order), ``cursor`` the row index."""
-
-    #: the timeline's movement keys, under its binding ids (one remap moves both)
-    BINDINGS = [
-        Binding("up,k", "cursor_up", "Up", show=False, id="timeline.up"),
-        Binding("down,j", "cursor_down", "Down", show=False, id="timeline.down"),
-        Binding("pageup", "page_up", "Page up", show=False, id="timeline.page_up"),
-        Binding("pagedown,space", "page_down", "Page down", show=False, id="timeline.page_down"),
-        Binding("home", "first", "First row", show=False, id="timeline.home"),
-        Binding("end,G", "last", "Last row", show=False, id="timeline.end"),
-    ]
 
     COMPONENT_CLASSES = {
         "effects--header",
@@ -93,8 +79,6 @@ class EffectsTable(ScrollView, can_focus=True):
     EffectsTable > .effects--none { color: $text-muted; }
     EffectsTable > .effects--unusable { color: $text-disabled; }
     """
-
-    cursor: reactive[int] = reactive(0, always_update=True, init=False)
 
     class RowHighlighted(Message):
         """The cursor moved to row ``row``."""
@@ -123,7 +107,6 @@ class EffectsTable(ScrollView, can_focus=True):
     def __init__(self, effects: Sequence[dict[str, Any]] = (), *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.effects: list[dict[str, Any]] = list(effects)
-        self._cache: dict[tuple[int, int, bool, bool], Strip] = {}
 
     def set_effects(self, effects: Sequence[dict[str, Any]]) -> None:
         """Show ``effects`` (rank order); the cursor goes back to the first row."""
@@ -140,78 +123,18 @@ class EffectsTable(ScrollView, can_focus=True):
         self._update_virtual_size()
         self.refresh()
 
-    # ------------------------------------------------------------------ geometry
+    # ------------------------------------------------------------------ the cursor (RowCursorView)
 
-    def on_mount(self) -> None:
-        self._update_virtual_size()
+    def row_count(self) -> int:
+        return len(self.effects)
 
-    def _update_virtual_size(self) -> None:
-        self.virtual_size = Size(self.size.width or 80, len(self.effects) + 1)
+    def cursor_moved(self, row: int) -> None:
+        self.post_message(self.RowHighlighted(self, row))
 
-    def on_resize(self, event: events.Resize) -> None:
-        self._cache.clear()
-        self._update_virtual_size()
-        self._scroll_cursor_into_view()
-
-    @property
-    def _page(self) -> int:
-        return max(1, self.scrollable_content_region.height - 1)
-
-    def _scroll_cursor_into_view(self) -> None:
-        top = round(self.scroll_y)
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + self._page:
-            self.scroll_to(y=self.cursor - self._page + 1, animate=False, immediate=True)
-
-    def watch_cursor(self, old: int, new: int) -> None:
-        n = len(self.effects)
-        if n and not 0 <= new < n:
-            self.cursor = max(0, min(new, n - 1))
-            return
-        self._scroll_cursor_into_view()
-        self.refresh()
-        self.post_message(self.RowHighlighted(self, self.cursor))
-
-    def on_focus(self) -> None:
-        self._cache.clear()
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self._cache.clear()
-        self.refresh()
-
-    # ------------------------------------------------------------------ actions
-
-    def _last(self) -> int:
-        return max(0, len(self.effects) - 1)
-
-    def action_cursor_up(self) -> None:
-        self.cursor = max(0, self.cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        self.cursor = min(self._last(), self.cursor + 1)
-
-    def action_page_up(self) -> None:
-        self.cursor = max(0, self.cursor - self._page)
-
-    def action_page_down(self) -> None:
-        self.cursor = min(self._last(), self.cursor + self._page)
-
-    def action_first(self) -> None:
-        self.cursor = 0
-
-    def action_last(self) -> None:
-        self.cursor = self._last()
-
-    def on_click(self, event: events.Click) -> None:
-        if event.y < 1:
-            return
-        row = round(self.scroll_y) + event.y - 1
-        if 0 <= row < len(self.effects):
-            if row == self.cursor:
-                self.post_message(self.RowSelected(self, row))
-            self.cursor = row
+    def row_clicked(self, row: int, was_cursor: bool) -> None:
+        if was_cursor:
+            self.post_message(self.RowSelected(self, row))
+        self.cursor = row
 
     # ------------------------------------------------------------------ rendering
 
