@@ -4,7 +4,11 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint lint-types bench clean-venv
+.PHONY: run test lint lint-types bench clean-venv node-deps
+
+# the openai npm package for the proxy's language-agnostic test (tests/proxy/test_node_agent.py);
+# without node or the registry the test skips itself with the reason
+NODE_DEPS := tests/proxy/node/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +19,15 @@ $(VENV)/.installed: pyproject.toml
 run: $(VENV)/.installed  ## open the app on the bundled default recording
 	$(BIN)/chassis-inspector $(ARGS)
 
-test: lint  ## lint and type checks, then the whole test suite
+$(NODE_DEPS): tests/proxy/node/package.json tests/proxy/node/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  (cd tests/proxy/node && npm ci --silent --no-audit --no-fund) && touch $@ \
+	  || echo "node-deps: npm ci failed; the node agent test will be skipped" >&2; \
+	else echo "node-deps: npm is not installed; the node agent test will be skipped" >&2; fi
+
+node-deps: $(NODE_DEPS)
+
+test: lint node-deps  ## lint and type checks, then the whole test suite
 	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed  ## ruff (lint + format check), import contracts, mypy

@@ -35,6 +35,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "branch_tree_bench": ([], ["--branches", "100", "--replays", "1000", "--calls", "2000", "--repeat", "1"]),
     "compare_bench": ([], ["--records", "2000", "--presses", "30", "--repeat", "1"]),
     "effects_screen_bench": ([], ["--replays", "1000", "--candidates", "50", "--presses", "20", "--repeat", "1"]),
+    "proxy_bench": ([], ["--calls", "300"]),
 }
 
 

@@ -280,12 +280,18 @@ class ExecutorConsentScreen(ModalScreen[ExecutorChoice | None | Literal[False]])
         with Vertical():
             yield Static(Text("This recording names an executor: code that runs on this machine", style="bold"))
             yield Static(line_text(self.spec), id="consent-module")
+            what = (
+                "Running it runs that command (made by record) with its model calls answered by the replay "
+                "through a local proxy; its own tools run again, side effects included, on every replay and "
+                "resume."
+                if self.spec.startswith("cmd:")
+                else "Running it imports that module (never from the current folder) and calls the function: "
+                "the agent's own code then decides the calls after the branch point."
+            )
             yield Static(
                 Text(
-                    "Running it imports that module (never from the current folder) and calls the function: "
-                    "the agent's own code then decides the calls after the branch point. The recording's "
-                    "digest does not cover metadata.executor: anyone can edit it. Run it only if you trust "
-                    "where the recording came from."
+                    what + " The recording's digest does not cover metadata.executor: anyone can edit it. "
+                    "Run it only if you trust where the recording came from."
                 ),
                 classes="consent-note",
             )

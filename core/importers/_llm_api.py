@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+import orjson
 
 from ..errors import FormatError
 from ..record.jsonvalues import BIGINT_TAG, decode_value, display_text, is_tagged, load_json_lenient
@@ -820,3 +822,555 @@ def reassemble_stream(provider: str, events: list[tuple[str, str]], place: str, 
     """The response body a server-sent-event stream of ``provider`` stands for."""
     conv = {"openai": _openai_stream, "anthropic": _anthropic_stream, "gemini": _gemini_stream}[provider]
     return conv(events, place, warnings)
+
+
+# -- OpenAI Responses ------------------------------------------------------------------
+
+#: request fields that only shape the transport, never the answer (docs/proxy.md,
+#: "Keys"): kept in a proxy record's ``meta.transport``, left out of the key, so a run
+#: recorded streaming replays to a client that does not stream, and the reverse
+TRANSPORT_FIELDS = ("stream", "stream_options", "user", "store", "metadata")
+
+
+def split_transport(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(options without transport fields, the transport fields)`` (:data:`TRANSPORT_FIELDS`)."""
+    kept = {k: v for k, v in options.items() if k not in TRANSPORT_FIELDS}
+    transport = {k: options[k] for k in TRANSPORT_FIELDS if k in options}
+    return kept, transport
+
+
+def _responses_text_parts(content: Any, place: str) -> Any:
+    """Responses content (a string, or parts ``input_text`` / ``output_text`` / others)
+    as our content: text parts become ``{"type": "text", "text"}``, others kept."""
+    if not isinstance(content, list):
+        return as_content(content)
+    parts: list[Any] = []
+    for p in content:
+        if isinstance(p, dict) and p.get("type") in ("input_text", "output_text", "text") and "text" in p:
+            parts.append(text_part(p["text"]))
+        else:
+            parts.append(p)
+    return simplify_parts(parts)
+
+
+def responses_items(items: Any, place: str, warnings: Warnings) -> tuple[list[ChatMessage], list[CarriedResult]]:
+    """Responses ``input`` (a string or a list of items) as chat messages: ``message``
+    items (or items with a ``role``) as messages, consecutive ``function_call`` items as
+    one assistant message with tool calls (joined to a text-only assistant message just
+    before them), ``function_call_output`` as ``tool`` messages (with the results they
+    carry), ``reasoning`` as an assistant ``thinking`` part, other items kept as one
+    ``json`` part of a ``user`` message."""
+    if isinstance(items, str) or is_tagged(items):
+        return [ChatMessage(role="user", content=as_content(items))], []
+    msgs: list[ChatMessage] = []
+    results: list[CarriedResult] = []
+    res = _Resolver()
+    pending: list[ToolCall] = []
+
+    def flush() -> None:
+        nonlocal pending
+        if not pending:
+            return
+        calls = list(pending)
+        pending = []
+        if msgs and msgs[-1].role == "assistant" and not msgs[-1].tool_calls:
+            msgs[-1] = msgs[-1].model_copy(update={"tool_calls": calls})
+        else:
+            msgs.append(ChatMessage(role="assistant", content=None, tool_calls=calls))
+        res.calls([(c.id or None, c.name, c.arguments) for c in calls])
+
+    for i, it in enumerate(items if isinstance(items, list) else []):
+        ip = f"{place}[{i}]"
+        if not isinstance(it, dict):
+            warnings.add(ip, "input item is not an object; skipped")
+            continue
+        t = it.get("type") or ("message" if "role" in it else None)
+        if t == "function_call":
+            args, is_raw = parse_args(it.get("arguments", ""), f"{ip}.arguments", warnings)
+            pending.append(
+                ToolCall(
+                    id=it.get("call_id") or "",
+                    name=it.get("name") or "",
+                    arguments=args,
+                    raw_arguments=True if is_raw else None,
+                )
+            )
+            continue
+        flush()
+        if t == "message":
+            msgs.append(
+                ChatMessage(role=it.get("role") or "user", content=_responses_text_parts(it.get("content"), ip))
+            )
+        elif t == "function_call_output":
+            rid = it.get("call_id") or None
+            call = res.resolve(rid, None)
+            out = it.get("output")
+            msgs.append(ChatMessage(role="tool", tool_call_id=rid, content=_responses_text_parts(out, ip)))
+            results.append(CarriedResult(rid, call[1] if call else None, out, None, ip, call))
+        elif t == "reasoning":
+            text = "\n".join(
+                s.get("text", "")
+                for s in it.get("summary") or []
+                if isinstance(s, dict) and isinstance(s.get("text"), str)
+            )
+            msgs.append(ChatMessage(role="assistant", content=[_thinking_part(text, it.get("encrypted_content"))]))
+        else:
+            msgs.append(ChatMessage(role=it.get("role") or "user", content=[{"type": "json", "json": it}]))
+    flush()
+    return msgs, results
+
+
+def _responses_request(body: dict[str, Any], place: str, warnings: Warnings) -> ParsedRequest:
+    """An OpenAI Responses request; ``previous_response_id`` is left in the options (the
+    proxy resolves it into the history it stands for)."""
+    msgs: list[ChatMessage] = []
+    if body.get("instructions"):
+        msgs.append(ChatMessage(role="system", content=as_content(body["instructions"])))
+    more, results = responses_items(body.get("input"), f"{place}.input", warnings)
+    options = {k: v for k, v in body.items() if k not in ("input", "instructions", "model", "tools", "stop")}
+    return ParsedRequest(body.get("model"), msgs + more, list(body.get("tools") or []), [], options, results)
+
+
+def _responses_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
+    err = body.get("error") if isinstance(body, dict) else None
+    failed = _api_error(body, ("type", "code"), is_error=isinstance(err, dict))
+    if failed is not None:
+        if isinstance(body, dict):
+            failed.response_id = body.get("id")
+        return failed
+    msgs, _ = responses_items(body.get("output") or [], f"{place}.output", warnings)
+    # the output is one assistant turn: its messages' parts and calls joined
+    parts: list[Any] = []
+    calls: list[ToolCall] = []
+    for m in msgs:
+        c = m.content
+        if isinstance(c, str):
+            parts.append({"type": "text", "text": c})
+        elif isinstance(c, list):
+            parts.extend(c)
+        calls.extend(m.tool_calls or [])
+    msg = ChatMessage(role="assistant", content=simplify_parts(parts), tool_calls=calls or None)
+    u = body.get("usage") or {}
+    status = body.get("status")
+    finish = status
+    if status == "incomplete" and isinstance(body.get("incomplete_details"), dict):
+        finish = f"incomplete:{body['incomplete_details'].get('reason')}"
+    return ParsedResponse(
+        msg, finish, _usage(u.get("input_tokens"), u.get("output_tokens")), body.get("id"), body.get("model")
+    )
+
+
+def _responses_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
+    """The response a Responses stream stands for: the ``response`` of its
+    ``response.completed`` (or ``.incomplete`` / ``.failed``) event; without one, the
+    output items of ``response.output_item.done`` events."""
+    final: dict[str, Any] | None = None
+    items: dict[int, Any] = {}
+    started: dict[str, Any] = {}
+    for name, ev in _json_events(events, place, warnings):
+        t = ev.get("type", name)
+        if t in ("response.completed", "response.incomplete", "response.failed") and isinstance(
+            ev.get("response"), dict
+        ):
+            final = ev["response"]
+        elif t in ("response.created", "response.in_progress") and isinstance(ev.get("response"), dict):
+            started = ev["response"]
+        elif t == "response.output_item.done" and isinstance(ev.get("item"), dict):
+            items[ev.get("output_index", len(items))] = ev["item"]
+        elif t == "error":
+            return {"error": {k: v for k, v in ev.items() if k != "type"} or {"message": "stream error"}}
+    if final is not None:
+        return final
+    warnings.add(place, "Responses stream ended without response.completed; output rebuilt from its items")
+    return {**started, "status": "incomplete", "output": [items[k] for k in sorted(items)]}
+
+
+def parse_responses_request(body: dict[str, Any], place: str, warnings: Warnings) -> ParsedRequest:
+    """An OpenAI Responses request body (``input``, ``instructions``, ``tools``)."""
+    return _responses_request(body, place, warnings)
+
+
+def parse_responses_response(body: Any, place: str, warnings: Warnings) -> ParsedResponse:
+    """An OpenAI Responses response body (``output`` items; ``status`` as finish reason)."""
+    return _responses_response(body, place, warnings)
+
+
+def reassemble_responses_stream(events: list[tuple[str, str]], place: str, warnings: Warnings) -> Any:
+    """The response body a Responses event stream stands for."""
+    return _responses_stream(events, place, warnings)
+
+
+# -- rendering: our response in the wire shape a client asked for ------------------------
+#
+# The other direction: a ModelResponse (recorded, an intervention, a fixture) as the body
+# or server-sent-event stream of the endpoint the client called. The official SDKs parse
+# these to the same message, tool calls and usage as the recorded call.
+
+
+def _parts_of(message: ChatMessage) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]]]:
+    """``(thinking parts, answer text, other parts)`` of an assistant message."""
+    c = message.content
+    if c is None:
+        return [], "", []
+    if isinstance(c, str):
+        return [], c, []
+    thinking: list[dict[str, Any]] = []
+    texts: list[str] = []
+    other: list[dict[str, Any]] = []
+    for p in c:
+        if isinstance(p, dict) and p.get("type") == "thinking":
+            thinking.append(p)
+        elif isinstance(p, dict) and p.get("type") in (None, "text") and "text" in p:
+            texts.append(display_text(p["text"]) if not isinstance(p["text"], str) else p["text"])
+        elif isinstance(p, str):
+            texts.append(p)
+        elif isinstance(p, dict):
+            other.append(p)
+    return thinking, "".join(texts), other
+
+
+def _args_text(tc: ToolCall, texts: dict[str, str] | None = None) -> str:
+    """A tool call's arguments as the JSON text a wire format carries: the provider's own
+    text when it was kept (``texts`` by call id), raw ones as kept, else compact JSON."""
+    if texts and tc.id in texts:
+        return texts[tc.id]
+    if tc.raw_arguments and isinstance(tc.arguments, str):
+        return tc.arguments
+    return orjson.dumps(tc.arguments).decode()
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+def _chunks(text: str, n: int = 2) -> list[str]:
+    """``text`` in ``n`` pieces (a streamed answer arrives fragmented; clients join them)."""
+    if len(text) < n:
+        return [text] if text else []
+    step = -(-len(text) // n)
+    return [text[i : i + step] for i in range(0, len(text), step)]
+
+
+@dataclass
+class WireAnswer:
+    """What the proxy renders: the response (or error), the model name, the response id
+    and creation time to show (the recorded ones, or made up deterministically), usage."""
+
+    model: str
+    response_id: str
+    created: int = 0
+    message: ChatMessage | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    error: ErrorInfo | None = None
+    http_status: int = 200
+    #: tool-call arguments as the provider wrote them, by call id (an OpenAI answer's
+    #: arguments are text; a replay gives the agent the very text it got)
+    arguments_text: dict[str, str] = field(default_factory=dict)
+
+
+def render_openai_chat(a: WireAnswer, *, stream: bool, include_usage: bool = False) -> list[bytes] | dict[str, Any]:
+    """An OpenAI ``chat.completion`` body, or its ``chat.completion.chunk`` SSE stream
+    (``data: [DONE]`` last; a usage chunk when ``stream_options.include_usage``)."""
+    assert a.message is not None
+    thinking, text, _ = _parts_of(a.message)
+    calls = a.message.tool_calls or []
+    finish = a.finish_reason or ("tool_calls" if calls else "stop")
+    usage = a.usage or Usage()
+    u = {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+    think_text = "".join(str(p.get("thinking") or "") for p in thinking)
+    if not stream:
+        msg: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
+        if think_text:
+            msg["reasoning_content"] = think_text
+        if calls:
+            msg["tool_calls"] = [
+                {
+                    "id": tc.id,
+                    "type": "function",
+                    "function": {"name": tc.name, "arguments": _args_text(tc, a.arguments_text)},
+                }
+                for tc in calls
+            ]
+        return {
+            "id": a.response_id,
+            "object": "chat.completion",
+            "created": a.created,
+            "model": a.model,
+            "choices": [{"index": 0, "message": msg, "finish_reason": finish, "logprobs": None}],
+            "usage": u,
+        }
+    head = {"id": a.response_id, "object": "chat.completion.chunk", "created": a.created, "model": a.model}
+
+    def chunk(delta: dict[str, Any], fin: str | None = None) -> bytes:
+        return _sse({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": fin, "logprobs": None}]})
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"reasoning_content": piece}) for piece in _chunks(think_text)]
+    out += [chunk({"content": piece}) for piece in _chunks(text)]
+    for i, tc in enumerate(calls):
+        pieces = _chunks(_args_text(tc, a.arguments_text)) or [""]
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": tc.id,
+                            "type": "function",
+                            "function": {"name": tc.name, "arguments": pieces[0]},
+                        }
+                    ]
+                }
+            )
+        )
+        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in pieces[1:]]
+    out.append(chunk({}, finish))
+    if include_usage:
+        out.append(_sse({**head, "choices": [], "usage": u}))
+    out.append(b"data: [DONE]\n\n")
+    return out
+
+
+def render_anthropic(a: WireAnswer, *, stream: bool) -> list[bytes] | dict[str, Any]:
+    """An Anthropic ``message`` body, or its event stream (``message_start`` …
+    ``message_stop``; thinking, text and ``tool_use`` blocks with fragmented JSON)."""
+    assert a.message is not None
+    thinking, text, other = _parts_of(a.message)
+    calls = a.message.tool_calls or []
+    usage = a.usage or Usage()
+    blocks: list[dict[str, Any]] = []
+    for p in thinking:
+        b = {"type": "thinking", "thinking": p.get("thinking") or ""}
+        b["signature"] = p.get("signature") or ""
+        blocks.append(b)
+    if text or not calls:
+        blocks.append({"type": "text", "text": text})
+    blocks.extend(o for o in other if o.get("type") not in ("json",))
+    for tc in calls:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": tc.id,
+                "name": tc.name,
+                "input": tc.arguments if isinstance(tc.arguments, dict) else {},
+            }
+        )
+    stop = a.finish_reason or ("tool_use" if calls else "end_turn")
+    body = {
+        "id": a.response_id,
+        "type": "message",
+        "role": "assistant",
+        "model": a.model,
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+    }
+    if not stream:
+        return body
+    start = {
+        **body,
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": usage.input_tokens, "output_tokens": 0},
+    }
+    out = [_sse({"type": "message_start", "message": start}, "message_start")]
+    for i, b in enumerate(blocks):
+        t = b["type"]
+        if t == "text":
+            empty: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in _chunks(b["text"])]
+        elif t == "thinking":
+            empty = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _chunks(b["thinking"])]
+            if b.get("signature"):
+                deltas.append({"type": "signature_delta", "signature": b["signature"]})
+        elif t == "tool_use":
+            empty = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p} for p in _chunks(orjson.dumps(b["input"]).decode())
+            ]
+        else:
+            empty, deltas = b, []
+        out.append(_sse({"type": "content_block_start", "index": i, "content_block": empty}, "content_block_start"))
+        out += [_sse({"type": "content_block_delta", "index": i, "delta": d}, "content_block_delta") for d in deltas]
+        out.append(_sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
+    out.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": usage.output_tokens},
+            },
+            "message_delta",
+        )
+    )
+    out.append(_sse({"type": "message_stop"}, "message_stop"))
+    return out
+
+
+def responses_output(a: WireAnswer) -> list[dict[str, Any]]:
+    """The ``output`` items of a Responses answer (reasoning, message, function calls)."""
+    assert a.message is not None
+    thinking, text, _ = _parts_of(a.message)
+    items: list[dict[str, Any]] = []
+    for i, p in enumerate(thinking):
+        item: dict[str, Any] = {
+            "type": "reasoning",
+            "id": f"rs_{a.response_id[-12:]}_{i}",
+            "summary": [{"type": "summary_text", "text": p.get("thinking") or ""}],
+        }
+        if p.get("signature"):
+            item["encrypted_content"] = p["signature"]
+        items.append(item)
+    if text or not a.message.tool_calls:
+        items.append(
+            {
+                "type": "message",
+                "id": f"msg_{a.response_id[-12:]}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    for i, tc in enumerate(a.message.tool_calls or []):
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{a.response_id[-12:]}_{i}",
+                "call_id": tc.id,
+                "name": tc.name,
+                "arguments": _args_text(tc, a.arguments_text),
+                "status": "completed",
+            }
+        )
+    return items
+
+
+def render_responses(a: WireAnswer, *, stream: bool) -> list[bytes] | dict[str, Any]:
+    """An OpenAI Responses ``response`` body, or its event stream (``response.created``,
+    output items with text and argument deltas, ``response.completed``)."""
+    usage = a.usage or Usage()
+    items = responses_output(a)
+    status = a.finish_reason if a.finish_reason in ("completed", "incomplete") else "completed"
+    body: dict[str, Any] = {
+        "id": a.response_id,
+        "object": "response",
+        "created_at": a.created,
+        "status": status,
+        "model": a.model,
+        "output": items,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "total_tokens": usage.input_tokens + usage.output_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+    if not stream:
+        return body
+    seq = 0
+
+    def ev(obj: dict[str, Any]) -> bytes:
+        nonlocal seq
+        obj["sequence_number"] = seq
+        seq += 1
+        return _sse(obj, obj["type"])
+
+    out = [ev({"type": "response.created", "response": {**body, "status": "in_progress", "output": []}})]
+    for i, item in enumerate(items):
+        t = item["type"]
+        if t == "message":
+            out.append(ev({"type": "response.output_item.added", "output_index": i, "item": {**item, "content": []}}))
+            part = item["content"][0]
+            out.append(
+                ev(
+                    {
+                        "type": "response.content_part.added",
+                        "item_id": item["id"],
+                        "output_index": i,
+                        "content_index": 0,
+                        "part": {**part, "text": ""},
+                    }
+                )
+            )
+            for piece in _chunks(part["text"]):
+                out.append(
+                    ev(
+                        {
+                            "type": "response.output_text.delta",
+                            "item_id": item["id"],
+                            "output_index": i,
+                            "content_index": 0,
+                            "delta": piece,
+                        }
+                    )
+                )
+            out.append(
+                ev(
+                    {
+                        "type": "response.output_text.done",
+                        "item_id": item["id"],
+                        "output_index": i,
+                        "content_index": 0,
+                        "text": part["text"],
+                    }
+                )
+            )
+            out.append(
+                ev(
+                    {
+                        "type": "response.content_part.done",
+                        "item_id": item["id"],
+                        "output_index": i,
+                        "content_index": 0,
+                        "part": part,
+                    }
+                )
+            )
+        elif t == "function_call":
+            out.append(ev({"type": "response.output_item.added", "output_index": i, "item": {**item, "arguments": ""}}))
+            for piece in _chunks(item["arguments"]):
+                out.append(
+                    ev(
+                        {
+                            "type": "response.function_call_arguments.delta",
+                            "item_id": item["id"],
+                            "output_index": i,
+                            "delta": piece,
+                        }
+                    )
+                )
+            out.append(
+                ev(
+                    {
+                        "type": "response.function_call_arguments.done",
+                        "item_id": item["id"],
+                        "output_index": i,
+                        "arguments": item["arguments"],
+                    }
+                )
+            )
+        else:
+            out.append(ev({"type": "response.output_item.added", "output_index": i, "item": item}))
+        out.append(ev({"type": "response.output_item.done", "output_index": i, "item": item}))
+    out.append(ev({"type": "response.completed", "response": body}))
+    return out
+
+
+def render_error(endpoint: str, error: ErrorInfo) -> dict[str, Any]:
+    """An error body in the shape of ``endpoint``'s API (``anthropic.messages``: ``{"type":
+    "error", "error": {type, message}}``; OpenAI: ``{"error": {message, type, code}}``)."""
+    if endpoint.startswith("anthropic"):
+        return {"type": "error", "error": {"type": error.type, "message": error.message}}
+    return {"error": {"message": error.message, "type": error.type, "code": None, "param": None}}

@@ -85,24 +85,44 @@ class ExecutorChoice:
 
 
 def _check_spec(spec: str, what: str) -> str:
+    if spec.startswith("cmd:"):
+        if not spec[4:].strip():
+            raise BranchError(f"{what} {spec!r} names no command (write cmd:CMD ARGS…)")
+        return spec
     mod_name, sep, func_name = spec.partition(":")
     if not sep or not mod_name or not func_name:
-        raise BranchError(f"{what} {spec!r} must be written module:function")
+        raise BranchError(f"{what} {spec!r} must be written module:function or cmd:CMD ARGS…")
     return spec
 
 
 def choose_executor(
-    spec: str | ExecutorChoice | None, base: Recording | None, *, trust_recorded: bool = False
+    spec: str | ExecutorChoice | None,
+    base: Recording | None,
+    *,
+    trust_recorded: bool = False,
+    policy_executor: str | None = None,
 ) -> ExecutorChoice | None:
-    """Resolve ``--executor`` without importing anything: ``None`` (no executor),
-    ``recorded`` (the base's ``metadata.executor``), ``module:function`` (named by the
-    user) or an :class:`ExecutorChoice` as it is.
+    """Resolve ``--executor`` without importing anything: ``None`` (no executor, or the
+    branch policy's ``executor`` when it names one), ``recorded`` (the base's
+    ``metadata.executor``), ``module:function`` or ``cmd:CMD ARGS…`` (named by the user)
+    or an :class:`ExecutorChoice` as it is. An executor named by a file — the
+    recording's ``metadata.executor`` or the branch policy's ``executor`` — needs
+    ``trust_recorded`` (the user's consent) and is imported as a recording's is.
 
     Raises:
         BranchError: ``recorded`` when the base names no executor, or without
             ``trust_recorded`` (the message names the module and says how to consent);
             a spec not written ``module:function``.
     """
+    if spec is None and policy_executor is not None:
+        _check_spec(policy_executor, "the branch policy's executor")
+        if not trust_recorded:
+            raise BranchError(
+                f"the branch policy names the executor {policy_executor!r} (policy.executor), code that would "
+                "run on this machine. Run it only if you trust where the branch came from: add --trust-executor "
+                "(or name an executor yourself: --executor)"
+            )
+        return ExecutorChoice(policy_executor, "recording")
     if spec is None or isinstance(spec, ExecutorChoice):
         return spec
     if spec != "recorded":
@@ -116,7 +136,7 @@ def choose_executor(
             f"--executor recorded: the recording names the executor {named!r} (metadata.executor), "
             "code that would run on this machine; the recording's digest does not cover that field. "
             "Run it only if you trust where the recording came from: add --trust-executor "
-            "(or name an executor yourself: --executor module:function)"
+            "(or name an executor yourself: --executor module:function or cmd:CMD ARGS…)"
         )
     return ExecutorChoice(named, "recording")
 
@@ -157,6 +177,10 @@ def load_executor(spec: str | ExecutorChoice) -> Executor:
 
     choice = spec if isinstance(spec, ExecutorChoice) else ExecutorChoice(spec)
     spec = choice.spec
+    if spec.startswith("cmd:"):
+        from ..proxy.command import CommandExecutor, parse_command_spec
+
+        return CommandExecutor(parse_command_spec(spec))
     if ":" not in spec:
         raise ValueError(f"executor {spec!r} must be written module:function")
     mod_name, func_name = spec.split(":", 1)

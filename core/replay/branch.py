@@ -50,6 +50,7 @@ from pydantic import (
     PrivateAttr,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -299,7 +300,15 @@ class Policy(_Model):
     * ``require_fixtures``: a divergent call with no answer opens a requirement and
       pauses (``True``, default) or fails the replay (``False``);
     * ``max_tool_calls``: the tool-call budget (``None``: no limit); the call over budget
-      is denied (:class:`~core.errors.PolicyDenied`), as in :class:`core.replay.session.Harness`.
+      is denied (:class:`~core.errors.PolicyDenied`), as in :class:`core.replay.session.Harness`;
+    * ``executor``: the executor the branch runs with when none is named on the command
+      line — ``module:function`` (wired code), ``cmd:CMD ARGS…`` (the agent's own command
+      through the model-API proxy, docs/proxy.md); being written in a file, it runs only
+      with the user's consent (``--trust-executor``, or a confirmation in the app), as
+      the recording's ``metadata.executor`` does;
+    * ``key_exclusions``: JSON Pointers into a model request that matching ignores
+      (``/messages/0/content``; ``*`` = any one segment; :mod:`core.replay.matching`);
+      a replay matched with them is at most ``partial``, and lists them.
     """
 
     model: Literal["recorded", "fixture", "live"] = "recorded"
@@ -309,6 +318,29 @@ class Policy(_Model):
     temperature: float | None = Field(default=None, ge=0)
     require_fixtures: bool = True
     max_tool_calls: int | None = Field(default=None, ge=0)
+    executor: str | None = None
+    key_exclusions: list[str] | None = None
+
+    @field_validator("key_exclusions")
+    @classmethod
+    def _pointers(cls, v: list[str] | None) -> list[str] | None:
+        from .matching import check_exclusion
+
+        return None if not v else [check_exclusion(p) for p in v]
+
+    @field_validator("executor")
+    @classmethod
+    def _executor_spec(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if v.startswith("cmd:"):
+            if not v[4:].strip():
+                raise ValueError("executor 'cmd:' names no command (write cmd:CMD ARGS…)")
+            return v
+        mod, sep, fn = v.partition(":")
+        if not sep or not mod or not fn:
+            raise ValueError(f"executor {v!r} must be written module:function or cmd:CMD ARGS…")
+        return v
 
     @property
     def wants_live(self) -> bool:

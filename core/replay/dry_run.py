@@ -50,7 +50,12 @@ class Prediction:
 
 
 def predict(
-    base: Recording, branch: Branch, *, fixtures: FixtureGateway | None = None, executor_wired: bool = False
+    base: Recording,
+    branch: Branch,
+    *,
+    fixtures: FixtureGateway | None = None,
+    executor_wired: bool = False,
+    observed_tools: bool = False,
 ) -> dict[str, Any]:
     """Dry run (SPEC "Replay engine"): predict, before anything runs, how each call of the
     base from the checkpoint would be answered, as far as it can be known.
@@ -59,7 +64,9 @@ def predict(
     an intervention targets is answered by it; after a change the next model request
     differs from the base, so its answer comes from a fixture, lenient drift, the
     executor, or a requirement; after that only lenient drift keeps the path known (the
-    base's answers stand in), otherwise calls are ``unknown``. Once the branch has
+    base's answers stand in), otherwise calls are ``unknown``. With ``observed_tools``
+    (the command executor: the agent runs its own tools), a tool call no intervention
+    targets is ``live`` — the agent runs it again, side effects included. Once the branch has
     diverged, a person's turn of the base before a model call is ``user`` (the replay
     would pause on a ``user`` requirement: docs/replay.md, the user-turn rule). Returns
     ``{"status": "failed"|"ok", "reason", "predictions": [...], "counts": {...}}``.
@@ -194,6 +201,18 @@ def predict(
             why = "tool_result intervention" + (" (the recorded value: the path stays the base's)" if same else "")
             out.append(Prediction(pos, r.seq, "tool", name, "intervention", why))
             diverged = diverged or not same  # the recorded value changes nothing downstream
+            continue
+        if observed_tools:
+            out.append(
+                Prediction(
+                    pos,
+                    r.seq,
+                    "tool",
+                    name,
+                    "live",
+                    "the agent runs it itself (command executor): observed, side effects included",
+                )
+            )
             continue
         if pol.tool == "fixture":
             fx = gw.match("tool", r.tool, compute_args_hash(r.arguments), branch_id=branch.id)

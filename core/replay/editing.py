@@ -787,10 +787,13 @@ def recorded_executor(base: Recording) -> ExecutorChoice | None:
 
 
 def default_policy(base: Recording) -> Policy:
-    """The policy a new branch starts with: when the base names an executor, its new
-    model calls answered live by it (``model: live``, tools offline); otherwise recorded
-    answers, with requirements for what the recording cannot answer."""
-    return Policy(model="live") if recorded_executor(base) is not None else Policy()
+    """The policy a new branch starts with: when the base names a wired executor
+    (``module:function``), its new model calls answered live by it (``model: live``,
+    tools offline); otherwise — no executor, or the command executor of a recording made
+    by ``record``, whose live model is a paid provider — recorded answers, with
+    requirements for what the recording cannot answer (docs/proxy.md)."""
+    named = recorded_executor(base)
+    return Policy(model="live") if named is not None and not named.spec.startswith("cmd:") else Policy()
 
 
 def produced_by(base: Recording) -> str | None:
@@ -872,10 +875,12 @@ def preview(
     executor_wired: bool = False,
     workspace: Workspace | None = None,
     workspace_note: str | None = None,
+    observed_tools: bool = False,
 ) -> Preview:
     """:func:`check_branch`, then, for a valid branch, the dry run with the workspace's
     fixtures (:func:`core.replay.replays.dry_run`; ``executor_wired``: an executor
-    would be wired — none is imported). Nothing is stored."""
+    would be wired — none is imported; ``observed_tools``: it is a command executor).
+    Nothing is stored."""
     from .replays import dry_run
 
     check = check_branch(
@@ -891,5 +896,5 @@ def preview(
     )
     if check.branch is None:
         return Preview(check, workspace_note=workspace_note)
-    result = dry_run(workspace, base, check.branch, executor_wired=executor_wired)
+    result = dry_run(workspace, base, check.branch, executor_wired=executor_wired, observed_tools=observed_tools)
     return Preview(check, result, workspace_note, dict(result.get("counts", {})))

@@ -119,6 +119,7 @@ from .fixtures import (
     nearest_tool_call,
 )
 from .gate import ToolGate, ToolHooks, ToolInvocation
+from .matching import excluded_model_key
 from .replay_record import (
     ANSWER_SOURCES,
     Comparability,
@@ -244,6 +245,7 @@ class _Call:
     arguments: Any = None
     tool_call_id: str | None = None
     turn: UserTurn | None = None
+    record_key: str | None = None  # the event's canonical key when matching used another (key exclusions)
     _hash: str | None = None
     _hashed: bool = False
 
@@ -452,6 +454,14 @@ class ReplayEngine:
             self.base_calls: list[Any] = [r for r in base.records if type(r) is ToolRecord or type(r) is ModelRecord]
             self.base_models: list[ModelRecord] = [r for r in self.base_calls if type(r) is ModelRecord]
             self.cp_pos = sum(1 for r in self.base_calls if r.seq < branch.checkpoint)
+            #: request paths matching ignores (policy ``key_exclusions``): model calls are
+            #: matched on :func:`core.replay.matching.match_key` when there are any
+            self._exclusions = tuple(branch.policy.key_exclusions or ())
+            self._match_keys: dict[int, str] = {}
+            if self._exclusions:
+                for pos, r in enumerate(self.base_calls):
+                    if type(r) is ModelRecord:
+                        self._match_keys[pos] = excluded_model_key(r.model, r.request, self._exclusions)
             self._cursors: dict[str, deque[int]] = {}
             for pos, r in enumerate(self.base_calls):
                 self._cursors.setdefault(self._base_key(pos, r), deque()).append(pos)
@@ -524,6 +534,8 @@ class ReplayEngine:
             self._user_waived: list[UserTurn] = []  # turns the user waived (skipped)
             self._copied_interrupts: set[int] = set()  # base interrupt seqs copied as recorded
             self.last_request: ModelRequest | None = None
+            self._observed = 0  # tool results the executor's agent observed (ran itself)
+            self._miss_reason: str | None = None  # why the current model call cannot match
         finally:
             if was_enabled:
                 gc.enable()
@@ -531,6 +543,10 @@ class ReplayEngine:
     # ------------------------------------------------------------------ keys and cursors
 
     def _base_key(self, pos: int, r: Any) -> str:
+        if self._match_keys:
+            mk = self._match_keys.get(pos)
+            if mk is not None:
+                return mk
         if r.key is not None:
             key: str = r.key
             return key
@@ -692,6 +708,8 @@ class ReplayEngine:
                 f"this {kind} call was recorded, but the key's {_answers_text(times)} used by earlier calls "
                 f"of the replay (exhausted): attach a {what} fixture"
             )
+        elif kind == "model" and self._miss_reason is not None:
+            reason = f"{self._miss_reason}: attach a model response fixture"
         else:
             reason = f"no recorded call, intervention or fixture answers this {kind} call: attach a {what} fixture"
         req = self._requirement(
@@ -783,13 +801,16 @@ class ReplayEngine:
 
     # ------------------------------------------------------------------ AgentRuntime
 
-    def call_model(self, model: str, request: ModelRequest) -> ModelResponse:
+    def call_model(self, model: str, request: ModelRequest, *, miss_reason: str | None = None) -> ModelResponse:
         """Answer one model call (the :class:`~core.replay.boundary.AgentRuntime` method)
-        through the answer chain (:data:`ANSWER_CHAIN`).
+        through the answer chain (:data:`ANSWER_CHAIN`). ``miss_reason``: why the request
+        cannot match a recorded call (the proxy: a ``previous_response_id`` the recording
+        does not hold); the requirement opened when nothing else answers gives it.
 
         Raises:
             ModelCallError: the answer is a model error (recorded, fixture or live).
         """
+        self._miss_reason = miss_reason
         if not isinstance(request, ModelRequest):
             request = ModelRequest.model_validate(request)
         if self.executor is not None and self._pos >= self.cp_pos:
@@ -805,17 +826,25 @@ class ReplayEngine:
         request = self._transform(request, pos)
         self.last_request = request
         base_here = self.base_calls[pos] if pos < len(self.base_calls) else None
+        record_key: str | None = None
         if type(base_here) is ModelRecord and request is base_here.request and base_here.model == model:
             key = self._base_key(pos, base_here)
+            if self._exclusions:
+                record_key = base_here.key
         else:
             try:
                 key = redacted_model_key(model, request)  # keys are computed on redacted values
+                if self._exclusions:
+                    record_key, key = key, excluded_model_key(model, request, self._exclusions)
             except CanonicalizationError as exc:
                 raise _Halt(
                     "failed",
                     error=ReplayErrorInfo(type="CanonicalizationError", message=f"model request at step {step}: {exc}"),
                 ) from None
+        if miss_reason is not None:
+            key = "unresolved:" + key  # no recorded call, fixture or cursor holds it
         call = _Call("model", model, key, pos, step, pos >= self.cp_pos, self._peek(key), request=request)
+        call.record_key = record_key
         answer = self._answer(call)
         rec = self._emit(call, answer)
         if self._reporting:
@@ -880,6 +909,63 @@ class ReplayEngine:
         if self._reporting:
             self._call_done(rec, call, answer)
         return result
+
+    def observe_tool(self, name: str, arguments: Any, tool_call_id: str | None, result: ToolResult) -> ToolResult:
+        """Record a tool call the executor's agent ran itself (a command executor: the
+        tool ran inside the agent's process, unmediated — docs/proxy.md) and return the
+        result the model should see: a ``tool_result`` intervention targeting the call
+        (by the base record it stands for, or by tool name and args hash) overrides it
+        (the agent's own process keeps what it got); otherwise the observed ``result``,
+        answer source ``live``, ``meta.observed`` on the event. The recorded call with the
+        same key is consumed, so the calls after it stay aligned. The tool gate does not
+        run: a call that already happened cannot be denied.
+        """
+        pos = self._pos
+        self._pos += 1
+        try:
+            key = redacted_tool_key(name, arguments)
+        except CanonicalizationError as exc:
+            raise _Halt(
+                "failed",
+                error=ReplayErrorInfo(type="CanonicalizationError", message=f"tool {name!r} arguments: {exc}"),
+            ) from None
+        after = pos >= self.cp_pos
+        call = _Call(
+            "tool", name, key, pos, self._step, after, self._peek(key), arguments=arguments, tool_call_id=tool_call_id
+        )
+        answer = self._from_intervention(call) if self._tool_seq_iv or self._tool_name_iv else None
+        if answer is None:
+            b = self.base_calls[call.rec_pos] if call.rec_pos is not None else None
+            if b is not None and type(b) is ToolRecord:
+                same = b.result == result
+                how = (
+                    f"equal to the recorded result at seq {b.seq}"
+                    if same
+                    else f"different from the recorded result at seq {b.seq}"
+                )
+                self._consume(call.rec_pos)  # type: ignore[arg-type]
+            else:
+                how = "no recorded call has these arguments"
+            answer = _Answer(
+                "live",
+                f"observed: the agent ran tool {name!r} itself (unmediated); {how}",
+                result=result,
+                used_pos=call.rec_pos,
+            )
+            self._observed += 1
+        rec = self._emit(call, answer)
+        if answer.source == "live":
+            rec.meta = {**(rec.meta or {}), "observed": True}
+        if self._reporting:
+            self._call_done(rec, call, answer)
+        assert answer.result is not None
+        return answer.result
+
+    @property
+    def last_event(self) -> Any:
+        """The event appended last (a call's record once :meth:`call_model` returned or
+        raised :class:`ModelCallError`), or ``None``."""
+        return self._events[-1] if self._events else None
 
     # ------------------------------------------------------------------ the answer chain
 
@@ -1148,7 +1234,7 @@ class ReplayEngine:
         if source == "recorded" and answer.used_pos == call.pos and b is not None and b.seq == seq:
             rec = b.model_copy(update={"replayed": True})
             if request is not b.request:
-                rec = rec.model_copy(update={"request": request, "key": call.key})
+                rec = rec.model_copy(update={"request": request, "key": call.record_key or call.key})
         else:
             rec = ModelRecord(
                 seq=seq,
@@ -1157,12 +1243,16 @@ class ReplayEngine:
                 generation_id=gen_id,
                 replayed=True,
                 live_fallback=source == "live",
-                key=call.key,
+                key=call.record_key or call.key.removeprefix("unresolved:"),
                 model=call.name,
                 request=request,
                 response=answer.response,
                 error=answer.error,
                 duration_seconds=answer.duration,
+                # how the recorded answer was observed (format v2 meta: its response id…)
+                meta=self.base_calls[answer.used_pos].meta
+                if source == "recorded" and answer.used_pos is not None
+                else None,
             )
         if self.tracer is not None:
             with self.tracer.span(
@@ -1224,6 +1314,9 @@ class ReplayEngine:
                 tool_call_id=call_id,
                 result=answer.result,
                 duration_seconds=answer.duration,
+                meta=self.base_calls[answer.used_pos].meta
+                if source == "recorded" and answer.used_pos is not None
+                else None,
             )
         if span is not None:
             span.__exit__(None, None, None)
@@ -1301,6 +1394,14 @@ class ReplayEngine:
                     reason=answer.reason,
                 )
             )
+        self._poll_cancel()
+        if self._cancel_requested:
+            raise _Halt("failed", error=ReplayErrorInfo(type="Cancelled", message="the replay was cancelled"))
+
+    def check_cancel(self) -> None:
+        """For an executor waiting between calls (the command executor, while its agent
+        runs its own tools): stop the replay now if ``cancel`` asks for it (as between
+        two calls: ``failed`` with error type ``Cancelled``)."""
         self._poll_cancel()
         if self._cancel_requested:
             raise _Halt("failed", error=ReplayErrorInfo(type="Cancelled", message="the replay was cancelled"))
@@ -1636,9 +1737,19 @@ class ReplayEngine:
                 f"that differ from the base (steps {', '.join(map(str, steps[:10]))}"
                 f"{', ...' if len(steps) > 10 else ''})"
             )
-        if self._answers.get("live"):
+        live = self._answers.get("live", 0) - self._observed
+        if live:
+            partial.append(f"{live} call(s) answered live by the executor: not reproducible from the recording")
+        if self._observed or getattr(self.executor, "unmediated_tools", False):
             partial.append(
-                f"{self._answers['live']} call(s) answered live by the executor: not reproducible from the recording"
+                f"tools ran inside the agent's own process, unmediated (command executor): {self._observed} tool "
+                "result(s) were observed from its requests, not answered from the recording; its side effects happened"
+            )
+        if self._exclusions:
+            partial.append(
+                "model calls were matched ignoring the policy's key exclusions ("
+                + ", ".join(self._exclusions)
+                + "): a request that differs only there was served the recorded answer"
             )
         if self._user_answered:
             n = len(self._user_answered)
@@ -1676,7 +1787,7 @@ class ReplayEngine:
             "replay": {
                 "base": {"digest": self.base.digest, "path": b.base.path},
                 "branch": {"id": b.id, "checkpoint": b.checkpoint, "label": b.label, "parent": b.parent},
-                "policy": b.policy.model_dump(mode="json"),
+                "policy": b.policy.model_dump(mode="json", exclude_none=True),
                 "executor": self.executor_name,
                 "stop_reason": stop_reason,
                 "answer_sources": {str(s): src for s, src in self._sources.items() if src != "recorded"},
@@ -1684,6 +1795,12 @@ class ReplayEngine:
                 "fixture_uses": list(self._fixture_uses),
             },
         }
+        run_info = getattr(self.executor, "run_metadata", None) if self.executor is not None else None
+        if callable(run_info):
+            try:
+                meta["replay"]["executor_run"] = run_info()
+            except Exception:  # noqa: BLE001 — what an executor says of its run is optional
+                pass
         # the base's final-output rule (core.analysis.final_output) judges the replay alike
         for k in ("task", "executor", "agent", "model", "dataset", "final_output_rule"):
             if k in self.base.metadata:

@@ -378,20 +378,35 @@ def nearest_tool_call(base: Recording, tool: str, arguments: Any, *, near_seq: i
     )
 
 
+#: how many model steps either side of a missed call's step :func:`nearest_model_call` compares
+NEAREST_WINDOW = 5
+
+
 def nearest_model_call(base: Recording, model: str, request: dict[str, Any], *, step: int) -> NearestCall | None:
-    """The base model call at the same ``step`` (else the last one), with the diff of its
-    request against ``request`` (both as JSON)."""
+    """The recorded model call nearest to a missed request: among the base's calls to the
+    same model (any model when none) within :data:`NEAREST_WINDOW` steps of ``step``, the
+    one whose request differs from ``request`` in the fewest places (ties: the closest
+    step, then the earliest), with the diff of its request against ``request`` (both as
+    JSON; paths are JSON Pointers — a timestamp or a random id in a prompt shows up as
+    the one path that differs)."""
     models = [r for r in base.records if type(r) is ModelRecord]
     if not models:
         return None
-    r = models[step] if step < len(models) else models[-1]
-    base_req = r.request.identity()
+    at = min(step, len(models) - 1)
+    window = [(i, r) for i, r in enumerate(models) if abs(i - at) <= NEAREST_WINDOW]
+    same = [(i, r) for i, r in window if r.model == model] or window
+    best: tuple[int, int, int] | None = None
+    chosen = same[0][1]
+    for i, r in same:
+        rank = (_diff_size(r.request.identity(), request), abs(i - at), i)
+        if best is None or rank < best:
+            best, chosen = rank, r
     return NearestCall(
-        seq=r.seq,
-        name=r.model,
+        seq=chosen.seq,
+        name=chosen.model,
         arguments=None,
-        output=r.response.to_json_obj() if r.response else None,
-        diff=json_diff(base_req, request, limit=20),
+        output=chosen.response.to_json_obj() if chosen.response else None,
+        diff=json_diff(chosen.request.identity(), request, limit=20),
     )
 
 

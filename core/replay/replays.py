@@ -216,7 +216,7 @@ def start_replay(
         base = Recording.load(base_path)
     resolved = resolve_branch(ws, branch, base)  # as is when already resolved for this base
     # resolved before anything is stored: a bad --executor leaves no replay behind
-    choice = choose_executor(executor, base, trust_recorded=trust_executor)
+    choice = choose_executor(executor, base, trust_recorded=trust_executor, policy_executor=resolved.policy.executor)
     executor_obj, executor_name = resolve_executor(choice, base)
     rid = replay_id or "rp-" + uuid.uuid4().hex[:12]
     extra = list(fixtures or [])
@@ -299,6 +299,8 @@ def resume_replay(
         # the executor the replay started with was chosen (and, from a file, consented to) then
         if executor is not None:
             choice = choose_executor(executor, base, trust_recorded=trust_executor)
+        elif not record.executor and branch.policy.executor:
+            choice = choose_executor(None, base, trust_recorded=trust_executor, policy_executor=branch.policy.executor)
         elif record.executor:
             # a replay stored before origins were recorded: treated as named by a file
             choice = ExecutorChoice(record.executor, record.executor_origin or "recording")
@@ -324,9 +326,12 @@ def resume_replay(
         )
 
 
-def dry_run(ws: Workspace | None, base: Recording, branch: Branch, *, executor_wired: bool) -> dict[str, Any]:
+def dry_run(
+    ws: Workspace | None, base: Recording, branch: Branch, *, executor_wired: bool, observed_tools: bool = False
+) -> dict[str, Any]:
     """:func:`predict` with the workspace's fixtures (or none): ``{"status", "reason",
-    "predictions", "counts"}``, nothing stored. Raises BranchError for a branch invalid
-    against ``base``."""
+    "predictions", "counts"}``, nothing stored. ``observed_tools``: the executor is a
+    command executor (its agent runs its own tools). Raises BranchError for a branch
+    invalid against ``base``."""
     gw = ws.fixture_gateway() if ws is not None else FixtureGateway()
-    return predict(base, branch, fixtures=gw, executor_wired=executor_wired)
+    return predict(base, branch, fixtures=gw, executor_wired=executor_wired, observed_tools=observed_tools)

@@ -39,8 +39,9 @@ app = typer.Typer(
     context_settings={"color": True},
 )
 
-#: commands that hand the terminal to something that colours it (not recorded text)
-_UNFILTERED_COMMANDS = frozenset({"serve"})
+#: commands that hand the terminal to something else: serve's server log (coloured, no
+#: recorded text) and record's agent (its own output, shown as it prints it)
+_UNFILTERED_COMMANDS = frozenset({"serve", "record"})
 
 _COMMAND_MODULES = (
     "inspector.cli.recording_cmds",
@@ -50,6 +51,7 @@ _COMMAND_MODULES = (
     "inspector.cli.export_cmds",
     "inspector.cli.analysis_cmds",
     "inspector.cli.effects_cmds",
+    "inspector.cli.proxy_cmds",
 )
 for _name in _COMMAND_MODULES:
     try:

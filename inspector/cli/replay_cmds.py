@@ -29,6 +29,7 @@ import typer
 from typer.core import TyperGroup
 
 from core.errors import FixtureError
+from core.proxy.command import SIDE_EFFECTS_NOTE
 from core.record.canonical import args_hash
 from core.record.nesting import dumps
 from core.record.reader import USER_JSON_LIMIT, read_input
@@ -111,6 +112,18 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool, work
     echo(f"attempts        {len(record.attempts)}")
     if events:
         echo(f"events          {events}")
+
+
+def _note_side_effects(executor: str | None, base: Any, policy_executor: str | None) -> None:
+    """Say once, on stderr, that a command executor runs the agent's own tools again."""
+    spec = executor
+    if spec == "recorded":
+        named = base.metadata.get("executor")
+        spec = named if isinstance(named, str) else None
+    if spec is None:
+        spec = policy_executor
+    if spec is not None and spec.startswith("cmd:"):
+        typer.echo(f"chassis-inspector: note: {SIDE_EFFECTS_NOTE}", err=True)
 
 
 def _print_requirement(req: Requirement, workspace: Path | None = None) -> None:
@@ -264,7 +277,9 @@ def register(app: typer.Typer) -> None:
         executor: Annotated[
             str | None,
             typer.Option(
-                "--executor", help="module:function of an executor, or 'recorded' (the base's metadata.executor)."
+                "--executor",
+                help="module:function of an executor, 'cmd:CMD ARGS…' (the agent's own command through the "
+                "model-API proxy), or 'recorded' (the base's metadata.executor).",
             ),
         ] = None,
         dry_run_: Annotated[
@@ -283,10 +298,18 @@ def register(app: typer.Typer) -> None:
             br = resolve_branch(ws, branch, rec)
             if dry_run_:
                 # a dry run never imports an executor: the name is checked, not loaded
-                chosen = choose_executor(executor, rec, trust_recorded=True)
-                result = dry_run(ws, rec, br, executor_wired=chosen is not None)
+                chosen = choose_executor(executor, rec, trust_recorded=True, policy_executor=br.policy.executor)
+                result = dry_run(
+                    ws,
+                    rec,
+                    br,
+                    executor_wired=chosen is not None,
+                    observed_tools=chosen is not None and chosen.spec.startswith("cmd:"),
+                )
                 if chosen is not None:
                     result["executor"] = {"spec": chosen.spec, "origin": chosen.origin, "imported": False}
+                    if chosen.spec.startswith("cmd:"):
+                        result["executor"]["side_effects"] = SIDE_EFFECTS_NOTE
                 if json:
                     print_json(result)
                 else:
@@ -307,7 +330,10 @@ def register(app: typer.Typer) -> None:
                         )
                         where = "by the recording" if chosen.origin == "recording" else "on the command line"
                         typer.echo(f"executor: {chosen.spec} (named {where}; not imported by a dry run{consent})")
+                        if chosen.spec.startswith("cmd:"):
+                            typer.echo(f"note: {SIDE_EFFECTS_NOTE}")
                 raise typer.Exit(0 if result["status"] == "ok" else 2)
+            _note_side_effects(executor, rec, br.policy.executor)
             record, _ = start_replay(
                 ws,
                 base,
@@ -335,6 +361,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Resume a paused replay after attaching fixtures (or approving), or an interrupted one. Exit 0/3/2."""
         with Workspace.open(workspace, create=False) as ws:
+            stored = ws.get_replay(replay_id)
+            if (executor or stored.executor or "").startswith("cmd:"):
+                typer.echo(f"chassis-inspector: note: {SIDE_EFFECTS_NOTE}", err=True)
             record, _ = resume_replay(ws, replay_id, executor=executor, trust_executor=trust_executor, events_file=True)
             events = ws.write_events_file(record.id)
         _print_record(record, events, json, workspace)

@@ -170,22 +170,35 @@ class ConsentScreen(ModalScreen[bool]):
         self.choice = choice
 
     def compose(self) -> ComposeResult:
-        module, _, function = self.choice.spec.partition(":")
+        spec = self.choice.spec
         with Vertical():
             yield Static(Text("Run code named by the recording?", style="bold #ff8700"))
-            yield Static(
-                Text.assemble("module ", (line(module), "bold"), "   function ", (line(function), "bold")),
-                id="consent-module",
-            )
-            yield Static(
-                Text(
-                    "This recording names an executor in metadata.executor. Replaying with it imports that "
-                    "module and calls the function: code that runs on this machine with your permissions. "
-                    "The recording's digest does not cover that field — anyone can edit it. Run it only if "
-                    "you trust where the recording came from. It is imported from the installed packages, "
-                    "never from the current folder."
+            if spec.startswith("cmd:"):
+                yield Static(Text.assemble("command ", (line(spec[4:].strip()), "bold")), id="consent-module")
+                yield Static(
+                    Text(
+                        "This recording names a command in metadata.executor (it was made by record). "
+                        "Replaying runs that command on this machine with your permissions, its model calls "
+                        "answered by the replay through a local proxy — and its own tools run again, side "
+                        "effects included, on every replay and resume. The recording's digest does not cover "
+                        "that field — anyone can edit it. Run it only if you trust where the recording came from."
+                    )
                 )
-            )
+            else:
+                module, _, function = spec.partition(":")
+                yield Static(
+                    Text.assemble("module ", (line(module), "bold"), "   function ", (line(function), "bold")),
+                    id="consent-module",
+                )
+                yield Static(
+                    Text(
+                        "This recording names an executor in metadata.executor. Replaying with it imports that "
+                        "module and calls the function: code that runs on this machine with your permissions. "
+                        "The recording's digest does not cover that field — anyone can edit it. Run it only if "
+                        "you trust where the recording came from. It is imported from the installed packages, "
+                        "never from the current folder."
+                    )
+                )
             with Horizontal(id="consent-buttons"):
                 yield Button("Do not run it (n)", id="consent-no", variant="primary")
                 yield Button("Run it (y)", id="consent-yes", variant="warning")
@@ -1157,6 +1170,9 @@ class BranchEditorScreen(Screen[str | None]):
                     parent=snap.parent,
                     branch_id=self.branch_id,
                     executor_wired=snap.executor == "recording",
+                    observed_tools=snap.executor == "recording"
+                    and self.offer is not None
+                    and self.offer.spec.startswith("cmd:"),
                     workspace=ws,
                     workspace_note=note,
                 )

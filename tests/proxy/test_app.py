@@ -1,0 +1,67 @@
+"""A recording made by ``record`` in the app: it opens like any other; the branch editor
+offers the command the recording names, its dry run says the agent runs its own tools,
+the consent dialog shows the command, and the replay launched from the editor runs it
+(in the replay's worker process) to a completed replay whose comparability says the
+tools ran unmediated. Waits are on workers and messages, never sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.widgets import Static
+
+from core.workspace import Workspace
+from inspector.app import InspectorApp
+from inspector.loader import load_for_view
+from inspector.screens.branch_editor import BranchEditorScreen, ConsentScreen
+from inspector.screens.timeline import TimelineScreen
+
+from ..inspector.test_app_pilot import settle
+from ..inspector.test_replay_runner import idle
+from .conftest import agent, record
+
+SIZE = (160, 45)
+
+
+async def test_a_recorded_command_replays_from_the_branch_editor(tmp_path: Path, upstream, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "tool.log"
+    record(agent("openai_agent", "--stream", "--log", str(log)), tmp_path / "run.json", upstream)
+    sent = upstream.model_requests()
+    app = InspectorApp(load_for_view(tmp_path / "run.json"), workspace=tmp_path / "ws")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot, app)
+        assert len(app.screen.index) == 3
+        await pilot.press("B")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, BranchEditorScreen)
+        await asyncio.wait_for(editor.settled(), timeout=30)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert editor.query_one("#pol-executor").value == "recording"
+        assert editor.last is not None and editor.last.dry_run is not None
+        tool_rows = [p for p in editor.last.dry_run["predictions"] if p["kind"] == "tool"]
+        assert tool_rows and tool_rows[0]["answer"] == "live" and "runs it itself" in tool_rows[0]["detail"]
+        assert editor.query_one("#pol-model").value == "recorded"  # never a paid live model by default
+
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        consent = app.screen
+        assert isinstance(consent, ConsentScreen)
+        shown = str(consent.query_one("#consent-module", Static).render())
+        assert shown.startswith("command ") and "openai_agent.py --stream" in shown
+        await pilot.press("y")
+        await idle(pilot, app)
+        assert isinstance(app.screen, TimelineScreen)
+        [state] = app.replay_runner.runs.values()
+        assert state.status == "completed", state
+        rid = state.replay_id
+    with Workspace.open(tmp_path / "ws", create=False) as ws:
+        rec = ws.get_replay(rid)
+    assert rec.executor is not None and rec.executor.startswith("cmd:")
+    assert rec.comparability.level == "partial"
+    assert any("unmediated" in r for r in rec.comparability.reasons)
+    assert upstream.model_requests() == sent  # answered from the recording
+    assert log.read_text().count("lookup weather") == 2  # the agent's own tool ran again
