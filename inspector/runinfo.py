@@ -105,13 +105,29 @@ def source_warnings(recording: Recording) -> list[str]:
     return []
 
 
+def recorder_notes(recording: Recording) -> list[str]:
+    """The notes on a recording made by ``record`` (docs/proxy.md): incomplete, and why
+    (the command crashed, timed out or was interrupted); requests forwarded, not recorded."""
+    rec = recording.metadata.get("recorder")
+    if not isinstance(rec, dict):
+        return []
+    notes = []
+    if recording.metadata.get("incomplete") is True:
+        reason = rec.get("reason")
+        notes.append("this recording is incomplete" + (f": {reason}" if isinstance(reason, str) else ""))
+    unrecorded = rec.get("unrecorded")
+    if isinstance(unrecorded, list) and unrecorded:
+        notes.append(f"{len(unrecorded)} request(s) were forwarded but not recorded (metadata.recorder.unrecorded)")
+    return notes
+
+
 def opened_notes(opened: Opened, path: Path) -> list[str]:
     """The app's notes on the file at ``path`` converted in memory (none for a native
     recording): converted from which format (and how to save it), which run among how
     many (its index in run order, as ``--run`` takes it; ``p`` opens the run picker),
     incomplete."""
     if not opened.converted:
-        return []
+        return recorder_notes(opened.recording)
     several = len(opened.runs) > 1
     run = f" --run {opened.run_index}" if several else ""
     notes = [

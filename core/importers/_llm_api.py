@@ -390,7 +390,7 @@ def _openai_response(body: Any, place: str, warnings: Warnings) -> ParsedRespons
     if m.get("refusal"):
         warnings.add(f"{place}.choices[0].message.refusal", f"model refused: {display_text(m['refusal'])[:200]}")
     msg = ChatMessage(role=m.get("role") or "assistant", content=content, tool_calls=calls or None)
-    u = body.get("usage") or {}
+    u = as_object(body.get("usage"))
     usage = _usage(u.get("prompt_tokens", u.get("input_tokens")), u.get("completion_tokens", u.get("output_tokens")))
     return ParsedResponse(msg, ch.get("finish_reason"), usage, body.get("id"), body.get("model"))
 
@@ -565,7 +565,7 @@ def _anthropic_response(body: Any, place: str, warnings: Warnings) -> ParsedResp
         return failed
     parts, calls = _anthropic_blocks(body.get("content"), f"{place}.content", warnings)
     msg = ChatMessage(role=body.get("role") or "assistant", content=simplify_parts(parts), tool_calls=calls or None)
-    u = body.get("usage") or {}
+    u = as_object(body.get("usage"))
     return ParsedResponse(
         msg,
         body.get("stop_reason"),
@@ -756,7 +756,7 @@ def _gemini_response(body: Any, place: str, warnings: Warnings) -> ParsedRespons
         (c.get("content") or {}).get("parts"), f"{place}.candidates[0].content.parts", warnings
     )
     msg = ChatMessage(role="assistant", content=simplify_parts(parts), tool_calls=calls or None)
-    u = body.get("usageMetadata") or {}
+    u = as_object(body.get("usageMetadata"))
     out_tokens = u.get("candidatesTokenCount")
     if isinstance(u.get("thoughtsTokenCount"), int):
         out_tokens = (out_tokens or 0) + u["thoughtsTokenCount"]
@@ -867,6 +867,20 @@ def responses_items(items: Any, place: str, warnings: Warnings) -> tuple[list[Ch
     res = _Resolver()
     pending: list[ToolCall] = []
 
+    def parts_of(content: Any) -> list[Any]:
+        if content is None:
+            return []
+        return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+    def assistant(content: Any) -> None:
+        """One assistant turn: reasoning, text and calls that follow each other are joined
+        (as a response's output is read: :func:`_responses_response`)."""
+        if msgs and msgs[-1].role == "assistant" and not msgs[-1].tool_calls:
+            joined = simplify_parts(parts_of(msgs[-1].content) + parts_of(content))
+            msgs[-1] = msgs[-1].model_copy(update={"content": joined})
+        else:
+            msgs.append(ChatMessage(role="assistant", content=content))
+
     def flush() -> None:
         nonlocal pending
         if not pending:
@@ -897,7 +911,9 @@ def responses_items(items: Any, place: str, warnings: Warnings) -> tuple[list[Ch
             )
             continue
         flush()
-        if t == "message":
+        if t == "message" and it.get("role") == "assistant":
+            assistant(_responses_text_parts(it.get("content"), ip))
+        elif t == "message":
             msgs.append(
                 ChatMessage(role=it.get("role") or "user", content=_responses_text_parts(it.get("content"), ip))
             )
@@ -913,7 +929,7 @@ def responses_items(items: Any, place: str, warnings: Warnings) -> tuple[list[Ch
                 for s in it.get("summary") or []
                 if isinstance(s, dict) and isinstance(s.get("text"), str)
             )
-            msgs.append(ChatMessage(role="assistant", content=[_thinking_part(text, it.get("encrypted_content"))]))
+            assistant([_thinking_part(text, it.get("encrypted_content"))])
         else:
             msgs.append(ChatMessage(role=it.get("role") or "user", content=[{"type": "json", "json": it}]))
     flush()
@@ -950,7 +966,7 @@ def _responses_response(body: Any, place: str, warnings: Warnings) -> ParsedResp
             parts.extend(c)
         calls.extend(m.tool_calls or [])
     msg = ChatMessage(role="assistant", content=simplify_parts(parts), tool_calls=calls or None)
-    u = body.get("usage") or {}
+    u = as_object(body.get("usage"))
     status = body.get("status")
     finish = status
     if status == "incomplete" and isinstance(body.get("incomplete_details"), dict):
@@ -1258,7 +1274,8 @@ def render_responses(a: WireAnswer, *, stream: bool) -> list[bytes] | dict[str, 
     output items with text and argument deltas, ``response.completed``)."""
     usage = a.usage or Usage()
     items = responses_output(a)
-    status = a.finish_reason if a.finish_reason in ("completed", "incomplete") else "completed"
+    fin = a.finish_reason or "completed"
+    status = "incomplete" if fin.startswith("incomplete") else "completed"
     body: dict[str, Any] = {
         "id": a.response_id,
         "object": "response",
@@ -1277,6 +1294,8 @@ def render_responses(a: WireAnswer, *, stream: bool) -> list[bytes] | dict[str, 
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }
+    if status == "incomplete":  # as recorded: "incomplete:max_output_tokens"
+        body["incomplete_details"] = {"reason": fin.partition(":")[2] or None}
     if not stream:
         return body
     seq = 0
@@ -1364,7 +1383,7 @@ def render_responses(a: WireAnswer, *, stream: bool) -> list[bytes] | dict[str, 
         else:
             out.append(ev({"type": "response.output_item.added", "output_index": i, "item": item}))
         out.append(ev({"type": "response.output_item.done", "output_index": i, "item": item}))
-    out.append(ev({"type": "response.completed", "response": body}))
+    out.append(ev({"type": f"response.{status}", "response": body}))
     return out
 
 
@@ -1374,3 +1393,166 @@ def render_error(endpoint: str, error: ErrorInfo) -> dict[str, Any]:
     if endpoint.startswith("anthropic"):
         return {"type": "error", "error": {"type": error.type, "message": error.message}}
     return {"error": {"message": error.message, "type": error.type, "code": None, "param": None}}
+
+
+# -- rendering requests: our model request as the body of an endpoint ---------------------
+
+
+def _text_of(content: Any) -> str:
+    """The text parts of a content value, joined (thinking and other parts left out)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    out = []
+    for p in content:
+        if isinstance(p, dict) and p.get("type") in (None, "text") and "text" in p:
+            out.append(p["text"] if isinstance(p["text"], str) else display_text(p["text"]))
+        elif isinstance(p, str):
+            out.append(p)
+    return "".join(out)
+
+
+def _wire_content(content: Any) -> Any:
+    """A message's content for a request body: a string as it is, our parts with the
+    ``thinking`` ones left out (a request carries them only in Anthropic's form)."""
+    if content is None or isinstance(content, str):
+        return content
+    kept = [p for p in content if not (isinstance(p, dict) and p.get("type") == "thinking")]
+    if all(isinstance(p, dict) and p.get("type") == "text" and set(p) <= {"type", "text"} for p in kept):
+        return "".join(p["text"] for p in kept) if kept else None
+    return kept
+
+
+def render_openai_chat_request(model: str, request: Any) -> dict[str, Any]:
+    """A Chat Completions request body for ``request`` (a :class:`ModelRequest`): its
+    messages (tool calls with JSON-text arguments), tools, stop sequences, and every option
+    as a top-level field."""
+    msgs: list[dict[str, Any]] = []
+    for m in request.messages:
+        out: dict[str, Any] = {"role": m.role, "content": _wire_content(m.content)}
+        if m.tool_calls:
+            out["tool_calls"] = [
+                {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": _args_text(tc)}}
+                for tc in m.tool_calls
+            ]
+        if m.tool_call_id is not None:
+            out["tool_call_id"] = m.tool_call_id
+        if m.name is not None:
+            out["name"] = m.name
+        msgs.append(out)
+    body: dict[str, Any] = {"model": model, "messages": msgs, **request.options}
+    if request.tools:
+        body["tools"] = list(request.tools)
+    if request.stop:
+        body["stop"] = list(request.stop)
+    return body
+
+
+def render_anthropic_request(model: str, request: Any) -> dict[str, Any]:
+    """A Messages request body: leading ``system`` messages as ``system``; assistant
+    messages as blocks (thinking with its signature, text, ``tool_use``); consecutive
+    ``tool`` messages as one user message of ``tool_result`` blocks; stop sequences as
+    ``stop_sequences``; every option as a top-level field."""
+    system: list[str] = []
+    msgs: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m.role == "system" and not msgs:
+            system.append(_text_of(m.content))
+            continue
+        if m.role == "tool":
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id or "",
+                "content": _wire_content(m.content) or "",
+            }
+            if (
+                msgs
+                and msgs[-1]["role"] == "user"
+                and isinstance(msgs[-1]["content"], list)
+                and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in msgs[-1]["content"])
+            ):
+                msgs[-1]["content"].append(block)
+            else:
+                msgs.append({"role": "user", "content": [block]})
+            continue
+        if m.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            parts = (
+                m.content
+                if isinstance(m.content, list)
+                else ([{"type": "text", "text": m.content}] if m.content else [])
+            )
+            for p in parts:
+                if isinstance(p, dict) and p.get("type") == "thinking":
+                    blocks.append(
+                        {"type": "thinking", "thinking": p.get("thinking") or "", "signature": p.get("signature") or ""}
+                    )
+                elif isinstance(p, dict) and p.get("type") == "text":
+                    blocks.append({"type": "text", "text": p.get("text") or ""})
+                elif isinstance(p, dict):
+                    blocks.append(p)
+            for tc in m.tool_calls or []:
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": tc.id,
+                        "name": tc.name,
+                        "input": tc.arguments if isinstance(tc.arguments, dict) else {},
+                    }
+                )
+            msgs.append({"role": "assistant", "content": blocks})
+            continue
+        msgs.append({"role": "user" if m.role == "system" else m.role, "content": _wire_content(m.content) or ""})
+    body: dict[str, Any] = {"model": model, "messages": msgs, **request.options}
+    if system:
+        body["system"] = "\n\n".join(system)
+    if request.tools:
+        body["tools"] = list(request.tools)
+    if request.stop:
+        body["stop_sequences"] = list(request.stop)
+    return body
+
+
+def render_responses_request(model: str, request: Any) -> dict[str, Any]:
+    """A Responses request body carrying the whole history as ``input`` (never a
+    ``previous_response_id``): a leading system message as ``instructions``, messages
+    as message items, tool calls as ``function_call`` items, tool results as
+    ``function_call_output`` items; every option as a top-level field."""
+    items: list[dict[str, Any]] = []
+    messages = list(request.messages)
+    body: dict[str, Any] = {"model": model}
+    if messages and messages[0].role == "system":
+        body["instructions"] = _text_of(messages[0].content)
+        messages = messages[1:]
+    for m in messages:
+        if m.role == "tool":
+            items.append(
+                {"type": "function_call_output", "call_id": m.tool_call_id or "", "output": _text_of(m.content)}
+            )
+            continue
+        text = _text_of(m.content)
+        if m.role == "assistant":
+            if text:
+                items.append(
+                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+                )
+            for tc in m.tool_calls or []:
+                items.append({"type": "function_call", "call_id": tc.id, "name": tc.name, "arguments": _args_text(tc)})
+            continue
+        items.append({"role": m.role, "content": text})
+    body["input"] = items
+    body.update(request.options)
+    if request.tools:
+        body["tools"] = list(request.tools)
+    return body
+
+
+def render_request(endpoint: str, model: str, request: Any) -> dict[str, Any]:
+    """A request body of ``endpoint`` (``openai.chat`` | ``openai.responses`` |
+    ``anthropic.messages``) for ``request``, not streamed."""
+    if endpoint == "openai.chat":
+        return render_openai_chat_request(model, request)
+    if endpoint == "openai.responses":
+        return render_responses_request(model, request)
+    return render_anthropic_request(model, request)

@@ -30,18 +30,22 @@ import asyncio
 import concurrent.futures
 import queue
 import shlex
+import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 from aiohttp import web
 
-from ..errors import InspectorError
-from ..importers._llm_api import Warnings, WireAnswer
+from ..errors import FormatError, InspectorError
+from ..importers._llm_api import Warnings, WireAnswer, render_request
 from ..importers.vcr import ToolPairer
+from ..record.jsonvalues import load_json_lenient
 from ..record.recording import ChatMessage, ErrorInfo, ModelRecord, ModelRequest, ModelResponse, Recording, ToolResult
+from ..record.redaction import SecretRedactor, header_kind, redact
 from .exchange import (
     ProxyRequest,
     answer_id,
@@ -87,6 +91,14 @@ def parse_command_spec(spec: str) -> list[str]:
     return argv
 
 
+class CommandFailed(InspectorError, RuntimeError):
+    """The agent's command ended with another exit status than the recorded run's: the
+    replay fails (its events are kept) — an agent that crashed is never a completed
+    replay."""
+
+    title = "command failed"
+
+
 @dataclass
 class _Pending:
     """A request waiting for the engine's thread: its endpoint, body, headers, and the
@@ -95,6 +107,7 @@ class _Pending:
     endpoint: str
     body: Any
     headers: dict[str, str]
+    raw: bytes = b""
     future: concurrent.futures.Future[tuple[int, Any, bool]] = field(default_factory=concurrent.futures.Future)
 
 
@@ -147,6 +160,11 @@ class CommandExecutor:
         self.stderr_tail = ""
         self.requests = 0
         self._stopping = False
+        self._lock = threading.Lock()
+        #: redacts what the engine is given as ``record`` redacted the recording: the
+        #: credentials the agent's requests carried (headers) and secrets by shape, so
+        #: keys and observed results compare equal and no event holds a secret
+        self._redactor = SecretRedactor()
 
     # -- Executor ------------------------------------------------------------------------
 
@@ -161,13 +179,21 @@ class CommandExecutor:
         self._reset()
         self._runtime = runtime
         base: Recording | None = getattr(runtime, "base", None)
+        recorder = base.metadata.get("recorder") if base is not None else None
+        recorder = recorder if isinstance(recorder, dict) else {}
         if base is not None:
             self._seed_history(base)
+        cwd = self.cwd
+        if cwd is None and base is not None and base.metadata.get("executor") == "cmd:" + shlex.join(self.argv):
+            # the recorded command runs where it was recorded (a relative path in it)
+            where = recorder.get("cwd")
+            if isinstance(where, str) and Path(where).is_dir():
+                cwd = where
         server = ProxyServer(self._handle).start()
         self._server = server
         proc: AgentProcess | None = None
         try:
-            proc = AgentProcess(self.argv, proxy_env(server, self.env, placeholder_keys=True), echo=False, cwd=self.cwd)
+            proc = AgentProcess(self.argv, proxy_env(server, self.env, placeholder_keys=True), echo=False, cwd=cwd)
             started = time.monotonic()
             while True:
                 try:
@@ -204,26 +230,36 @@ class CommandExecutor:
         proc.finish()
         self.exit_code = proc.exit_status
         self.stderr_tail = proc.error_tail()
+        recorded = recorder.get("exit_code", 0)
+        if self.exit_code != recorded:
+            tail = " ".join(self.stderr_tail.split())
+            raise CommandFailed(
+                f"the command exited with status {self.exit_code} (the recorded run exited with {recorded})"
+                + (f"; its last error output: {tail[-400:]}" if tail else "")
+            )
         return proc.output_text()
 
     def live_model(self, model: str, request: ModelRequest) -> ModelResponse:
-        """Send the request in flight to the real upstream (``model: live``), in its own
-        wire format, not streamed; the answer is given to the agent in the shape it asked.
+        """Send a request of the agent to the real upstream (``model: live``), rebuilt
+        from the engine's request (its interventions and options applied) in the wire
+        format of the endpoint the agent called, not streamed — a Responses request with
+        its whole history as ``input``, never a ``previous_response_id`` the upstream has
+        not seen; the agent gets the answer in the shape it asked for. The agent's own
+        credential headers are forwarded.
 
         Raises:
-            RuntimeError: no request is in flight, or the engine changed its messages
-                (an intervention the wire body cannot carry yet); a provider error is
-                raised as :class:`RuntimeError` too (the engine records it as the call's
-                error).
+            RuntimeError: no request of the agent is in flight (the command executor
+                cannot resample a call on its own), or the upstream failed (the engine
+                records it as the call's error).
         """
         cur = self._current
         if cur is None or self._server is None:
-            raise RuntimeError("no request of the agent is in flight")
-        body = dict(cur.body)
-        for k, v in request.options.items():
-            body[k] = v
-        body.pop("stream", None)
-        body.pop("stream_options", None)
+            raise RuntimeError(
+                "the command executor calls a model live only for a request its agent is making during a "
+                "replay (policy model: live); it cannot resample a call on its own — use the knockout or "
+                "fixture strategy"
+            )
+        body = render_request(cur.endpoint, model, request)
         fut = self._server.run_soon(self._forward(cur.endpoint, body, cur.headers))
         status, data, ctype = fut.result()
         parsed = parse_proxy_response(cur.endpoint, status, data, ctype).parsed
@@ -235,7 +271,10 @@ class CommandExecutor:
 
     def live_tool(self, name: str, arguments: Any) -> ToolResult:
         """Never called: the agent runs its own tools (observed, not mediated)."""
-        raise RuntimeError("the command executor does not run tools: the agent runs them itself")
+        raise RuntimeError(
+            "the command executor runs no tools: its agent runs its own (observed, unmediated) — use the "
+            "knockout or fixture strategy"
+        )
 
     def run_metadata(self) -> dict[str, Any]:
         """What the events record about the command's run: its argv, exit code, the
@@ -297,13 +336,14 @@ class CommandExecutor:
             )
         raw = await request.read()
         try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
+            body, _ = load_json_lenient(raw, source="request body")  # as record read it
+        except FormatError as exc:
             return web.json_response(
                 {
                     "error": {
                         "type": "invalid_request",
-                        "message": f"chassis-inspector replay: the request body is not JSON ({exc})",
+                        "message": f"chassis-inspector replay: the request body is not JSON the format can hold "
+                        f"({exc.reason})",
                     }
                 },
                 status=400,
@@ -318,22 +358,29 @@ class CommandExecutor:
                 },
                 status=400,
             )
-        if self._stopping:
-            return web.json_response(
-                {"error": {"type": "replay_ended", "message": "chassis-inspector replay: the replay has stopped"}},
-                status=424,
-                headers={"x-should-retry": "false"},
-            )
-        item = _Pending(endpoint, body, dict(request.headers))
+        item = _Pending(endpoint, body, {str(k): v for k, v in request.headers.items()}, raw)
+        with self._lock:  # against the engine's thread draining the queue as the replay stops
+            if self._stopping:
+                return web.json_response(
+                    {"error": {"type": "replay_ended", "message": "chassis-inspector replay: the replay has stopped"}},
+                    status=424,
+                    headers={"x-should-retry": "false"},
+                )
+            self._queue.put(item)
         self._in_flight += 1
         try:
-            self._queue.put(item)
             status, payload, streamed = await asyncio.wrap_future(item.future)
         finally:
             self._in_flight -= 1
-        headers = {"x-should-retry": "false"} if status >= 400 and status != 429 else {}
-        if status == 429:
-            headers["retry-after-ms"] = "1"
+        # the proxy's own refusal (a requirement, the replay stopped: 424) is never retried;
+        # a recorded error is answered as it was, and the SDK retries it as it did while
+        # recording (at once: retry-after-ms), meeting the recorded retry next
+        if status == 424:
+            headers = {"x-should-retry": "false"}
+        elif status >= 400:
+            headers = {"retry-after-ms": "1"}
+        else:
+            headers = {}
         if not streamed:
             return web.json_response(payload, status=status, headers=headers)
         resp = web.StreamResponse(
@@ -349,6 +396,9 @@ class CommandExecutor:
         return resp
 
     def _drain(self, why: str) -> None:
+        """Stop taking requests and answer every one still queued with an error."""
+        with self._lock:
+            self._stopping = True
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -366,7 +416,10 @@ class CommandExecutor:
             if type(r) is ModelRecord and r.response is not None and isinstance(r.meta, dict):
                 rid = r.meta.get("response_id")
                 if r.meta.get("endpoint") == "openai.responses" and isinstance(rid, str):
-                    self._history[rid] = [*r.request.messages, r.response.message]
+                    msgs = list(r.request.messages)
+                    if r.meta.get("instructions") is True and msgs and msgs[0].role == "system":
+                        msgs = msgs[1:]
+                    self._history[rid] = [*msgs, r.response.message]
 
     def _serve(self, item: _Pending) -> None:
         self._current = item
@@ -386,7 +439,8 @@ class CommandExecutor:
             message = (
                 f"chassis-inspector replay paused: no recorded answer, intervention or fixture answers this request; "
                 f"requirement {req.id} ({req.kind} {req.name}): {req.reason}. Attach a fixture "
-                f"(chassis-inspector fixture attach --requirement {req.id} …) and resume the replay"
+                f"(chassis-inspector fixture attach {req.id} RESPONSE.json) and resume the replay "
+                "(chassis-inspector replay resume REPLAY_ID)"
             )
             etype = "chassis_requirement"
         else:
@@ -400,22 +454,47 @@ class CommandExecutor:
         )
         return 424, body, False
 
+    def _learned(self, item: _Pending) -> bool:
+        """Teach the redactor the request's credential headers; whether the body holds one
+        of the credentials learned (then what reaches the engine is scrubbed of them, as
+        ``record`` scrubbed the recording: the keys match, and no event holds them)."""
+        for name, value in item.headers.items():
+            kind = header_kind(name)
+            if kind is not None and isinstance(value, str):
+                self._redactor.remember(value, kind)
+        return bool(self._redactor.known) and any(sec.encode() in item.raw for sec in self._redactor.secrets)
+
+    def _scrubbed(self, value: Any) -> Any:
+        return redact(value, self._redactor)[0]
+
     def _answer(self, item: _Pending) -> tuple[int, Any, bool]:
         runtime = self._runtime
         body = item.body
+        scrub = self._learned(item)
         preq = parse_proxy_request(item.endpoint, body, self._history.get)
+        if scrub:
+            preq.request = ModelRequest.model_validate(self._scrubbed(preq.request.to_json_obj()))
         for r in preq.results:
             tr = self._pairer.answer(r)
             if tr is None:
                 continue
+            # as the recording holds it: compared with the recorded result, stored in the events
+            tr.arguments = self._scrubbed(tr.arguments)
+            scrubbed, changed = redact(tr.result.to_json_obj(), self._redactor)
+            tr.result = ToolResult.model_validate(scrubbed)
+            if changed:
+                tr.result.redacted = True  # as the recording marks a result it scrubbed
             seen = runtime.observe_tool(tr.tool, tr.arguments, tr.tool_call_id, tr.result)
-            if seen != tr.result and tr.tool_call_id:
-                self._overrides[tr.tool_call_id] = seen
+            unflagged = seen.model_copy(update={"redacted": False})
+            if unflagged != tr.result.model_copy(update={"redacted": False}) and tr.tool_call_id:
+                self._overrides[tr.tool_call_id] = seen  # an intervention: the model sees it
         if self._overrides:
-            changed = rewrite_tool_results(item.endpoint, body, self._overrides)
-            if changed is not body:
-                item.body = body = changed
+            rewritten = rewrite_tool_results(item.endpoint, body, self._overrides)
+            if rewritten is not body:
+                item.body = body = rewritten
                 preq = parse_proxy_request(item.endpoint, body, self._history.get)
+                if scrub:
+                    preq.request = ModelRequest.model_validate(self._scrubbed(preq.request.to_json_obj()))
         error: ErrorInfo | None = None
         response: ModelResponse | None = None
         try:
@@ -433,7 +512,7 @@ class CommandExecutor:
                 self._pairer.open(tc.id, tc.name, tc.arguments, event.seq if event is not None else 0)
             if item.endpoint == "openai.responses":
                 made = runtime.last_request or preq.request
-                self._history[wire.response_id] = [*made.messages, response.message]
+                self._history[wire.response_id] = [*preq.history(made), response.message]
         status, payload = render_answer(item.endpoint, wire, stream=preq.stream, include_usage=preq.include_usage)
         return status, payload, preq.stream and status == 200
 
@@ -464,5 +543,5 @@ class CommandExecutor:
             finish_reason=response.finish_reason if response is not None else None,
             usage=response.usage if response is not None else None,
             error=error,
-            http_status=http_status_of(error) if error is not None else 200,
+            http_status=http_status_of(error, meta.get("http_status")) if error is not None else 200,
         )

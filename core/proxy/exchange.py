@@ -90,6 +90,15 @@ class ProxyRequest:
     previous_response_id: str | None = None
     unresolved: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: the request's first message is its Responses ``instructions``
+    instructions: bool = False
+
+    def history(self, request: ModelRequest | None = None) -> list[ChatMessage]:
+        """What a Responses id answering this request stands for, before the answer: the
+        messages (of ``request``, default this one's) without the instructions — a
+        continued response does not carry instructions over."""
+        msgs = list((request or self.request).messages)
+        return msgs[1:] if self.instructions and msgs and msgs[0].role == "system" else msgs
 
 
 def parse_proxy_request(
@@ -105,6 +114,7 @@ def parse_proxy_request(
         parsed = parse_request(endpoint.split(".", 1)[0], body, "", "body", w)
     options, transport = split_transport(parsed.options)
     prev = options.pop("previous_response_id", None)
+    has_instructions = endpoint == "openai.responses" and bool(body.get("instructions"))
     messages = list(parsed.messages)
     unresolved = None
     if prev is not None:
@@ -120,9 +130,8 @@ def parse_proxy_request(
             # ones: a continued response does not carry instructions over), then what the
             # earlier response stood for, then this input — the messages a client sending
             # the whole input would send
-            past = [m for m in past if m.role != "system"]
-            head = [m for m in messages[:1] if m.role == "system" and body.get("instructions")]
-            messages = head + past + messages[len(head) :]
+            head = messages[:1] if has_instructions else []
+            messages = head + list(past) + messages[len(head) :]
     so = body.get("stream_options")
     return ProxyRequest(
         endpoint=endpoint,
@@ -135,6 +144,7 @@ def parse_proxy_request(
         previous_response_id=prev if isinstance(prev, str) else None,
         unresolved=unresolved,
         warnings=[str(x) for x in w],
+        instructions=has_instructions,
     )
 
 
@@ -240,15 +250,22 @@ def answer_id(endpoint: Endpoint, key: str, step: int) -> str:
     return f"{prefix}chassis{h}"
 
 
-def http_status_of(error: ErrorInfo) -> int:
-    """The HTTP status an error is answered with: the one in its type (``http_429…``),
-    else 500."""
+#: the status the agent saw for the proxy's own errors of the upstream while recording
+_PROXY_ERROR_STATUS = {"upstream_timeout": 504, "upstream_unreachable": 502, "upstream_stream_broken": 502}
+
+
+def http_status_of(error: ErrorInfo, recorded: Any = None) -> int:
+    """The HTTP status an error is answered with: the one recorded (``meta.http_status``
+    when it is an error status), else the one in its type (``http_429…``), the one the
+    proxy answered (``upstream_timeout`` 504, ``upstream_unreachable`` 502), else 500."""
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and 400 <= recorded <= 599:
+        return recorded
     t = error.type
     if t.startswith("http_"):
         digits = t[5:8]
         if digits.isdigit():
             return int(digits)
-    return 500
+    return _PROXY_ERROR_STATUS.get(t, 500)
 
 
 def render_answer(
@@ -262,7 +279,7 @@ def render_answer(
     is a JSON error body in the endpoint's shape (never a stream)."""
     if answer.error is not None or answer.message is None:
         err = answer.error or ErrorInfo(type="no_response", message="the recorded call has no response")
-        return http_status_of(err), render_error(endpoint, err)
+        return answer.http_status if answer.http_status >= 400 else http_status_of(err), render_error(endpoint, err)
     if endpoint == "openai.chat":
         return 200, render_openai_chat(answer, stream=stream, include_usage=include_usage)
     if endpoint == "openai.responses":

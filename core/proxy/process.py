@@ -83,6 +83,10 @@ class AgentProcess:
         self.argv = argv
         self.stdout = _Tail(OUTPUT_LIMIT)
         self.stderr = _Tail(65536)
+        #: a replay's command (no terminal) runs in a process group of its own, so ending
+        #: it ends what it started (``sh -c …``, ``npm start``, ``uv run …``); a recorded
+        #: one stays in ours: it is the terminal's, and Ctrl-C reaches it as usual
+        self.own_group = not echo
         try:
             self.proc = subprocess.Popen(
                 argv,
@@ -91,6 +95,7 @@ class AgentProcess:
                 stdin=None if echo else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=None if echo else subprocess.PIPE,
+                start_new_session=self.own_group,
             )
         except FileNotFoundError:
             raise CommandError(f"command not found: {argv[0]!r}") from None
@@ -143,17 +148,22 @@ class AgentProcess:
         its exit code. ``why`` is kept in :attr:`killed`."""
         if self.proc.poll() is None:
             self.killed = self.killed or why
-            try:
-                self.proc.terminate()
-            except OSError:
-                pass
+            self._signal(signal.SIGTERM)
             if self.wait(grace) is None:
-                try:
-                    self.proc.kill()
-                except OSError:
-                    pass
+                self._signal(signal.SIGKILL)
                 self.proc.wait()
+        elif self.own_group:
+            self._signal(signal.SIGKILL)  # what it started and left behind
         return self.finish()
+
+    def _signal(self, sig: int) -> None:
+        try:
+            if self.own_group:
+                os.killpg(self.proc.pid, sig)
+            else:
+                self.proc.send_signal(sig)
+        except (OSError, ProcessLookupError):
+            pass
 
     def finish(self) -> int:
         """Wait for the output to be read to its end; return the exit code."""

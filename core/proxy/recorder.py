@@ -22,22 +22,30 @@ marked incomplete (``metadata.incomplete``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shlex
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
-import orjson
 from aiohttp import web
 
-from ..errors import CanonicalizationError, OutputError
+from ..errors import CanonicalizationError, FormatError, OutputError
 from ..importers._build import identity_key, record_identity, tag_big_ints, tag_big_ints_in
 from ..importers._llm_api import Warnings
 from ..importers.vcr import ToolPairer
+from ..record.canonical import canonical_json
 from ..record.io import redact_recording, save_recording
+from ..record.jsonvalues import load_json_lenient
+from ..record.nesting import depth_reason, ensure_recursion_limit, exceeds
 from ..record.recording import (
     ChatMessage,
     ErrorInfo,
@@ -109,9 +117,46 @@ class _Exchange:
 
 
 @dataclass
+class _InFlight:
+    """A model exchange on its way: what is known of it so far (kept as a partial record
+    when the agent exits before the upstream's answer has ended)."""
+
+    endpoint: str
+    preq: ProxyRequest
+    tools: list[ToolRecord]
+    at: str
+    t0: float
+    status: int = 0
+    ctype: str = ""
+    chunks: list[bytes] = field(default_factory=list)
+
+
+def upstream_url(base: str, path: str, query: str) -> str:
+    """``base`` (an upstream base URL, with or without a query) joined with the path below
+    it and the agent's query: ``https://h/v1?k=1`` + ``/chat/completions`` + ``x=2`` →
+    ``https://h/v1/chat/completions?k=1&x=2``."""
+    parts = urlsplit(base)
+    joined = parts.path.rstrip("/") + path
+    q = "&".join(x for x in (parts.query, query) if x)
+    return urlunsplit((parts.scheme, parts.netloc, joined, q, ""))
+
+
+def shown_upstream(url: str) -> str:
+    """An upstream URL as the recording keeps it: no user, password or query (a key may
+    hide in either; only the host and path matter to a reader)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", "")) + (" (query not stored)" if parts.query else "")
+
+
+@dataclass
 class Recorder:
     """The recording half of the proxy: an aiohttp handler (:meth:`handle`) that forwards
-    to ``upstreams`` and keeps each exchange. Build the recording with :meth:`recording`."""
+    to ``upstreams`` and keeps each exchange. Build the recording with :meth:`recording`.
+    ``timeout``: seconds the upstream may stay silent (no byte) before the call is given
+    up (HTTP 504 to the agent, error ``upstream_timeout``)."""
 
     upstreams: dict[str, str]
     timeout: float = 600.0
@@ -124,6 +169,7 @@ class Recorder:
     _history: dict[str, list[ChatMessage]] = field(default_factory=dict)
     _session: aiohttp.ClientSession | None = None
     _n: int = 0
+    _open: dict[int, _InFlight] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._pairer = ToolPairer(self.warnings)
@@ -133,9 +179,12 @@ class Recorder:
         return self._history.get(response_id)
 
     def _learn_credentials(self, headers: Any) -> None:
+        """Teach the run's redactor every credential header's value (names as text:
+        aiohttp gives them as case-insensitive strings of its own)."""
         for name, value in headers.items():
-            if header_kind(name) is not None and isinstance(value, str):
-                self.redactor.remember(value, header_kind(name) or "secret")
+            kind = header_kind(str(name))
+            if kind is not None and isinstance(value, str):
+                self.redactor.remember(value, kind)
 
     async def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -144,7 +193,10 @@ class Recorder:
 
     async def close(self) -> None:
         if self._session is not None:
-            await self._session.close()
+            try:
+                await self._session.close()
+            except Exception:  # noqa: BLE001 — connections the agent left behind; nothing to keep
+                pass
             self._session = None
 
     def _unrecorded(self, request: web.Request, provider: str, path: str, reason: str, status: Any = None) -> None:
@@ -153,45 +205,83 @@ class Recorder:
         )
 
     async def handle(self, request: web.Request, provider: str, path: str) -> web.StreamResponse:
-        """Forward one request upstream; record it when it is a model call."""
+        """Forward one request upstream; record it when it is a model call. Never raises:
+        whatever goes wrong, the agent gets the upstream's answer (or a clear error) and
+        the call is recorded or listed as unrecorded with the reason."""
         self.in_flight += 1
         try:
             return await self._handle(request, provider, path)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — a bug must not cost the agent its answer
+            self._unrecorded(request, provider, path, f"the proxy failed on this request: {type(exc).__name__}: {exc}")
+            return web.json_response(
+                {"error": {"type": "proxy_error", "message": f"chassis-inspector proxy: {type(exc).__name__}"}},
+                status=502,
+            )
         finally:
             self.in_flight -= 1
+
+    def _parse_request(
+        self, request: web.Request, provider: str, path: str, endpoint: str, body: bytes
+    ) -> ProxyRequest | None:
+        """The model request a body stands for, or ``None`` (listed as unrecorded, with the
+        reason: not JSON, not an object, nested past the format's limit, a shape the
+        parser cannot read)."""
+        try:
+            obj, _ = load_json_lenient(body, source="request body")
+        except FormatError as exc:
+            self._unrecorded(
+                request,
+                provider,
+                path,
+                f"request body is not JSON the format can hold ({exc.reason}); forwarded as sent",
+            )
+            return None
+        if not isinstance(obj, dict):
+            self._unrecorded(request, provider, path, "request body is not a JSON object; forwarded as sent")
+            return None
+        try:
+            return parse_proxy_request(endpoint, obj, self.history)
+        except Exception as exc:  # noqa: BLE001 — a body of a shape the parser cannot read
+            self._unrecorded(
+                request,
+                provider,
+                path,
+                f"request body could not be read ({type(exc).__name__}: {exc}); forwarded as sent",
+            )
+            return None
 
     async def _handle(self, request: web.Request, provider: str, path: str) -> web.StreamResponse:
         self._n += 1
         body = await request.read()
         self._learn_credentials(request.headers)
         endpoint = endpoint_of(provider, request.method, path)
-        preq: ProxyRequest | None = None
+        preq = self._parse_request(request, provider, path, endpoint, body) if endpoint is not None else None
         tools: list[ToolRecord] = []
-        if endpoint is not None:
-            try:
-                obj = orjson.loads(body)
-            except orjson.JSONDecodeError as exc:
-                obj = None
-                self._unrecorded(request, provider, path, f"request body is not JSON ({exc}); forwarded as sent")
-            if obj is not None and not isinstance(obj, dict):
-                self._unrecorded(request, provider, path, "request body is not a JSON object; forwarded as sent")
-            elif isinstance(obj, dict):
-                preq = parse_proxy_request(endpoint, obj, self.history)
-                assert self._pairer is not None
-                for r in preq.results:
-                    tr = self._pairer.answer(r)
-                    if tr is not None:
-                        tr.meta = {"observed": True}
-                        tools.append(tr)
-        url = self.upstreams[provider] + path + (f"?{request.query_string}" if request.query_string else "")
+        if preq is not None:
+            assert self._pairer is not None
+            for r in preq.results:
+                tr = self._pairer.answer(r)
+                if tr is not None:
+                    tr.meta = {"observed": True}
+                    tools.append(tr)
+        url = upstream_url(self.upstreams[provider], path, request.query_string)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
-        at, t0 = _now(), time.perf_counter()
-        status = 502
-        data = b""
-        ctype = ""
+        state = _InFlight(endpoint or "", preq, tools, _now(), time.perf_counter()) if preq is not None else None
+        key = id(request)
+        if state is not None:
+            self._open[key] = state
         client_gone = False
         error: ErrorInfo | None = None
         response: web.StreamResponse
+        #: a stream already started towards the agent (an upstream failure after this
+        #: point ends that stream: a fresh error response can no longer be sent)
+        started: web.StreamResponse | None = None
+        chunks: list[bytes] = state.chunks if state is not None else []
+        status = 502
+        ctype = ""
+        data = b""
         try:
             session = await self._client()
             async with session.request(
@@ -199,15 +289,19 @@ class Recorder:
                 url,
                 data=body,
                 headers=headers,
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                # silence, not the whole answer: a long generation that keeps streaming is fine
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=self.timeout),
                 allow_redirects=False,
+                skip_auto_headers=("Accept-Encoding",),
             ) as up:
                 status = up.status
                 ctype = up.headers.get("Content-Type", "")
+                if state is not None:
+                    state.status, state.ctype = status, ctype
                 out_headers = {k: v for k, v in up.headers.items() if k.lower() not in _DROP_RESPONSE}
                 if "text/event-stream" in ctype.lower():
                     stream = web.StreamResponse(status=up.status, headers=out_headers)
-                    chunks: list[bytes] = []
+                    started = stream
                     try:
                         await stream.prepare(request)
                     except (ConnectionResetError, RuntimeError):
@@ -228,26 +322,77 @@ class Recorder:
                     response = stream
                 else:
                     data = await up.read()
+                    chunks.append(data)
                     response = web.Response(body=data, status=up.status, headers=out_headers)
-        except TimeoutError:
-            error = ErrorInfo(
-                type="upstream_timeout",
-                message=f"the upstream did not answer within {self.timeout:g} s ({url.split('?')[0]})",
-            )
-            response = web.json_response({"error": {"type": "upstream_timeout", "message": error.message}}, status=504)
-            status = 504
-        except aiohttp.ClientError as exc:
-            error = ErrorInfo(type="upstream_unreachable", message=f"the upstream could not be reached: {exc}")
-            response = web.json_response(
-                {"error": {"type": "upstream_unreachable", "message": error.message}}, status=502
-            )
-            status = 502
-        duration = time.perf_counter() - t0
+        except (TimeoutError, aiohttp.ClientError, ValueError, RuntimeError) as exc:
+            if started is not None:
+                # the stream broke after it began: the agent has what was sent; the record
+                # keeps the partial answer and says why it ends there
+                data = b"".join(chunks)
+                error = ErrorInfo(
+                    type="upstream_stream_broken",
+                    message=f"the upstream's stream ended early after {len(data)} bytes: "
+                    + ("timeout" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__),
+                )
+                response = started
+                try:
+                    await started.write_eof()
+                except (ConnectionResetError, RuntimeError):
+                    pass
+            elif isinstance(exc, TimeoutError):
+                error = ErrorInfo(
+                    type="upstream_timeout",
+                    message=f"the upstream sent nothing for {self.timeout:g} s ({shown_upstream(url)})",
+                )
+                response = web.json_response(
+                    {"error": {"type": "upstream_timeout", "message": error.message}}, status=504
+                )
+                status = 504
+            else:
+                error = ErrorInfo(
+                    type="upstream_unreachable",
+                    message=f"the upstream {shown_upstream(url)} could not be reached: {type(exc).__name__}: {exc}",
+                )
+                response = web.json_response(
+                    {"error": {"type": "upstream_unreachable", "message": error.message}}, status=502
+                )
+                status = 502
+        finally:
+            self._open.pop(key, None)
         if endpoint is None:
             self._unrecorded(request, provider, path, "not a model call the proxy records; forwarded as sent", status)
             return response
         if preq is None:
             return response
+        self._finish(
+            endpoint,
+            preq,
+            tools,
+            state.at if state else _now(),
+            state.t0 if state else 0.0,
+            status,
+            ctype,
+            data,
+            error,
+            client_gone,
+        )
+        return response
+
+    def _finish(
+        self,
+        endpoint: str,
+        preq: ProxyRequest,
+        tools: list[ToolRecord],
+        at: str,
+        t0: float,
+        status: int,
+        ctype: str,
+        data: bytes,
+        error: ErrorInfo | None,
+        client_gone: bool,
+    ) -> None:
+        """Record one exchange (``error`` already known, or read from the answer)."""
+        duration = time.perf_counter() - t0
         meta: dict[str, Any] = {
             "endpoint": endpoint,
             "http_status": status,
@@ -259,20 +404,28 @@ class Recorder:
             meta["client_disconnected"] = True
         if preq.unresolved:
             meta["history_unresolved"] = preq.unresolved
+        if preq.instructions:
+            meta["instructions"] = True
         resp_obj = None
-        if error is None:
-            answer = parse_proxy_response(endpoint, status, data, ctype)
-            parsed, created = answer.parsed, answer.created
-            if answer.arguments_text:
-                meta["arguments_text"] = answer.arguments_text
-            error = parsed.error
-            resp_obj = model_response(parsed)
-            if parsed.response_id:
-                meta["response_id"] = parsed.response_id
-            if parsed.response_model and parsed.response_model != preq.model:
-                meta["response_model"] = parsed.response_model
-            if created is not None:
-                meta["created"] = created
+        partial = error is not None and error.type in ("upstream_stream_broken", "recording_cut")
+        if error is None or partial:
+            try:
+                answer = parse_proxy_response(endpoint, status, data, ctype)
+            except Exception as exc:  # noqa: BLE001 — an answer of a shape the parser cannot read
+                answer = None
+                error = ErrorInfo(type="unreadable_response", message=f"HTTP {status}: {type(exc).__name__}: {exc}")
+            if answer is not None:
+                parsed, created = answer.parsed, answer.created
+                if answer.arguments_text:
+                    meta["arguments_text"] = answer.arguments_text
+                error = error if partial else parsed.error
+                resp_obj = model_response(parsed)
+                if parsed.response_id:
+                    meta["response_id"] = parsed.response_id
+                if parsed.response_model and parsed.response_model != preq.model:
+                    meta["response_model"] = parsed.response_model
+                if created is not None:
+                    meta["created"] = created
         model = ModelRecord(
             seq=0,
             at=at,
@@ -290,16 +443,49 @@ class Recorder:
                 self._pairer.open(tc.id, tc.name, tc.arguments, len(self.exchanges) - 1)
             rid = meta.get("response_id")
             if endpoint == "openai.responses" and isinstance(rid, str):
-                self._history[rid] = [*preq.request.messages, resp_obj.message]
-        return response
+                self._history[rid] = [*preq.history(), resp_obj.message]
+
+    def cut_open(self) -> int:
+        """Record every exchange still on its way as far as it got (error
+        ``recording_cut``: the agent ended before the upstream's answer did); return how many."""
+        n = 0
+        for state in list(self._open.values()):
+            data = b"".join(state.chunks)
+            self._finish(
+                state.endpoint,
+                state.preq,
+                state.tools,
+                state.at,
+                state.t0,
+                state.status or 0,
+                state.ctype,
+                data,
+                ErrorInfo(
+                    type="recording_cut",
+                    message=f"the agent ended before the upstream's answer did; {len(data)} bytes of it recorded",
+                ),
+                True,
+            )
+            n += 1
+        self._open.clear()
+        return n
 
     def recording(self, metadata: dict[str, Any]) -> Recording:
         """The recording of every exchange so far: records numbered, keys computed,
         every value redacted (credentials learned from the headers included)."""
         records: list[Any] = []
         for ex in self.exchanges:
-            records.extend(t.model_copy() for t in ex.tools)
-            records.append(ex.model.model_copy())
+            calls: list[ToolRecord | ModelRecord] = [*ex.tools, ex.model]
+            for r in calls:
+                why = _unkeepable(r)
+                if why is None:
+                    records.append(r.model_copy())
+                else:  # one call the format cannot hold never costs the others
+                    name = r.tool if isinstance(r, ToolRecord) else r.model
+                    self.unrecorded.append(
+                        {"method": None, "provider": None, "path": None, "status": None,
+                         "reason": f"{r.kind} call {name!r} could not be kept: {why}"}
+                    )  # fmt: skip
         for seq, r in enumerate(records):
             r.seq = seq
             r.run_id = "run"
@@ -332,10 +518,44 @@ class Recorder:
         return rec
 
 
+def _unkeepable(record: Any) -> str | None:
+    """Why a record cannot go into a recording (nested past the format's limit, a value
+    with no canonical form), or ``None``."""
+    try:
+        obj = record.to_json_obj()
+        if exceeds(obj):
+            return depth_reason()
+        canonical_json(obj)
+    except (CanonicalizationError, FormatError, RecursionError, TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+class _Terminated(BaseException):
+    """``record`` got SIGTERM (``timeout``, a CI job cancelled, ``kill``): handled as a
+    Ctrl-C is — the agent is ended, the recording kept."""
+
+
 def _producer() -> str:
     from .. import __version__
 
     return f"chassis-inspector {__version__} (record)"
+
+
+@contextlib.contextmanager
+def _no_second_interrupt() -> Iterator[None]:
+    """Ctrl-C ignored while the recording is being kept (main thread only; elsewhere a
+    no-op): the first one already said to stop, a second must not lose what was recorded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
 
 
 @dataclass
@@ -378,6 +598,7 @@ def record_command(
         OutputError: ``output``'s folder does not exist, or the file cannot be written.
         ProxyStartError: the proxy cannot start.
     """
+    ensure_recursion_limit()  # request bodies nested up to the format's limit
     output = Path(output)
     if not output.parent.exists():
         raise OutputError(str(output), f"the folder {output.parent} does not exist")
@@ -388,6 +609,7 @@ def record_command(
     t0 = time.monotonic()
     reason: str | None = None
     proc: AgentProcess | None = None
+    previous_term = _on_sigterm()
     try:
         proc = AgentProcess(argv, proxy_env(server, base_env), echo=echo, cwd=cwd)
         try:
@@ -397,18 +619,35 @@ def record_command(
                 proc.end("timeout")
             else:
                 proc.finish()
-        except KeyboardInterrupt:
-            reason = "interrupted (Ctrl-C) before the command ended"
-            proc.interrupt()
-            if proc.wait(KILL_WAIT) is None:
-                proc.end("interrupted")
-            else:
-                proc.finish()
-        # answers still on their way when the command ended
-        deadline = time.monotonic() + 2.0
-        while recorder.in_flight and time.monotonic() < deadline:
-            time.sleep(0.01)
+        except (KeyboardInterrupt, _Terminated) as exc:
+            terminated = isinstance(exc, _Terminated)
+            reason = (
+                "ended by SIGTERM before the command ended"
+                if terminated
+                else "interrupted (Ctrl-C) before the command ended"
+            )
+            with _no_second_interrupt():  # a second signal must not lose the recording
+                if terminated:
+                    proc.end("terminated")
+                else:
+                    proc.interrupt()
+                    if proc.wait(KILL_WAIT) is None:
+                        proc.end("interrupted")
+                    else:
+                        proc.finish()
+        # answers still on their way when the command ended: a moment to finish, then
+        # kept as far as they got
+        with _no_second_interrupt():
+            deadline = time.monotonic() + IN_FLIGHT_WAIT
+            while recorder.in_flight and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if server.loop is not None:
+                try:
+                    server.run_soon(_call(recorder.cut_open)).result(5)
+                except Exception:  # noqa: BLE001 — the loop is gone: nothing is on its way
+                    pass
     finally:
+        _restore_sigterm(previous_term)
         if server.loop is not None:
             try:
                 server.run_soon(recorder.close()).result(5)
@@ -419,17 +658,18 @@ def record_command(
     exit_code = proc.exit_status
     if reason is None and exit_code != 0:
         reason = f"the command exited with status {exit_code}"
-    incomplete = reason is not None and (proc.killed is not None or exit_code != 0)
+    incomplete = reason is not None
     meta: dict[str, Any] = {
         "agent": "command",
         "executor": "cmd:" + shlex.join(argv),
         "final_output": proc.output_text(),
         "recorder": {
             "command": list(argv),
+            "cwd": str(Path(cwd).resolve()) if cwd is not None else str(Path.cwd()),
             "exit_code": exit_code,
             "started_at": started_at,
             "duration_seconds": round(time.monotonic() - t0, 3),
-            "upstreams": recorder.upstreams,
+            "upstreams": {k: shown_upstream(v) for k, v in recorder.upstreams.items()},
             "requests": recorder._n,
             "unrecorded": recorder.unrecorded[:200],
             "refused": [{"status": s, "reason": r} for s, r in server.refused[:50]],
@@ -442,8 +682,15 @@ def record_command(
         meta["incomplete"] = True
         meta["recorder"]["reason"] = reason
     rec = recorder.recording(meta)
+    if rec.metadata.get("executor") != meta["executor"]:
+        recorder.warnings.add(
+            "metadata.executor",
+            "the command line held a secret, redacted in metadata.executor: --executor recorded would run it "
+            "without the secret; replay with --executor 'cmd:…' naming the command yourself",
+        )
     try:
-        save_recording(rec, output)
+        with _no_second_interrupt():
+            save_recording(rec, output)
     except OSError as exc:
         raise OutputError(str(output), f"cannot write the recording: {exc.strerror or exc}") from None
     return RecordResult(exit_code, rec, output, incomplete, reason, [str(w) for w in recorder.warnings])
@@ -451,3 +698,26 @@ def record_command(
 
 #: seconds the command is given to exit by itself after a Ctrl-C
 KILL_WAIT = 5.0
+#: seconds answers still on their way when the command ends are given to finish
+IN_FLIGHT_WAIT = 5.0
+
+
+async def _call(fn: Any) -> Any:
+    return fn()
+
+
+def _on_sigterm() -> Any:
+    """Handle SIGTERM as a Ctrl-C while the command runs (main thread only); the previous
+    handler, to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, previous)

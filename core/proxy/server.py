@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import secrets
 import threading
 from collections.abc import Awaitable, Callable
@@ -90,6 +91,10 @@ class ProxyServer:
             self.refused.append((403, "Host"))
             return _refuse(f"Host {host[:80]!r} is not this proxy's loopback address")
         path = request.rel_url.raw_path
+        segments = path.split("/")
+        if any(seg in ("..", ".") or seg.lower() in ("%2e", "%2e%2e", ".%2e", "%2e.") for seg in segments):
+            self.refused.append((400, "dot segment"))
+            return _refuse("a path with '.' or '..' segments is refused (it could leave the provider's base URL)", 400)
         head, _, rest = path.lstrip("/").partition("/")
         if not hmac.compare_digest(head.encode(), self.token.encode()):
             self.refused.append((403, "token"))
@@ -104,6 +109,11 @@ class ProxyServer:
     # -- lifecycle --------------------------------------------------------------------
 
     def _serve(self) -> None:
+        # aiohttp logs a malformed request (no Host, a bad request line) with a traceback
+        # on stderr — the agent's terminal: the agent's client gets its 400 either way
+        for name in ("aiohttp.server", "aiohttp.access", "aiohttp.web"):
+            logging.getLogger(name).addHandler(logging.NullHandler())
+            logging.getLogger(name).propagate = False
         loop = asyncio.new_event_loop()
         self.loop = loop
         asyncio.set_event_loop(loop)
@@ -175,4 +185,8 @@ def proxy_env(server: ProxyServer, env: dict[str, str], *, placeholder_keys: boo
     if placeholder_keys:
         out.setdefault("OPENAI_API_KEY", "chassis-replay-placeholder")
         out.setdefault("ANTHROPIC_API_KEY", "chassis-replay-placeholder")
+    # a client honouring HTTP(S)_PROXY must reach the loopback proxy directly
+    for name in ("NO_PROXY", "no_proxy"):
+        have = [h for h in out.get(name, "").split(",") if h.strip()]
+        out[name] = ",".join([*have, *(h for h in ("127.0.0.1", "localhost") if h not in have)])
     return out

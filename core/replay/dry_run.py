@@ -95,12 +95,11 @@ def predict(
     }
     tool_seq = set(tool_ivs)
     tool_names = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolResultIntervention) and iv.tool}
-    model_steps = set()
+    model_steps: dict[int, ModelResponseIntervention] = {}
     for iv in branch.interventions:
         if isinstance(iv, ModelResponseIntervention):
-            model_steps.add(
-                iv.step if iv.step is not None else next(i for i, m in enumerate(models) if m.seq == iv.seq)
-            )
+            at = iv.step if iv.step is not None else next(i for i, m in enumerate(models) if m.seq == iv.seq)
+            model_steps[at] = iv
     policies = {iv.tool: iv for iv in branch.interventions if isinstance(iv, ToolPolicyIntervention)}
     changes_request = any(isinstance(iv, (MessagesIntervention, OptionsIntervention)) for iv in branch.interventions)
     changes_request = changes_request or pol.temperature is not None
@@ -141,8 +140,12 @@ def predict(
                 )
                 break
             if step in model_steps:
-                out.append(Prediction(pos, r.seq, "model", name, "intervention", "model_response intervention"))
-                diverged = True
+                same = r.response is not None and _json(model_steps[step].response) == _json(r.response)
+                why = "model_response intervention" + (
+                    " (the recorded value: the path stays the base's)" if same else ""
+                )
+                out.append(Prediction(pos, r.seq, "model", name, "intervention", why))
+                diverged = diverged or not same  # the recorded value changes nothing downstream
             elif not diverged and not changes_request:
                 if pol.model == "fixture":
                     fx = gw.match("model", name, r.key, branch_id=branch.id)
@@ -236,6 +239,11 @@ def predict(
     for p in out:
         counts[p.answer] = counts.get(p.answer, 0) + 1
     return {"status": "ok", "reason": "", "predictions": [p.to_json_obj() for p in out], "counts": counts}
+
+
+def _json(value: Any) -> Any:
+    """A model response as JSON (what the next request carries of it)."""
+    return value.to_json_obj() if value is not None else None
 
 
 def _result_json(result: Any) -> Any:

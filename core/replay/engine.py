@@ -937,7 +937,14 @@ class ReplayEngine:
         if answer is None:
             b = self.base_calls[call.rec_pos] if call.rec_pos is not None else None
             if b is not None and type(b) is ToolRecord:
-                same = b.result == result
+                # equal but for the redacted flag (the agent got the recorded, scrubbed
+                # arguments, so its own result holds the marker where the recorded one
+                # had the secret): the recorded result, flag and all
+                same = b.result == result or b.result.model_copy(update={"redacted": False}) == result.model_copy(
+                    update={"redacted": False}
+                )
+                if same:
+                    result = b.result
                 how = (
                     f"equal to the recorded result at seq {b.seq}"
                     if same
@@ -955,7 +962,9 @@ class ReplayEngine:
             self._observed += 1
         rec = self._emit(call, answer)
         if answer.source == "live":
+            # observed, not an executor's live answer: nothing a resume could reuse
             rec.meta = {**(rec.meta or {}), "observed": True}
+            rec.live_fallback = False
         if self._reporting:
             self._call_done(rec, call, answer)
         assert answer.result is not None
@@ -1235,6 +1244,9 @@ class ReplayEngine:
             rec = b.model_copy(update={"replayed": True})
             if request is not b.request:
                 rec = rec.model_copy(update={"request": request, "key": call.record_key or call.key})
+                if call.record_key is not None and call.record_key != b.key:
+                    # served past a difference the policy's key exclusions ignore: said per call
+                    rec.meta = {**(b.meta or {}), "matched_by_key_exclusions": True}
         else:
             rec = ModelRecord(
                 seq=seq,
@@ -1254,6 +1266,13 @@ class ReplayEngine:
                 if source == "recorded" and answer.used_pos is not None
                 else None,
             )
+            if (
+                source == "recorded"
+                and answer.used_pos is not None
+                and call.record_key is not None
+                and call.record_key != self.base_calls[answer.used_pos].key
+            ):
+                rec.meta = {**(rec.meta or {}), "matched_by_key_exclusions": True}
         if self.tracer is not None:
             with self.tracer.span(
                 "model.call",

@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from core.analysis.safe_text import shown
 from core.proxy.recorder import record_command
 
 from .common import check_output
@@ -75,9 +76,16 @@ def register(app: typer.Typer) -> None:
         )
         if unrecorded:
             line += f"; {unrecorded} other request(s) forwarded, not recorded"
-        typer.echo(f"chassis-inspector: {line}", err=True)
+        typer.echo(f"chassis-inspector: {shown(line)}", err=True)
+        if not counts["model"]:
+            typer.echo(
+                "chassis-inspector: no model call went through the proxy: does the agent read OPENAI_BASE_URL / "
+                "ANTHROPIC_BASE_URL (a hard-coded URL bypasses it)? The recording holds only its metadata",
+                err=True,
+            )
         if result.incomplete:
-            typer.echo(f"chassis-inspector: the recording is marked incomplete: {result.reason}", err=True)
+            typer.echo(f"chassis-inspector: the recording is marked incomplete: {shown(result.reason or '')}", err=True)
         for w in result.warnings[:10]:
-            typer.echo(f"chassis-inspector: warning: {w}", err=True)
+            # recorded text (a tool call id, a name) is data: its control codes are shown, never run
+            typer.echo(f"chassis-inspector: warning: {shown(w)}", err=True)
         raise typer.Exit(result.exit_code)

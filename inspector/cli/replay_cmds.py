@@ -154,6 +154,8 @@ def _print_requirement(req: Requirement, workspace: Path | None = None) -> None:
             f"    recorded answers: {n_rec}, all used by earlier calls of the replay (exhausted): "
             "the call was recorded, but not this often"
         )
+    if req.kind == "model" and req.reason.startswith("previous_response_id"):
+        typer.echo(f"    {req.reason}")
     if req.nearest is not None:
         n = req.nearest
         if n.diff:

@@ -249,6 +249,8 @@ class DetailPane(Vertical):
         if links:
             label = "requested by" if type(rec) is ToolRecord else "answered by"
             rows.append((label, ", ".join(f"seq {index.seqs[p]}" for p in links) + " (l)"))
+        if type(rec) is ToolRecord and isinstance(rec.meta, dict) and rec.meta.get("observed") is True:
+            rows.insert(0, ("observed", "the agent ran it itself, unmediated (meta.observed)"))
         if self.marks.get(rec.seq):
             label, reason = self.marks[rec.seq]
             rows.insert(0, (f"⚑ {label}", reason or "marked by the metadata"))

@@ -33,6 +33,12 @@ async def test_a_recorded_command_replays_from_the_branch_editor(tmp_path: Path,
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot, app)
         assert len(app.screen.index) == 3
+        assert app.screen.go_to_seq(1)  # the tool call the agent ran itself
+        await settle(pilot, app)
+        identity = str(app.screen.detail.query_one("#detail-identity").render())
+        assert "observed the agent ran it itself, unmediated" in identity
+        assert app.screen.go_to_seq(0)
+        await settle(pilot, app)
         await pilot.press("B")
         await pilot.pause()
         editor = app.screen
@@ -44,6 +50,9 @@ async def test_a_recorded_command_replays_from_the_branch_editor(tmp_path: Path,
         assert editor.last is not None and editor.last.dry_run is not None
         tool_rows = [p for p in editor.last.dry_run["predictions"] if p["kind"] == "tool"]
         assert tool_rows and tool_rows[0]["answer"] == "live" and "runs it itself" in tool_rows[0]["detail"]
+        # the prefilled intervention is the recorded response: the path stays the base's
+        answers = {p["base_seq"]: p["answer"] for p in editor.last.dry_run["predictions"]}
+        assert answers == {0: "intervention", 1: "live", 2: "recorded"}
         assert editor.query_one("#pol-model").value == "recorded"  # never a paid live model by default
 
         await pilot.press("ctrl+r")
@@ -65,3 +74,9 @@ async def test_a_recorded_command_replays_from_the_branch_editor(tmp_path: Path,
     assert any("unmediated" in r for r in rec.comparability.reasons)
     assert upstream.model_requests() == sent  # answered from the recording
     assert log.read_text().count("lookup weather") == 2  # the agent's own tool ran again
+
+
+def test_an_incomplete_recording_says_so_when_opened(tmp_path: Path, upstream) -> None:
+    record(agent("openai_agent", "--exit", "4"), tmp_path / "run.json", upstream)
+    loaded = load_for_view(tmp_path / "run.json")
+    assert "this recording is incomplete: the command exited with status 4" in loaded.notices

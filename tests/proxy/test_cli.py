@@ -83,6 +83,8 @@ def test_ctrl_c_keeps_what_was_recorded(tmp_path: Path, upstream) -> None:
         [sys.executable, "-m", "inspector", "record", "-o", "run.json", "--upstream-openai", upstream.openai_url,
          "--", *agent("openai_agent", "--hang")],
         cwd=tmp_path, env=agent_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # as from a terminal: a test worker may run with SIGINT ignored, which a child inherits
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "Answer: no note for weather"  # its calls are done; now it hangs

@@ -156,8 +156,27 @@ def test_secret_in_a_prompt_is_redacted_and_still_matches(tmp_path: Path, upstre
     assert files_hold(tmp_path, secret) == [] and files_hold(tmp_path, API_KEY) == []
     ws, record_, outcome = replay(tmp_path / "run.json", tmp_path / "ws")
     assert record_.status == "completed", outcome.requirement
+    assert outcome.first_divergence is None  # the observed tool result, scrubbed alike, equals the recorded
     assert files_hold(tmp_path, secret) == []
     ws.close()
+
+
+def test_a_key_of_no_known_shape_is_scrubbed_because_it_was_a_header(tmp_path: Path, upstream, monkeypatch) -> None:
+    """An API key no shape rule knows (32 hex digits: Azure, Mistral, a gateway's) is sent
+    as a header; the agent also puts it in a prompt. Learned from the header, it is
+    scrubbed from the recording and from everything a replay stores, and the replay matches."""
+    from .conftest import agent_env
+
+    key = "3f2a8c1d9e4b7a6f5c0d1e2f3a4b5c6d"
+    env = {**agent_env(), "OPENAI_API_KEY": key}
+    record(agent("openai_agent", "--prompt", f"debug: key {key}"), tmp_path / "run.json", upstream, env=env)
+    assert files_hold(tmp_path, key) == []
+    monkeypatch.setenv("OPENAI_API_KEY", key)  # the replay's agent sends it again
+    ws, record_, outcome = replay(tmp_path / "run.json", tmp_path / "ws")
+    assert record_.status == "completed", outcome.requirement
+    assert outcome.first_divergence is None
+    ws.close()
+    assert files_hold(tmp_path, key) == []
 
 
 def test_replay_answers_bad_requests_clearly(tmp_path: Path, upstream) -> None:
@@ -203,3 +222,214 @@ def test_server_thread_stops(upstream) -> None:
     server = ProxyServer(rec.handle).start()
     server.stop()
     assert not any(t.name == "chassis-proxy" and t.is_alive() for t in threading.enumerate())
+
+
+class _BreakingUpstream:
+    """An upstream that starts a stream, sends one chunk, then drops the connection
+    (``drop``) or stops sending (``hang``)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    async def chat(self, request):
+        import asyncio
+
+        from aiohttp import web
+
+        await request.read()
+        r = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await r.prepare(request)
+        chunk = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-test",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hel"}, "finish_reason": None}],
+        }
+        await r.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        if self.mode == "drop":
+            request.transport.close()
+            return r
+        await asyncio.sleep(30)
+        return r
+
+    def start(self) -> _BreakingUpstream:
+        import asyncio
+
+        from aiohttp import web
+
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            app = web.Application()
+            app.router.add_post("/v1/chat/completions", self.chat)
+            runner = web.AppRunner(app)
+            loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            ready.set()
+            loop.run_forever()
+
+        threading.Thread(target=run, daemon=True).start()
+        ready.wait(10)
+        return self
+
+
+@pytest.mark.parametrize("mode", ["drop", "hang"])
+def test_upstream_breaking_mid_stream_keeps_the_partial_answer(tmp_path: Path, mode: str) -> None:
+    up = _BreakingUpstream(mode).start()
+    rec = Recorder({"openai": f"http://127.0.0.1:{up.port}/v1", "anthropic": "http://127.0.0.1:1"}, timeout=1.5)
+    server = ProxyServer(rec.handle).start()
+    body = json.dumps({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
+    conn.request("POST", f"/{server.token}/openai/v1/chat/completions", body=body)
+    r = conn.getresponse()
+    assert r.status == 200  # the stream had begun: the agent keeps what it got
+    try:
+        got = r.read()
+    except http.client.IncompleteRead as exc:
+        got = exc.partial
+    assert b'"hel"' in got
+    server.stop()
+    (ex,) = rec.exchanges
+    assert ex.model.error is not None and ex.model.error.type == "upstream_stream_broken"
+    assert ex.model.response is not None and ex.model.response.message.content == "hel"
+    assert ex.model.meta["http_status"] == 200
+
+
+def _poster(tmp_path: Path, bodies: list[str], path: str = "/chat/completions") -> list[str]:
+    """An agent that posts raw request bodies (JSON text) to its OPENAI_BASE_URL and
+    prints each status."""
+    script = tmp_path / "poster.py"
+    script.write_text(
+        "import os, sys, json, urllib.request, urllib.error\n"
+        "base = os.environ['OPENAI_BASE_URL']\n"
+        f"bodies = {bodies!r}\n"
+        "for b in bodies:\n"
+        f"    req = urllib.request.Request(base + {path!r}, data=b.encode(), headers={{'Content-Type': 'application/json'}})\n"
+        "    try:\n"
+        "        print(urllib.request.urlopen(req).status)\n"
+        "    except urllib.error.HTTPError as e:\n"
+        "        print(e.code)\n"
+    )
+    return [sys.executable, str(script)]
+
+
+def test_a_call_too_deep_for_the_format_costs_no_other_call(tmp_path: Path, upstream) -> None:
+    ok = json.dumps({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
+    deep_args = "[" * 1005 + "]" * 1005
+    deep = '{"model": "gpt-test", "messages": [{"role": "user", "content": "x"}], "x_extra": ' + deep_args + "}"
+    res = record(_poster(tmp_path, [ok, deep, ok]), tmp_path / "run.json", upstream)
+    assert res.exit_code == 0
+    rec = Recording.load(tmp_path / "run.json")
+    assert [r.kind for r in rec.records] == ["model", "model"]  # the two others are kept
+    reasons = [u["reason"] for u in rec.metadata["recorder"]["unrecorded"]]
+    assert any("nested" in r for r in reasons), reasons
+
+
+def test_an_answer_the_parser_cannot_read_still_reaches_the_agent(tmp_path: Path) -> None:
+    class OddUpstream(Upstream):
+        async def chat(self, request):
+            from aiohttp import web
+
+            await request.json()
+            self.requests.append(("openai.chat", {}))
+            return web.json_response(
+                {"id": "x", "choices": [{"message": {"role": "assistant", "content": "hi"}}], "usage": "n/a"}
+            )
+
+    up = OddUpstream().start()
+    try:
+        ok = json.dumps({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
+        res = record(_poster(tmp_path, [ok]), tmp_path / "run.json", up)
+        assert res.exit_code == 0
+        assert res.recording.metadata["final_output"].strip() == "200"  # the agent got the upstream's answer
+        (m,) = res.recording.records
+        assert m.response is not None and m.response.message.content == "hi"
+    finally:
+        up.stop()
+
+
+def test_an_upstream_url_with_a_query_keeps_its_path_and_its_secret(tmp_path: Path, upstream) -> None:
+    ok = json.dumps({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
+    from core.proxy.recorder import record_command
+
+    from .conftest import agent_env
+
+    res = record_command(
+        _poster(tmp_path, [ok]),
+        tmp_path / "run.json",
+        upstream_openai=upstream.openai_url + "?k=s3cr3tvalue42",
+        env=agent_env(),
+        echo=False,
+    )
+    assert res.recording.metadata["final_output"].strip() == "200"
+    assert upstream.model_requests() == 1
+    assert res.recording.metadata["recorder"]["upstreams"]["openai"].endswith("/v1 (query not stored)")
+    assert files_hold(tmp_path, "s3cr3tvalue42") == []
+
+
+def test_dot_segments_are_refused(recorder_proxy, upstream) -> None:
+    rec, server = recorder_proxy
+    for path in ("/openai/v1/../../admin", "/openai/v1/%2e%2e/admin", "/anthropic/./v1/messages"):
+        status, err = _post(server.port, f"/{server.token}{path}", b"{}")
+        assert status == 400 and "segments" in err["error"]["message"], path
+    assert upstream.requests == []
+
+
+def test_integers_beyond_64_bits_are_kept_exactly(tmp_path: Path, upstream) -> None:
+    body = (
+        '{"model": "gpt-test", "seed": 123456789012345678901234567890, "messages": [{"role": "user", "content": "hi"}]}'
+    )
+    record(_poster(tmp_path, [body]), tmp_path / "run.json", upstream)
+    rec = Recording.load(tmp_path / "run.json")
+    assert rec.records[0].request.options["seed"] == {"$bigint": "123456789012345678901234567890"}
+    ws, record_, outcome = replay(tmp_path / "run.json", tmp_path / "ws")
+    assert record_.status == "completed", outcome.requirement  # keyed alike in the replay
+    ws.close()
+
+
+def test_sigterm_keeps_what_was_recorded_and_ends_the_agent(tmp_path: Path, upstream) -> None:
+    import signal
+    import subprocess
+
+    from .conftest import agent_env
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "record", "-o", "run.json", "--upstream-openai", upstream.openai_url,
+         "--", *agent("openai_agent", "--hang")],
+        cwd=tmp_path, env=agent_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "Answer: no note for weather"
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert "marked incomplete: ended by SIGTERM" in err, err
+    rec = Recording.load(tmp_path / "run.json")
+    assert rec.metadata["incomplete"] is True and [r.kind for r in rec.records] == ["model", "tool", "model"]
+    ps = subprocess.run(["pgrep", "-f", "openai_agent.py --hang"], capture_output=True, text=True)
+    assert str(proc.pid) not in ps.stdout
+
+
+def test_control_codes_in_what_record_prints_are_shown_not_run(tmp_path: Path, upstream) -> None:
+    import subprocess
+
+    from .conftest import agent_env
+
+    evil = "c1\x1b[2J\x1b]0;pwned\x07"
+    body = json.dumps(
+        {
+            "model": "gpt-test",
+            "messages": [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": evil, "content": "x"}],
+        }
+    )
+    p = subprocess.run(
+        [sys.executable, "-m", "inspector", "record", "-o", "run.json", "--upstream-openai", upstream.openai_url,
+         "--", *_poster(tmp_path, [body])],
+        cwd=tmp_path, env=agent_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stderr and "\x07" not in p.stderr
+    assert "answers no call" in p.stderr and "␛" in p.stderr

@@ -141,6 +141,18 @@ def test_model_response_intervention_changes_what_the_agent_does(tmp_path: Path,
     assert record2.status == "completed", record2.error
     assert outcome2.output.strip() == "Final from the fixture"
     assert outcome2.answers.get("fixture") == 1 and outcome2.answers.get("intervention") == 1
+    # the resume re-ran the command from the start: its events equal a fresh replay's
+    # of the same branch with the same (branch-scoped) fixture
+    from core.replay.boundary import ExecutorChoice
+    from core.replay.replays import start_replay
+
+    branch = ws.get_branch(record_.branch_id)
+    record3, outcome3 = start_replay(
+        ws, str(tmp_path / "run.json"), branch, executor=ExecutorChoice(record_.executor), base=rec
+    )
+    assert record3.status == "completed"
+    assert outcome3.events.dumps() == outcome2.events.dumps()
+    assert log.read_text().count("lookup other") == 3  # the agent's tool ran on every run
     ws.close()
 
 
@@ -181,6 +193,10 @@ def test_key_exclusions_match_past_a_timestamp(tmp_path: Path, upstream) -> None
     assert record_.comparability.level == "partial"
     assert any("/messages/0/content" in r for r in record_.comparability.reasons)
     assert outcome.events.metadata["replay"]["policy"]["key_exclusions"] == ["/messages/0/content"]
+    # and each call served past the difference says so
+    models = [r for r in outcome.events.records if r.kind == "model"]
+    assert all(r.meta.get("matched_by_key_exclusions") is True for r in models)
+    assert all(r.key == r.compute_key() for r in models)  # the events keep the full canonical keys
     ws.close()
 
 
@@ -210,3 +226,26 @@ def test_chained_responses_are_keyed_on_their_full_history(tmp_path: Path) -> No
     assert [m.role for m in chain.records[2].request.messages] == ["system", "user", "assistant", "tool"]
     assert chain.records[2].request == full.records[2].request
     assert chain.records[2].key == full.records[2].key
+
+
+def test_live_policy_sends_misses_to_the_upstream_the_environment_names(tmp_path: Path, upstream, monkeypatch) -> None:
+    record(agent("openai_agent"), tmp_path / "run.json", upstream)
+    sent = upstream.model_requests()
+    monkeypatch.setenv("OPENAI_BASE_URL", upstream.openai_url)  # where the user's own calls go
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    ws, record_, outcome = replay(
+        tmp_path / "run.json",
+        tmp_path / "ws",
+        argv=agent("openai_agent", "--prompt", "rain"),
+        policy=Policy(model="live"),
+    )
+    assert record_.status == "completed", (record_.error, outcome.requirement)
+    assert upstream.model_requests() == sent + 2  # both model calls missed and went live
+    assert outcome.output.strip() == "Answer: no note for rain"
+    assert outcome.answers == {"live": 3}  # two model calls live, one tool call observed
+    models = [r for r in outcome.events.records if r.kind == "model"]
+    assert all(r.live_fallback for r in models)
+    assert any("answered live by the executor" in r for r in record_.comparability.reasons)
+    assert upstream.auth[-1].endswith(API_KEY)  # the agent's credentials, forwarded
+    assert files_hold(tmp_path, API_KEY) == []
+    ws.close()
