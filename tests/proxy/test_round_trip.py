@@ -249,3 +249,69 @@ def test_live_policy_sends_misses_to_the_upstream_the_environment_names(tmp_path
     assert upstream.auth[-1].endswith(API_KEY)  # the agent's credentials, forwarded
     assert files_hold(tmp_path, API_KEY) == []
     ws.close()
+
+
+@pytest.mark.parametrize("name", ["openai_agent", "anthropic_agent"])
+def test_a_recorded_server_error_and_its_retry_replay_as_recorded(tmp_path: Path, name: str) -> None:
+    """The SDK retried a 500 while recording; in the replay it meets the recorded 500,
+    retries the same way, and meets the recorded success — the agent's run is the same."""
+    from .upstream import Upstream
+
+    up = Upstream(fail_first=500).start()
+    try:
+        record(agent(name), tmp_path / "run.json", up)
+        rec = Recording.load(tmp_path / "run.json")
+        assert rec.records[0].meta["http_status"] == 500 and rec.records[1].key == rec.records[0].key
+        ws, record_, outcome = replay(tmp_path / "run.json", tmp_path / "ws")
+        assert record_.status == "completed", record_.error
+        assert call_view(outcome.events.records) == call_view(rec.records)
+        assert outcome.output == rec.metadata["final_output"]
+        ws.close()
+    finally:
+        up.stop()
+
+
+def test_an_agent_that_exits_otherwise_than_recorded_fails_the_replay(tmp_path: Path, upstream) -> None:
+    record(agent("openai_agent"), tmp_path / "run.json", upstream)
+    ws, record_, outcome = replay(tmp_path / "run.json", tmp_path / "ws", argv=agent("openai_agent", "--exit", "3"))
+    assert record_.status == "failed"
+    assert record_.error.type == "CommandFailed"
+    assert "exited with status 3 (the recorded run exited with 0)" in record_.error.message
+    assert [r.kind for r in outcome.events.records] == ["model", "tool", "model"]  # its calls are kept
+    ws.close()
+
+
+def test_the_recorded_command_runs_where_it_was_recorded(tmp_path: Path, upstream, monkeypatch) -> None:
+    import shutil
+    import sys
+
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    shutil.copy(Path(__file__).parent / "agents" / "openai_agent.py", home / "agent.py")
+    record([sys.executable, "agent.py"], tmp_path / "run.json", upstream, cwd=str(home))  # a relative path
+    rec = Recording.load(tmp_path / "run.json")
+    assert rec.metadata["recorder"]["cwd"] == str(home.resolve())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    ws, record_, outcome = replay(tmp_path / "run.json", tmp_path / "ws")
+    assert record_.status == "completed", record_.error
+    ws.close()
+
+
+def test_a_paused_replay_ends_what_the_command_started(tmp_path: Path, upstream) -> None:
+    """``sh -c`` starts the agent as a grandchild: a pause ends the whole process group."""
+    import shlex
+    import subprocess
+    import sys
+
+    record(agent("openai_agent"), tmp_path / "run.json", upstream)
+    marker = f"--prompt rain-{tmp_path.name}"
+    inner = (
+        shlex.join([sys.executable, str(Path(__file__).parent / "agents" / "openai_agent.py")]) + f" {marker} --hang"
+    )
+    ws, record_, outcome = replay(tmp_path / "run.json", tmp_path / "ws", argv=["sh", "-c", inner + "; sleep 60"])
+    assert record_.status == "paused"
+    ws.close()
+    ps = subprocess.run(["pgrep", "-f", f"rain-{tmp_path.name}"], capture_output=True, text=True)
+    assert ps.stdout.strip() == "", ps.stdout

@@ -5,7 +5,8 @@ It answers like a model that uses tools: a request whose last message is the use
 for the ``lookup`` tool (with the user's words as its argument; ``parallel`` in the
 prompt asks for two lookups at once); a request that ends with tool results answers with
 text quoting them. Streams arrive in small fragments (tool-call arguments split in
-several deltas). ``rate_limit_first`` answers the first model request HTTP 429. Every
+several deltas). ``rate_limit_first`` answers the first model request HTTP 429,
+``fail_first`` with that status (a 5xx). Every
 request is counted in :attr:`Upstream.requests`.
 """
 
@@ -32,9 +33,10 @@ def _pieces(text: str, n: int = 3) -> list[str]:
 
 
 class Upstream:
-    def __init__(self, *, rate_limit_first: bool = False, delay: float = 0.0) -> None:
+    def __init__(self, *, rate_limit_first: bool = False, delay: float = 0.0, fail_first: int | None = None) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.rate_limit_first = rate_limit_first
+        self.fail_first = fail_first  # an HTTP status for the first model request (a 5xx the SDK retries)
         self.delay = delay
         self.auth: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -56,6 +58,13 @@ class Upstream:
 
     async def _maybe_429(self, kind: str) -> web.Response | None:
         self._n += 1
+        if self.fail_first and self._n == 1:
+            body = (
+                {"type": "error", "error": {"type": "api_error", "message": "upstream exploded"}}
+                if kind == "anthropic"
+                else {"error": {"message": "The server had an error", "type": "server_error", "code": None}}
+            )
+            return web.json_response(body, status=self.fail_first)
         if self.rate_limit_first and self._n == 1:
             body = (
                 {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
