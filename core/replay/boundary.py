@@ -85,6 +85,14 @@ class ExecutorChoice:
 
 
 def _check_spec(spec: str, what: str) -> str:
+    if spec.startswith("provider:"):
+        from ..proxy.provider import parse_provider_spec
+
+        try:
+            parse_provider_spec(spec)
+        except ValueError as exc:
+            raise BranchError(f"{what}: {exc}") from None
+        return spec
     if spec.startswith("cmd:"):
         if not spec[4:].strip():
             raise BranchError(f"{what} {spec!r} names no command (write cmd:CMD ARGS…)")
@@ -181,6 +189,11 @@ def load_executor(spec: str | ExecutorChoice) -> Executor:
         from ..proxy.command import CommandExecutor, parse_command_spec
 
         return CommandExecutor(parse_command_spec(spec))
+    if spec.startswith("provider:"):
+        from ..proxy.provider import ProviderExecutor, parse_provider_spec
+
+        provider, url = parse_provider_spec(spec)
+        return ProviderExecutor(provider, url)
     if ":" not in spec:
         raise ValueError(f"executor {spec!r} must be written module:function")
     mod_name, func_name = spec.split(":", 1)

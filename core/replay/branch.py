@@ -306,6 +306,9 @@ class Policy(_Model):
       through the model-API proxy, docs/proxy.md); being written in a file, it runs only
       with the user's consent (``--trust-executor``, or a confirmation in the app), as
       the recording's ``metadata.executor`` does;
+    * ``live_model``: the model a live model call asks (``model: live``) instead of the
+      recorded one — "what would model Y have done from here?"; required when the
+      recording's model is ``unknown``; each such call's reason names the swap;
     * ``key_exclusions``: JSON Pointers into a model request that matching ignores
       (``/messages/0/content``; ``*`` = any one segment; :mod:`core.replay.matching`);
       a replay matched with them is at most ``partial``, and lists them.
@@ -320,6 +323,7 @@ class Policy(_Model):
     max_tool_calls: int | None = Field(default=None, ge=0)
     executor: str | None = None
     key_exclusions: list[str] | None = None
+    live_model: str | None = Field(default=None, min_length=1)
 
     @field_validator("key_exclusions")
     @classmethod
@@ -336,6 +340,11 @@ class Policy(_Model):
         if v.startswith("cmd:"):
             if not v[4:].strip():
                 raise ValueError("executor 'cmd:' names no command (write cmd:CMD ARGS…)")
+            return v
+        if v.startswith("provider:"):
+            from ..proxy.provider import parse_provider_spec
+
+            parse_provider_spec(v)
             return v
         mod, sep, fn = v.partition(":")
         if not sep or not mod or not fn:

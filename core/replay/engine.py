@@ -437,6 +437,10 @@ class ReplayEngine:
             self.fixtures = fixtures or FixtureGateway()
             self.executor = executor
             self.executor_name = executor_name
+            #: the executor runs the agent's loop (``executor.run``); one that only answers
+            #: calls live (``runs_agent = False``: the provider executor) leaves the loop to
+            #: the generic chat loop
+            self._runs_agent = executor is not None and getattr(executor, "runs_agent", True)
             self.decisions = dict(decisions or {})
             self.hooks = hooks or ToolHooks()
             self.tracer = tracer
@@ -813,7 +817,7 @@ class ReplayEngine:
         self._miss_reason = miss_reason
         if not isinstance(request, ModelRequest):
             request = ModelRequest.model_validate(request)
-        if self.executor is not None and self._pos >= self.cp_pos:
+        if self._runs_agent and self._pos >= self.cp_pos:
             # the executor's agent builds its own requests: a recorded person's input
             # after the branch diverged is a user turn, recorded as an interrupt event
             self._user_turn(self._step)
@@ -1128,6 +1132,8 @@ class ReplayEngine:
             f"answered live by the executor ({'live_model' if call.kind == 'model' else 'live_tool'}): "
             + self._difference_from_base(call)
         )
+        if call.kind == "model" and self.policy.live_model and self.policy.live_model != call.name:
+            reason += f"; model swapped: {call.name} → {self.policy.live_model} (policy live_model)"
         cached = self._live_cache.get((call.kind, call.key))
         if cached:
             r = cached.popleft()
@@ -1140,7 +1146,7 @@ class ReplayEngine:
             response: ModelResponse | None = None
             error: ErrorInfo | None = None
             try:
-                out = executor.live_model(call.name, call.request)
+                out = executor.live_model(self._live_model_name(call.name), call.request)
                 response = out if isinstance(out, ModelResponse) else ModelResponse.model_validate(out)
             except Exception as exc:  # the live model failed: recorded as an error
                 error = ErrorInfo(type=type(exc).__name__, message=str(exc))
@@ -1153,6 +1159,27 @@ class ReplayEngine:
         except Exception as exc:
             result = ToolResult(error=ErrorInfo(type=type(exc).__name__, message=str(exc)))
         return _Answer("live", reason, result=result, live_measured=time.perf_counter() - t0)
+
+    def _live_model_name(self, recorded: str) -> str:
+        """The model a live call asks: the policy's ``live_model`` (a swap), else the
+        recorded one — which must be known.
+
+        Raises:
+            _Halt: the recording does not name its model (``unknown``) and the policy
+                names none (failed, with a clear reason).
+        """
+        if self.policy.live_model:
+            return self.policy.live_model
+        if recorded == "unknown":
+            raise _Halt(
+                "failed",
+                error=ReplayErrorInfo(
+                    type="BranchError",
+                    message="the recording does not name its model ('unknown'), so a live call cannot ask it: "
+                    "set the policy's live_model (the model to continue with)",
+                ),
+            )
+        return recorded
 
     def _from_user(self, call: _Call) -> _Answer | None:
         """A person's turn after the branch diverged: the answer a user pinned on its
@@ -1359,7 +1386,7 @@ class ReplayEngine:
         if self._aligned or step in self._user_steps:
             return []
         turn = self._turns.before(step)
-        if turn is None or (self.executor is not None and not turn.interrupts):
+        if turn is None or (self._runs_agent and not turn.interrupts):
             return []
         self._user_steps.add(step)
         call = _Call("user", "user", turn.key, self._pos, step, True, None, turn=turn)
@@ -1646,7 +1673,7 @@ class ReplayEngine:
             )
         else:
             try:
-                if self.executor is not None:
+                if self._runs_agent:
                     stop_reason, output = self._executor_loop()
                 else:
                     stop_reason, output = self._generic_loop()

@@ -89,7 +89,12 @@ def test_ctrl_c_keeps_what_was_recorded(tmp_path: Path, upstream) -> None:
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "Answer: no note for weather"  # its calls are done; now it hangs
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=60)
+    try:
+        _out, err = proc.communicate(timeout=60)
+    finally:  # never leave a record (and its agent) behind
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, err
     assert "marked incomplete: interrupted (Ctrl-C)" in err
     rec = Recording.load(tmp_path / "run.json")

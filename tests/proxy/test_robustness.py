@@ -405,7 +405,12 @@ def test_sigterm_keeps_what_was_recorded_and_ends_the_agent(tmp_path: Path, upst
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "Answer: no note for weather"
     proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=60)
+    try:
+        _out, err = proc.communicate(timeout=60)
+    finally:  # never leave a record (and its agent) behind
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert "marked incomplete: ended by SIGTERM" in err, err
     rec = Recording.load(tmp_path / "run.json")
     assert rec.metadata["incomplete"] is True and [r.kind for r in rec.records] == ["model", "tool", "model"]
