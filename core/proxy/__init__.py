@@ -6,7 +6,10 @@ boundary it already has — its OpenAI or Anthropic SDK (docs/proxy.md).
   every model exchange (and the tool calls the agent ran itself, observed);
 * :class:`~core.proxy.command.CommandExecutor` — ``--executor 'cmd:CMD ARGS…'``: replay
   a recording by running the command again against the proxy in replay mode, every
-  request answered by the replay engine's answer chain in the wire shape it asked for.
+  request answered by the replay engine's answer chain in the wire shape it asked for;
+* :class:`~core.proxy.provider.ProviderExecutor` — ``--executor provider:openai`` /
+  ``provider:anthropic``: a branch's model calls the recording cannot answer sent live
+  to an OpenAI- or Anthropic-compatible endpoint, tools never run.
 
 Layering: the proxy sits above the importers (it reads the wire formats with
 :mod:`core.importers._llm_api`) and below the replay engine, which it reaches only
@@ -14,6 +17,15 @@ through the runtime object an executor is given.
 """
 
 from .command import SIDE_EFFECTS_NOTE, CommandExecutor, parse_command_spec
+from .provider import ProviderExecutor, parse_provider_spec
 from .recorder import RecordResult, record_command
 
-__all__ = ["SIDE_EFFECTS_NOTE", "CommandExecutor", "RecordResult", "parse_command_spec", "record_command"]
+__all__ = [
+    "SIDE_EFFECTS_NOTE",
+    "CommandExecutor",
+    "ProviderExecutor",
+    "RecordResult",
+    "parse_command_spec",
+    "parse_provider_spec",
+    "record_command",
+]

@@ -459,7 +459,7 @@ class ReplayEngine:
             self.base_models: list[ModelRecord] = [r for r in self.base_calls if type(r) is ModelRecord]
             self.cp_pos = sum(1 for r in self.base_calls if r.seq < branch.checkpoint)
             #: request paths matching ignores (policy ``key_exclusions``): model calls are
-            #: matched on :func:`core.replay.matching.match_key` when there are any
+            #: matched on :func:`core.replay.matching.excluded_model_key` when there are any
             self._exclusions = tuple(branch.policy.key_exclusions or ())
             self._match_keys: dict[int, str] = {}
             if self._exclusions:
