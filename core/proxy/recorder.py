@@ -587,11 +587,12 @@ def record_command(
     """Run ``argv`` through the recording proxy and write ``output`` atomically.
 
     ``timeout``: seconds the command may run (then it is terminated, SIGKILL after 5 s,
-    and the recording is marked incomplete); ``upstream_timeout``: seconds one upstream
-    answer may take (then the agent gets HTTP 504 and the call is recorded as error
-    ``upstream_timeout``). ``echo``: the command's output and input are the terminal's.
-    A Ctrl-C (KeyboardInterrupt) reaches the command too; the recording is then kept,
-    marked incomplete, and the exit code is the command's.
+    and the recording is marked incomplete); ``upstream_timeout``: seconds the upstream
+    may send nothing (then the agent gets HTTP 504 and the call is recorded as error
+    ``upstream_timeout``; a stream that stops after it began keeps what arrived). ``echo``: the command's output and input are the terminal's.
+    A Ctrl-C (KeyboardInterrupt) reaches the command too, and SIGTERM to this process
+    ends it; the recording is then kept, marked incomplete, and the exit code is the
+    command's.
 
     Raises:
         CommandError: the command cannot be started (nothing is written).

@@ -51,7 +51,11 @@ def register(app: typer.Typer) -> None:
             typer.Option("--timeout", help="Seconds CMD may run; then it is ended and the recording kept, incomplete."),
         ] = None,
         upstream_timeout: Annotated[
-            float, typer.Option("--upstream-timeout", help="Seconds one upstream answer may take (then HTTP 504).")
+            float,
+            typer.Option(
+                "--upstream-timeout",
+                help="Seconds the upstream may send nothing before the call is given up (then HTTP 504).",
+            ),
         ] = 600.0,
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing recording.")] = False,
     ) -> None:
