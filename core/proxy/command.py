@@ -173,8 +173,10 @@ class CommandExecutor:
         output (the run's final output, as ``record`` stored it).
 
         Raises:
-            CommandError: the command cannot be started. InspectorError: it ran past
-            ``timeout``. The engine's pause / failure propagate after the command is ended.
+            CommandError: the command cannot be started. CommandFailed: it exited with
+            another status than the recorded run's. InspectorError: it ran past
+            ``timeout``. The engine's pause / failure propagate after the command (its
+            whole process group) is ended.
         """
         self._reset()
         self._runtime = runtime
