@@ -11,22 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
-from ..record.nesting import dumps
 from ..record.recording import ToolResult
 
 __all__ = ["rewrite_tool_results", "result_text"]
 
 
 def result_text(result: ToolResult) -> str:
-    """The text a tool message carries for ``result`` (as
-    :func:`core.replay.engine.tool_message` renders it)."""
-    if result.error is not None:
-        return f"ERROR {result.error.type}: {result.error.message}"
-    if isinstance(result.content, str):
-        return result.content
-    return dumps(result.content, orjson.OPT_SORT_KEYS).decode()
+    """The text a tool message carries for ``result``
+    (:meth:`~core.record.recording.ToolResult.message_text`)."""
+    return result.message_text()
 
 
 def rewrite_tool_results(endpoint: str, body: dict[str, Any], overrides: dict[str, ToolResult]) -> dict[str, Any]:

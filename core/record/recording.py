@@ -19,11 +19,12 @@ from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Final, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .canonical import model_key, normalize_stop, tool_key
-from .nesting import json_mode_dump
+from .nesting import dumps, json_mode_dump
 
 FORMAT_NAME: Final = "chassis.replay"
 FORMAT_VERSION: Final = 2
@@ -214,6 +215,17 @@ class ToolResult(_Model):
     artifact: Any = None
     error: ErrorInfo | None = None
     redacted: bool = False
+
+    def message_text(self) -> str:
+        """The text a ``tool`` message carries for this result: ``ERROR <type>: <message>``
+        for an error, the content itself when it is a string, else its JSON with sorted
+        keys (the generic chat loop's rendering, the sample agent's, and what the proxy
+        writes for an overridden result)."""
+        if self.error is not None:
+            return f"ERROR {self.error.type}: {self.error.message}"
+        if isinstance(self.content, str):
+            return self.content
+        return dumps(self.content, orjson.OPT_SORT_KEYS).decode()
 
 
 class ToolRecord(RecordBase):

@@ -87,7 +87,6 @@ from ..errors import (
     PolicyDenied,
     ReplayMismatch,
 )
-from ..record.nesting import dumps
 from ..record.recording import (
     ChatMessage,
     ErrorInfo,
@@ -338,14 +337,9 @@ def first_difference(a: Any, b: Any) -> str | None:
 def tool_message(tool_call_id: str | None, name: str, result: ToolResult) -> ChatMessage:
     """How the generic chat loop puts a tool result in the transcript: a ``tool`` message
     whose content is ``ERROR <type>: <message>`` for an error, the content itself when it
-    is a string, else its JSON with sorted keys (the sample agent's rendering too)."""
-    if result.error is not None:
-        text = f"ERROR {result.error.type}: {result.error.message}"
-    elif isinstance(result.content, str):
-        text = result.content
-    else:
-        text = dumps(result.content, orjson.OPT_SORT_KEYS).decode()
-    return ChatMessage(role="tool", content=text, tool_call_id=tool_call_id, name=name)
+    is a string, else its JSON with sorted keys (the sample agent's rendering too;
+    :meth:`~core.record.recording.ToolResult.message_text`)."""
+    return ChatMessage(role="tool", content=result.message_text(), tool_call_id=tool_call_id, name=name)
 
 
 @dataclass
@@ -874,19 +868,10 @@ class ReplayEngine:
             and base_here.tool == name
             and base_here.arguments is arguments
         ):
-            key = self._base_key(pos, base_here)
+            call = self._tool_call(name, arguments, tool_call_id, pos, self._base_key(pos, base_here))
         else:
-            try:
-                key = redacted_tool_key(name, arguments)  # keys are computed on redacted values
-            except CanonicalizationError as exc:
-                raise _Halt(
-                    "failed",
-                    error=ReplayErrorInfo(type="CanonicalizationError", message=f"tool {name!r} arguments: {exc}"),
-                ) from None
-        after = pos >= self.cp_pos
-        call = _Call(
-            "tool", name, key, pos, self._step, after, self._peek(key), arguments=arguments, tool_call_id=tool_call_id
-        )
+            call = self._tool_call(name, arguments, tool_call_id, pos, None)
+        after = call.after
 
         # the tool gate, on every call, answered from the recording or not
         pol = self._policy_iv.get(name) if after else None
@@ -914,6 +899,26 @@ class ReplayEngine:
             self._call_done(rec, call, answer)
         return result
 
+    def _tool_call(self, name: str, arguments: Any, tool_call_id: str | None, pos: int, key: str | None) -> _Call:
+        """The :class:`_Call` of a tool call at call position ``pos``; ``key`` when known
+        (the base's at this position), else computed on the redacted arguments.
+
+        Raises:
+            _Halt: the arguments have no canonical form (the replay fails).
+        """
+        if key is None:
+            try:
+                key = redacted_tool_key(name, arguments)  # keys are computed on redacted values
+            except CanonicalizationError as exc:
+                raise _Halt(
+                    "failed",
+                    error=ReplayErrorInfo(type="CanonicalizationError", message=f"tool {name!r} arguments: {exc}"),
+                ) from None
+        after = pos >= self.cp_pos
+        return _Call(
+            "tool", name, key, pos, self._step, after, self._peek(key), arguments=arguments, tool_call_id=tool_call_id
+        )
+
     def observe_tool(self, name: str, arguments: Any, tool_call_id: str | None, result: ToolResult) -> ToolResult:
         """Record a tool call the executor's agent ran itself (a command executor: the
         tool ran inside the agent's process, unmediated — docs/proxy.md) and return the
@@ -926,17 +931,7 @@ class ReplayEngine:
         """
         pos = self._pos
         self._pos += 1
-        try:
-            key = redacted_tool_key(name, arguments)
-        except CanonicalizationError as exc:
-            raise _Halt(
-                "failed",
-                error=ReplayErrorInfo(type="CanonicalizationError", message=f"tool {name!r} arguments: {exc}"),
-            ) from None
-        after = pos >= self.cp_pos
-        call = _Call(
-            "tool", name, key, pos, self._step, after, self._peek(key), arguments=arguments, tool_call_id=tool_call_id
-        )
+        call = self._tool_call(name, arguments, tool_call_id, pos, None)
         answer = self._from_intervention(call) if self._tool_seq_iv or self._tool_name_iv else None
         if answer is None:
             b = self.base_calls[call.rec_pos] if call.rec_pos is not None else None
