@@ -310,7 +310,9 @@ class TimelineIndex:
                 if r.tool_call_id:
                     self.answered_by.setdefault((r.run_id, r.tool_call_id), i)
             elif type(r) is ModelRecord:
-                self.names[i] = r.model
+                swapped = r.meta.get("live_model") if r.meta else None
+                # a replay's live call answered by the policy's live_model: both names
+                self.names[i] = f"{r.model} → {swapped}" if isinstance(swapped, str) else r.model
                 self.durations[i] = r.duration_seconds
                 resp = r.response
                 if resp is not None:

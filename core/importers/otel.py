@@ -19,7 +19,7 @@ one client span ``chat {model}`` per model record (``gen_ai.operation.name=chat`
 tool record (``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
 ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``). What the conventions have
 no attribute for is carried in ``chassis.*`` attributes (full request options, record
-seq, tool error message, artifact, the recording's metadata and session) so that an
+seq, tool error message, artifact, the record's ``meta``, the recording's metadata and session) so that an
 export imports back with every call intact. Other record kinds become ``chassis.<kind>``
 spans carrying the record as JSON.
 
@@ -320,6 +320,8 @@ def recording_to_otlp(rec: Recording, *, service_name: str = "chassis-inspector"
                 attrs.append(_kv(f"chassis.{f}", True))
         if isinstance(r, (ToolRecord, ModelRecord)) and r.key is not None:
             attrs.append(_kv("chassis.key", r.key))
+        if r.meta is not None and isinstance(r, (ToolRecord, ModelRecord)):
+            attrs.append(_kv("chassis.meta", _json_text(r.meta)))
         status: dict[str, Any] = {}
         if isinstance(r, ModelRecord):
             name = f"chat {r.model}"
@@ -786,6 +788,12 @@ class OtelImporter(Importer):
             for f in ("replayed", "live_fallback"):
                 if a.get(f"chassis.{f}") is True:
                     setattr(rec, f, True)
+            if "chassis.meta" in a and rec.kind in ("tool", "model"):
+                m = _parse_jsonish(a["chassis.meta"], place, warnings)
+                if isinstance(m, dict):
+                    rec.meta = m
+                else:
+                    warnings.add(place, "chassis.meta is not a JSON object; ignored")
             if isinstance(a.get("chassis.at"), str):
                 rec.at = a["chassis.at"]
             elif rec.at is None and not a.get("chassis.synthetic_time"):

@@ -6,7 +6,10 @@
   ``trajectory`` step's ``action`` → a tool record: tool = the first word when it is
   one of the interface commands listed in the system prompt (``open``, ``edit``,
   ``submit``, ...), else ``bash``; arguments = ``{"command": <action text>}``;
-  result = the step's ``observation``.
+  result = the step's ``observation``; ``meta.action_parser`` names the parser
+  (``swe_agent.thought_action``, :mod:`core.importers.actions`) and
+  ``metadata.action_parser`` holds its settings (the interface commands), so a branch
+  can parse a new reply the same way.
 * **function calling** (SWE-agent 1.x, ``sweagent/types.py``): assistant history
   items carry OpenAI-style ``tool_calls``; ``tool`` items answer them through
   ``tool_call_ids``. A step's ``query`` (the exact messages sent) is the request when
@@ -32,6 +35,7 @@ from ..errors import FormatError, name_text
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, openai_message
 from ._source import SourceFile, Truncation, as_array, as_object
+from .actions import SweAgentThoughtAction
 from .base import ImportedRun, Importer
 
 _COMMANDS = re.compile(r"^(\w+):\n\s+docstring:", re.M)
@@ -207,6 +211,8 @@ class SweAgentImporter(JsonImporter, Importer):
         if totals is not None:
             meta["usage_totals"] = totals
         meta["final_output_rule"] = copy.deepcopy(FINAL_OUTPUT_RULE)
+        if text_parsed:
+            meta["action_parser"] = SweAgentThoughtAction(commands=tuple(sorted(commands))).settings()
         return b.build(meta, incomplete=incomplete)
 
     def _message(self, b: RunBuilder, m: Any, place: str) -> ChatMessage:
@@ -221,7 +227,7 @@ class SweAgentImporter(JsonImporter, Importer):
         first = text.split(None, 1)[0] if text.strip() else ""
         tool = first if first in commands else "bash"
         obs = step.get("observation")
-        b.tool(
+        rec = b.tool(
             tool=tool,
             arguments={"command": text},
             tool_call_id=None,
@@ -230,6 +236,7 @@ class SweAgentImporter(JsonImporter, Importer):
             duration=step.get("execution_time"),
             place=place,
         )
+        rec.meta = {"action_parser": SweAgentThoughtAction.name}
 
     def _function_calls(
         self, b: RunBuilder, history: list[Any], j: int | None, calls: list[Any], step: dict[str, Any], place: str

@@ -16,6 +16,11 @@ system policy, simulated-user turns as ``user`` messages, assistant turns with
 * each tool call → a tool record paired with its ``tool`` message by id; a result
   starting ``Error:`` (how tau-bench environments report a failed tool) → error type
   ``tool_error``;
+* the simulated user's turns: ``metadata.user_turns`` = ``{"stop_marker": "###STOP###",
+  "closing": <the user's last message>}`` — the marker tau-bench's user simulator says to
+  end the conversation, and its last words (after the agent's last reply, so in no
+  request) — which a replay offers once a branch reaches the end of the conversation
+  (docs/replay.md, "Continuing an imported run");
 * the agent model is not named in the file: it is taken from the file name
   (``historical_trajectories/<model>-<env>.json``), with a warning.
 """
@@ -34,6 +39,8 @@ from .base import ImportedRun, Importer
 
 _HEAD = re.compile(rb"^\s*\[\s*\{")
 _ENVS = ("airline", "retail")
+#: what tau-bench's simulated user says to end the conversation
+STOP_MARKER = "###STOP###"
 
 
 class TauBenchImporter(JsonImporter, Importer):
@@ -131,6 +138,11 @@ class TauBenchImporter(JsonImporter, Importer):
                     )
             transcript.append(cm)
         b.unanswered(f"[{index}].traj")
+        # the simulated customer's last words (after the agent's last reply, so in no
+        # request): kept for the replay, which offers them when a branch reaches the end
+        closing = None
+        if transcript and transcript[-1].role == "user" and any(m.role == "assistant" for m in transcript):
+            closing = transcript[-1].text
         info = as_object(run.get("info"))
         task = as_object(info.get("task"))
         reward = run.get("reward")
@@ -146,6 +158,7 @@ class TauBenchImporter(JsonImporter, Importer):
             "reward_info": info.get("reward_info"),
             "user_cost": info.get("user_cost"),
         }
+        meta["user_turns"] = {"stop_marker": STOP_MARKER, **({"closing": closing} if closing is not None else {})}
         if isinstance(reward, (int, float)) and not isinstance(reward, bool):
             meta["outcome"] = "success" if reward >= 1.0 else "failure"
         return b.build({k: v for k, v in meta.items() if v is not None}, incomplete=incomplete)

@@ -84,6 +84,9 @@ class ProviderExecutor:
 
     #: no agent loop of its own: the engine's generic chat loop walks the branch
     runs_agent = False
+    #: a call that still fails after the retries ends the replay ``failed`` (the error is
+    #: kept as the call's model error in the events)
+    errors_end_replay = True
 
     def __init__(
         self,

@@ -309,6 +309,11 @@ class Policy(_Model):
     * ``live_model``: the model a live model call asks (``model: live``) instead of the
       recorded one — "what would model Y have done from here?"; required when the
       recording's model is ``unknown``; each such call's reason names the swap;
+    * ``user_model``: a live *user-simulator* model (tau-bench's design) that answers
+      the person's turns after the branch diverged, through the live executor's
+      ``live_model`` (the provider executor), from the base's task instruction; each
+      such turn is an interrupt event marked ``simulated_by`` (answer source ``live``);
+      without it those turns are ``user`` requirements;
     * ``key_exclusions``: JSON Pointers into a model request that matching ignores
       (``/messages/0/content``; ``*`` = any one segment; :mod:`core.replay.matching`);
       a replay matched with them is at most ``partial``, and lists them.
@@ -324,6 +329,7 @@ class Policy(_Model):
     executor: str | None = None
     key_exclusions: list[str] | None = None
     live_model: str | None = Field(default=None, min_length=1)
+    user_model: str | None = Field(default=None, min_length=1)
 
     @field_validator("key_exclusions")
     @classmethod
@@ -353,8 +359,9 @@ class Policy(_Model):
 
     @property
     def wants_live(self) -> bool:
-        """True when either boundary may be answered by an executor."""
-        return self.model == "live" or self.tool == "live"
+        """True when either boundary, or a person's turn (``user_model``), may be
+        answered by an executor."""
+        return self.model == "live" or self.tool == "live" or self.user_model is not None
 
 
 # --------------------------------------------------------------------------- branch

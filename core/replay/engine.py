@@ -87,6 +87,7 @@ from ..errors import (
     PolicyDenied,
     ReplayMismatch,
 )
+from ..importers.actions import ActionFormatError, observed_text, parser_for
 from ..record.recording import (
     ChatMessage,
     ErrorInfo,
@@ -222,6 +223,15 @@ class ReplayProgress:
     status: Literal["paused", "completed", "failed"] | None = None
     stop_reason: str | None = None
     error: ReplayErrorInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Action:
+    """A tool call an action parser read from a reply's text (no id)."""
+
+    id: None
+    name: str
+    arguments: Any
 
 
 @dataclass(slots=True)
@@ -468,12 +478,23 @@ class ReplayEngine:
             self._key_repeats = {k: len(dq) for k, dq in self._cursors.items() if len(dq) > 1}
             #: where the base waited on a person (the user-turn rule), by model step
             self._turns = UserTurns(base)
+            #: how the base's agent read actions from model text (None: tool calls)
+            self._parser_problem: str | None = None
+            try:
+                self._parser = parser_for(base.metadata)
+            except ValueError as exc:  # a parser of a newer version: the loop cannot read text actions
+                self._parser, self._parser_problem = None, str(exc)
             self._consumed = bytearray(len(self.base_calls))
             self._live_cache: dict[tuple[str, str], deque[Any]] = {}
             self._live_durations: dict[int, float] = {}  # seq -> seconds measured this run
             for r in live_cache:
                 if getattr(r, "live_fallback", False) and getattr(r, "key", None):
                     self._live_cache.setdefault((r.kind, r.key), deque()).append(r)
+                elif type(r) is InterruptRecord and r.live_fallback and isinstance(r.value, dict):
+                    sim = r.value.get("simulated_by")  # a person's turn a user simulator answered
+                    if isinstance(sim, dict) and isinstance(sim.get("turn"), str):
+                        _, text = person_text(r.value)
+                        self._live_cache.setdefault(("user", sim["turn"]), deque()).append(text)
 
             # interventions
             ivs = list(enumerate(branch.interventions))
@@ -530,6 +551,9 @@ class ReplayEngine:
             self._user_steps: set[int] = set()  # model steps whose person's turn was handled
             self._user_answered: list[UserTurn] = []  # turns answered by a pinned answer
             self._user_waived: list[UserTurn] = []  # turns the user waived (skipped)
+            self._user_simulated: list[UserTurn] = []  # turns the live user simulator answered
+            self._transcript_now: list[ChatMessage] = []  # the generic loop's transcript (for the simulator)
+            self._conv_from: int | None = None  # a conversation's next person's turn is searched from here
             self._copied_interrupts: set[int] = set()  # base interrupt seqs copied as recorded
             self.last_request: ModelRequest | None = None
             self._observed = 0  # tool results the executor's agent observed (ran itself)
@@ -730,11 +754,14 @@ class ReplayEngine:
         ``require_fixtures`` is false — never the recorded value unasked."""
         turn = call.turn
         assert turn is not None  # a user call always carries its turn
-        where = (
-            f"the base recorded a person's input at seq {turn.base_seq}"
-            if turn.interrupts
-            else f"the base's next request (seq {turn.base_seq}) carried a new user message"
-        )
+        if turn.interrupts:
+            where = f"the base recorded a person's input at seq {turn.base_seq}"
+        elif turn.base_seq is not None:
+            where = f"the base's request at seq {turn.base_seq} carried the person's next message, offered here"
+        elif turn.default:
+            where = "the base's conversation ended here; the person's last words are offered"
+        else:
+            where = "the base recorded nothing more from the person: answer to go on, or waive to end the conversation"
         if not self.policy.require_fixtures:
             exc = ReplayMismatch(
                 "user",
@@ -848,7 +875,18 @@ class ReplayEngine:
         if self._reporting:
             self._call_done(rec, call, answer)
         if answer.error is not None or answer.response is None:
-            raise ModelCallError(model, answer.error or ErrorInfo(type="NoResponse", message="no response"))
+            err = answer.error or ErrorInfo(type="NoResponse", message="no response")
+            if answer.source == "live" and getattr(self.executor, "errors_end_replay", False):
+                # a provider that failed after its retries: the branch cannot go on, and a
+                # model error the base never had is not a result to compare (recorded in the events)
+                raise _Halt(
+                    "failed",
+                    error=ReplayErrorInfo(
+                        type=err.type,
+                        message=f"the live model call at step {step} failed: {err.message} (nothing after it ran)",
+                    ),
+                )
+            raise ModelCallError(model, err)
         return answer.response
 
     def call_tool(self, name: str, arguments: Any, tool_call_id: str | None = None) -> ToolResult:
@@ -1179,11 +1217,12 @@ class ReplayEngine:
     def _from_user(self, call: _Call) -> _Answer | None:
         """A person's turn after the branch diverged: the answer a user pinned on its
         ``user`` requirement (``requirements --answer`` / ``--approve``: the recorded value
-        or an authored one) — never the recorded value unless pinned."""
+        or an authored one), else the live user simulator when the policy names one
+        (:meth:`_from_user_simulator`) — never the recorded value unless pinned."""
         rid = Requirement.make_id(self.replay_id, call.pos, "user", call.key)
         prior = self.decisions.get(rid)
         if prior is None or prior.status != "satisfied" or prior.answer is None:
-            return None
+            return self._from_user_simulator(call)
         assert call.turn is not None  # a user call always carries its turn
         how = (
             "the user pinned the recorded answer"
@@ -1191,6 +1230,63 @@ class ReplayEngine:
             else "the user authored this answer"
         )
         return _Answer("user", f"{how} (the person's turn before model step {call.step})", text=prior.answer)
+
+    def _from_user_simulator(self, call: _Call) -> _Answer | None:
+        """A person's turn answered by a live user-simulator model (policy ``user_model``;
+        tau-bench's design: a model plays the person from the task's instruction): the
+        answer an earlier attempt got (reused, so a resume gives the same events), else
+        the executor's ``live_model`` asked the simulator request :meth:`_user_turn` built."""
+        model = self.policy.user_model
+        executor = self.executor
+        if not model or executor is None or call.request is None or not hasattr(executor, "live_model"):
+            return None
+        reason = f"answered live by the user simulator {model} (policy user_model): a model playing the person"
+        cached = self._live_cache.get(("user", call.key))
+        if cached:
+            return _Answer("live", reason, text=cached.popleft())
+        t0 = time.perf_counter()
+        try:
+            out = executor.live_model(model, call.request)
+            resp = out if isinstance(out, ModelResponse) else ModelResponse.model_validate(out)
+        except Exception as exc:  # the simulator failed: the branch cannot go on
+            raise _Halt(
+                "failed",
+                error=ReplayErrorInfo(
+                    type=type(exc).__name__,
+                    message=f"the user simulator {model} failed at the person's turn before model step "
+                    f"{call.step}: {exc}",
+                ),
+            ) from None
+        return _Answer("live", reason, text=resp.message.text, live_measured=time.perf_counter() - t0)
+
+    def _simulator_request(self, transcript: list[ChatMessage]) -> ModelRequest:
+        """The request a user-simulator model gets at a person's turn: a system prompt
+        holding the person's instruction (the base's ``metadata.task.instruction`` —
+        tau-bench's — else its first ``user`` message) and the conversation so far seen
+        from the person's side (the agent's words as ``user`` messages, the person's as
+        ``assistant``; tool traffic and system prompts left out), opening with the agent's
+        greeting when the person spoke first."""
+        task = self.base.metadata.get("task")
+        instruction = task.get("instruction") if isinstance(task, dict) else None
+        if not isinstance(instruction, str) or not instruction.strip():
+            first = next((m for m in transcript if m.role == "user"), None)
+            instruction = first.text if first is not None else "(no instruction recorded)"
+        marker = self._turns.stop_marker() or "###STOP###"
+        system = (
+            "You play the person (the user, the customer) in a conversation with an AI agent. Write only your "
+            "next message to the agent, one at a time and in your own words. Give only what the agent asks for, "
+            "and invent nothing beyond your instruction. When your goal is reached, or the conversation should "
+            f"end, reply with {marker} alone.\n\nYour instruction:\n{instruction}"
+        )
+        flipped: list[ChatMessage] = [ChatMessage(role="system", content=system)]
+        for m in transcript:
+            if m.role == "assistant" and m.text.strip():
+                flipped.append(ChatMessage(role="user", content=m.text))
+            elif m.role == "user":
+                flipped.append(ChatMessage(role="assistant", content=m.text))
+        if len(flipped) > 1 and flipped[1].role == "assistant":
+            flipped.insert(1, ChatMessage(role="user", content="Hi! How can I help you today?"))
+        return ModelRequest(messages=flipped)
 
     def _difference_from_base(self, call: _Call) -> str:
         """Where a call answered live first differs from the base's call at the same
@@ -1288,6 +1384,9 @@ class ReplayEngine:
                 if source == "recorded" and answer.used_pos is not None
                 else None,
             )
+            if source == "live" and self.policy.live_model and self.policy.live_model != call.name:
+                # the model that answered, when the policy swapped it (the key stays the call's)
+                rec.meta = {**(rec.meta or {}), "live_model": self.policy.live_model}
             if (
                 source == "recorded"
                 and answer.used_pos is not None
@@ -1365,7 +1464,7 @@ class ReplayEngine:
 
     # ------------------------------------------------------------------ a person's turn
 
-    def _user_turn(self, step: int, *, ended: bool = False) -> list[ChatMessage]:
+    def _user_turn(self, step: int, *, ended: bool = False, turn: UserTurn | None = None) -> list[ChatMessage]:
         """The user-turn rule (docs/replay.md, "Replay states") before model step ``step``.
 
         While the branch is aligned with the base nothing happens here (a recorded
@@ -1378,17 +1477,20 @@ class ReplayEngine:
         request carried a person's new message or the branch's agent had ended its turn
         (``ended``: a chat agent hears a person in a user message), else none.
         """
-        if self._aligned or step in self._user_steps:
-            return []
-        turn = self._turns.before(step)
-        if turn is None or (self._runs_agent and not turn.interrupts):
-            return []
-        self._user_steps.add(step)
+        if turn is None:
+            if self._aligned or step in self._user_steps:
+                return []
+            turn = self._turns.before(step)
+            if turn is None or (self._runs_agent and not turn.interrupts):
+                return []
+        self._user_steps.add(turn.step)
         call = _Call("user", "user", turn.key, self._pos, step, True, None, turn=turn)
         prior = self.decisions.get(Requirement.make_id(self.replay_id, call.pos, "user", call.key))
         if prior is not None and prior.status == "waived":
             self._user_waived.append(turn)
             return []
+        if self.policy.user_model and self.executor is not None and hasattr(self.executor, "live_model"):
+            call.request = self._simulator_request(self._transcript_now)
         answer = self._answer(call)
         text = answer.text or ""
         seq = self._next_seq()
@@ -1401,17 +1503,21 @@ class ReplayEngine:
                 value = text
         else:
             value = {"type": "input", "role": "user", "input": text}
+        simulated = answer.source == "live"
+        if simulated and isinstance(value, dict):
+            value["simulated_by"] = {"model": self.policy.user_model, "turn": turn.key}
         rec = InterruptRecord(
             seq=seq,
             run_id=self._last_run_id,
             generation_id=self._last_generation_id,
             replayed=True,
+            live_fallback=simulated,
             value=value,
         )
         self._append(rec, answer.source)
         self._answers[answer.source] += 1
         self._reasons[seq] = answer.reason
-        self._user_answered.append(turn)
+        (self._user_simulated if simulated else self._user_answered).append(turn)
         if self._reporting:
             self._call_done(rec, call, answer)
         return [ChatMessage(role="user", content=text)] if (turn.messages or ended) else []
@@ -1506,10 +1612,18 @@ class ReplayEngine:
     # ------------------------------------------------------------------ loops
 
     def _generic_loop(self) -> tuple[str, Any]:
-        """The generic chat agent loop (no executor). Returns ``(stop_reason, output)``."""
+        """The generic chat agent loop (no executor). Returns ``(stop_reason, output)``.
+
+        With an action parser (:func:`core.importers.actions.parser_for`: an agent that
+        acts in text), a reply without tool calls is parsed for its action, tool results
+        come back as the parser's observation messages, an unreadable reply is followed by
+        the format's own format-error turn (at most ``max_requeries`` in a row, then the
+        loop stops with ``format_error``), and an action that ends the agent's run
+        (``submit``) ends the loop with its result as the output."""
         calls = self.base_calls
         n = len(calls)
         has_models = bool(self.base_models)
+        parser = self._parser
         i = 0
         last_request: ModelRequest | None = None
         last_response: ModelResponse | None = None
@@ -1527,14 +1641,22 @@ class ReplayEngine:
                         continue
                     return "model_error", None
                 last_request, last_response = self.last_request, resp
-                tool_msgs, unanswered = [], list(resp.message.tool_calls or [])
+                tool_msgs, unanswered = [], self._actions_of(resp)
             else:
                 try:
                     res = self.call_tool(r.tool, r.arguments, r.tool_call_id)
                 except PolicyDenied as exc:
                     res = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(exc)))
                 tc = _take_call(unanswered, r)
-                tool_msgs.append(tool_message(tc.id if tc is not None else r.tool_call_id, r.tool, res))
+                if parser is not None and not r.tool_call_id:
+                    seen = list(last_request.messages) if last_request is not None else []
+                    if last_response is not None:
+                        seen.append(last_response.message)
+                    tool_msgs.append(parser.observation(res, seen + tool_msgs))
+                else:
+                    tool_msgs.append(tool_message(tc.id if tc is not None else r.tool_call_id, r.tool, res))
+                if parser is not None and parser.ends_run(r.tool) and not self._aligned:
+                    return "final", observed_text(res)
             if not self._aligned and has_models:
                 break
         else:
@@ -1546,6 +1668,8 @@ class ReplayEngine:
             ), out
         # phase 2: rebuild requests from the branch transcript
         self._rebuilt = True
+        transient: list[ChatMessage] = []  # a format-error turn: sent once, not kept
+        format_errors, format_why = 0, ""
         if last_response is None:
             first = self.base_models[0]
             transcript = list(first.request.messages) + tool_msgs
@@ -1556,40 +1680,147 @@ class ReplayEngine:
             transcript = list(last_request.messages) + [last_response.message] + tool_msgs
             pending = unanswered
             # tool results the model has not seen yet (the difference may be one of them)
-            need_model = bool(last_response.message.tool_calls) or bool(tool_msgs)
+            need_model = bool(pending) or bool(tool_msgs)
+            if parser is not None and not pending and not tool_msgs:
+                why = self._format_error_of(last_response)
+                if why is not None:  # the changed reply holds no action the agent can read
+                    transcript.pop()
+                    transient = [last_response.message, parser.format_error(why)]
+                    format_errors, format_why, need_model = 1, why, True
         while True:
             for tc in pending:
                 try:
                     res = self.call_tool(tc.name, tc.arguments, tc.id)
                 except PolicyDenied as exc:
                     res = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(exc)))
-                transcript.append(tool_message(tc.id, tc.name, res))
+                if parser is not None and tc.id is None:
+                    self._tag_parsed(tc.name)
+                    transcript.append(parser.observation(res, transcript))
+                else:
+                    transcript.append(tool_message(tc.id, tc.name, res))
+                if parser is not None and parser.ends_run(tc.name):
+                    return "final", observed_text(res)
             step = self._step
+            self._transcript_now = transcript
             if not need_model:
-                # the branch's agent ended its turn: the base went on where a person spoke
-                # next (the user-turn rule) — answered, the loop goes on with their message
-                if step >= len(self.base_models) or self._turns.before(step) is None:
-                    return "final", last_response.message.text if last_response else None
-                heard = self._user_turn(step, ended=True)
-                if not heard:
+                # the branch's agent ended its turn: what the person says next (the
+                # user-turn rule) — answered, the loop goes on with their message
+                heard = self._person_speaks(step)
+                if heard is None:
                     return "final", last_response.message.text if last_response else None
                 transcript.extend(heard)
-            else:
+            elif not transient and not self._turns.conversation:
                 transcript.extend(self._user_turn(step))
             b = self.base_models[step] if step < len(self.base_models) else self.base_models[-1]
             req = ModelRequest(
-                messages=list(transcript), tools=b.request.tools, stop=b.request.stop, options=b.request.options
+                messages=list(transcript) + transient,
+                tools=b.request.tools,
+                stop=b.request.stop,
+                options=b.request.options,
             )
             try:
                 resp = self.call_model(b.model, req)
             except ModelCallError:
                 return "model_error", None
+            if transient:
+                self._mark_format_turn(format_why)
             last_response = resp
             made = self.last_request
             assert made is not None  # call_model sets it before answering
-            transcript = list(made.messages) + [resp.message]
-            pending = list(resp.message.tool_calls or [])
+            kept = list(made.messages)
+            if transient:
+                del kept[len(kept) - len(transient) :]  # the unreadable reply is not kept
+            pending = self._actions_of(resp)
+            if parser is not None and not pending:
+                why = self._format_error_of(resp)
+                if why is not None:
+                    format_errors += 1
+                    if format_errors > parser.max_requeries:
+                        return "format_error", None
+                    transcript = kept
+                    transient = [resp.message, parser.format_error(why)]
+                    format_why, need_model = why, True
+                    continue
+            format_errors, transient = 0, []
+            transcript = kept + [resp.message]
             need_model = bool(pending)
+
+    def _person_speaks(self, step: int) -> list[ChatMessage] | None:
+        """After the branch's agent ended its turn (a reply without tool calls): the
+        person's next message, or ``None`` when the run ends there.
+
+        In a conversation (:attr:`UserTurns.conversation`: tau-bench, multi-turn chats)
+        the person speaks after every agent turn: the base's next unheard turn is offered
+        (:meth:`UserTurns.next_spoken`, in order from where the branch diverged; the
+        closing turn once the base has none left, when its importer kept one); none
+        left, a waived turn, or an answer holding
+        the conversation's stop marker (``###STOP###``), ends it. Otherwise the base's own
+        turn at this step, if any, is heard (the user-turn rule)."""
+        if self._turns.conversation:
+            if self._conv_from is None:
+                self._conv_from = step
+            turn = self._turns.next_spoken(self._conv_from, self._user_steps)
+            if turn is None:
+                return None
+            heard = self._user_turn(step, ended=True, turn=turn)
+            self._conv_from = turn.step + 1
+            if not heard:
+                return None
+            marker = self._turns.stop_marker()
+            if marker and marker in heard[0].text:
+                return None
+            return heard
+        if step >= len(self.base_models) or self._turns.before(step) is None:
+            return None
+        return self._user_turn(step, ended=True) or None
+
+    def _actions_of(self, resp: ModelResponse) -> list[Any]:
+        """The tool calls a reply asks for: its structured ``tool_calls``, else (with an
+        action parser) the actions parsed from its text (``id`` ``None``); a reply the
+        parser cannot read asks for none."""
+        calls = list(resp.message.tool_calls or [])
+        if calls or self._parser is None:
+            return calls
+        try:
+            return [_Action(None, a.tool, a.arguments) for a in self._parser.parse(resp.message.text)]
+        except ActionFormatError:
+            return []
+
+    def _tag_parsed(self, tool: str) -> None:
+        """Mark the tool event just made from a parsed action with the parser's name
+        (``meta.action_parser``, as the importer marks the base's)."""
+        assert self._parser is not None  # only the parser's loop parses actions
+        for rec in reversed(self._events):
+            if type(rec) is ToolRecord:
+                if rec.tool == tool:
+                    rec.meta = {**(rec.meta or {}), "action_parser": self._parser.name}
+                return
+
+    def _mark_format_turn(self, why: str) -> None:
+        """Say on the model call just made that it followed the format's format-error
+        turn (its reason and ``meta.format_error_turn``)."""
+        rec = self._events[-1]
+        assert self._parser is not None  # only the parser's loop makes format-error turns
+        note = (
+            f"format-error turn: the previous reply had no action the {self._parser.name} parser could read "
+            f"({why}); the agent re-asks the model, as it would have, without keeping that reply"
+        )
+        self._reasons[rec.seq] = f"{self._reasons[rec.seq]}; {note}" if self._reasons.get(rec.seq) else note
+        rec.meta = {**(rec.meta or {}), "format_error_turn": why}
+
+    def _format_error_of(self, resp: ModelResponse) -> str | None:
+        """Why the action parser cannot read ``resp`` (``None``: it can, or no parser)."""
+        if self._parser is None or resp.message.tool_calls:
+            return None
+        try:
+            self._parser.parse(resp.message.text)
+        except ActionFormatError as exc:
+            return str(exc)
+        return None
+
+    def _models_before_cp(self) -> int:
+        """How many base model calls come before the checkpoint."""
+        return sum(1 for r in self.base_calls[: self.cp_pos] if type(r) is ModelRecord)
 
     def _base_shape(self) -> list[str]:
         """What in the base the generic chat loop cannot model: tool calls no preceding
@@ -1609,12 +1840,16 @@ class ReplayEngine:
                 open_calls = list(calls or [])
                 after_final = r.response is not None and not calls
             else:
-                if _take_call(open_calls, r) is None:
+                parsed = self._parser is not None and (r.meta or {}).get("action_parser") == self._parser.name
+                if _take_call(open_calls, r) is None and not parsed:
                     unlinked += 1
                 after_final = False
         out = []
         if unlinked:
-            out.append(f"{unlinked} tool call(s) are not listed in the model response before them")
+            out.append(
+                f"{unlinked} tool call(s) are not listed in the model response before them"
+                + (f"; {self._parser_problem}" if self._parser_problem else "")
+            )
         if continued:
             out.append(f"{continued} model call(s) follow a response without tool calls, with no person's turn between")
         return out
@@ -1658,12 +1893,29 @@ class ReplayEngine:
         self._reporting = self.on_event is not None or self.on_progress is not None or self.cancel is not None
         if self.on_progress is not None:
             self.on_progress(ReplayProgress(kind="started", calls_answered=0, base_calls=len(self.base_calls)))
-        if self.policy.wants_live and self.executor is None:
-            which = " and ".join(b for b in ("model", "tool") if getattr(self.policy, b) == "live")
+        unknown_model = (
+            self.policy.model == "live"
+            and not self.policy.live_model
+            and self.executor is not None
+            and not self._runs_agent
+            and any(m.model == "unknown" for m in self.base_models[self._models_before_cp() :])
+        )
+        if unknown_model:
+            status, stop_reason = "failed", "error"
+            error = ReplayErrorInfo(
+                type="BranchError",
+                message="the recording does not name its model ('unknown'), so a live call cannot ask it: "
+                "set the policy's live_model (the model to continue with); nothing ran",
+            )
+        elif self.policy.wants_live and self.executor is None:
+            which = " and ".join(
+                [f"{b}=live" for b in ("model", "tool") if getattr(self.policy, b) == "live"]
+                + (["user_model"] if self.policy.user_model else [])
+            )
             status, stop_reason = "failed", "error"
             error = ReplayErrorInfo(
                 type="NoExecutor",
-                message=f"policy {which}=live needs a wired executor (--executor module:function "
+                message=f"policy {which} needs a wired executor (--executor module:function "
                 f"or --executor recorded); none was given, so nothing ran",
             )
         else:
@@ -1778,7 +2030,7 @@ class ReplayEngine:
                 f"that differ from the base (steps {', '.join(map(str, steps[:10]))}"
                 f"{', ...' if len(steps) > 10 else ''})"
             )
-        live = self._answers.get("live", 0) - self._observed
+        live = self._answers.get("live", 0) - self._observed - len(self._user_simulated)
         if live:
             partial.append(f"{live} call(s) answered live by the executor: not reproducible from the recording")
         if self._observed or getattr(self.executor, "unmediated_tools", False):
@@ -1798,8 +2050,14 @@ class ReplayEngine:
                 f"{n} person's turn(s) after the branch diverged answered by an answer a user pinned "
                 "(answer source user): authored, not reproduced from the recording"
             )
+        if self._user_simulated:
+            partial.append(
+                f"{len(self._user_simulated)} person's turn(s) answered live by the user simulator "
+                f"{self.policy.user_model} (policy user_model): a model playing the person, not reproducible "
+                "from the recording"
+            )
         if status == "completed":
-            answered = {r.seq for t in self._user_answered for r in t.interrupts}
+            answered = {r.seq for t in self._user_answered + self._user_simulated for r in t.interrupts}
             waived = {r.seq for t in self._user_waived for r in t.interrupts}
             skipped = [
                 r.seq

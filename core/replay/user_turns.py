@@ -82,6 +82,7 @@ class UserTurns:
     _interrupts: dict[int, list[InterruptRecord]] = field(default_factory=dict)
     _text_actions: set[int] = field(default_factory=set)  # steps s whose stretch holds a text action
     _cache: dict[int, UserTurn | None] = field(default_factory=dict)
+    _conversation: bool | None = None
 
     def __post_init__(self) -> None:
         step = 0
@@ -121,6 +122,56 @@ class UserTurns:
             turn = UserTurn(step, interrupts, messages, default, key, base_seq)
         self._cache[step] = turn
         return turn
+
+    @property
+    def conversation(self) -> bool:
+        """Whether the base is a conversation with a person who speaks in new ``user``
+        messages (tau-bench's simulated customer, a multi-turn chat): then, once a branch
+        has diverged, the person speaks after every turn the agent ends
+        (:meth:`next_spoken`). A base whose person's input is recorded as interrupts
+        (a console prompt between tool calls) is not: its turns are heard at their step."""
+        if self._conversation is None:
+            self._conversation = False
+            if self._interrupts:  # a person who interjects at the console (Inspect's input): turns by step
+                return False
+            for s in range(1, len(self._models)):
+                turn = self.before(s)
+                if turn is not None and turn.messages:
+                    self._conversation = True
+                    break
+        return self._conversation
+
+    def next_spoken(self, from_step: int, used: set[int]) -> UserTurn | None:
+        """The person's next turn in a conversation, from model step ``from_step`` on: the
+        first base turn with new ``user`` messages at a step not in ``used``; when the
+        base has none left and its importer says the person speaks to the end
+        (``metadata.user_turns``: tau-bench), the *closing* turn after the last model call,
+        whose default is the person's last words (``metadata.user_turns.closing``: the
+        ``###STOP###`` message), else empty; otherwise ``None`` (the base's person said
+        nothing more: the branch's run ends there too)."""
+        for s in range(max(from_step, 1), len(self._models)):
+            if s in used:
+                continue
+            turn = self.before(s)
+            if turn is not None and turn.messages:
+                return turn
+        n = len(self._models)
+        spec = self.base.metadata.get("user_turns")
+        if not isinstance(spec, dict):
+            return None
+        closing = spec.get("closing")
+        default = closing if isinstance(closing, str) else ""
+        k = n
+        while k in used:  # the closing turn was heard once already: a further one, still after the base
+            k += 1
+        return UserTurn(k, (), (), default, _turn_key(k, default), None)
+
+    def stop_marker(self) -> str | None:
+        """The text that ends the conversation when the person says it
+        (``metadata.user_turns.stop_marker``: tau-bench's ``###STOP###``), or ``None``."""
+        spec = self.base.metadata.get("user_turns")
+        marker = spec.get("stop_marker") if isinstance(spec, dict) else None
+        return marker if isinstance(marker, str) and marker else None
 
     def continues_with_person(self, step: int) -> bool:
         """Whether the base's next request after model step ``step - 1`` carried a

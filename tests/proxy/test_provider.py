@@ -79,9 +79,11 @@ def test_an_unknown_model_needs_live_model(tmp_path: Path, upstream) -> None:
             r.model = "unknown"
             r.key = r.compute_key()
     branch = _branch(base, tmp_path / "run.json")
+    sent = upstream.model_requests()
     out = ReplayEngine(base, branch, executor=ProviderExecutor("openai", upstream.openai_url)).run()
     assert out.status == "failed"
-    assert "set the policy's live_model" in out.error.message
+    assert "set the policy's live_model" in out.error.message and "nothing ran" in out.error.message
+    assert out.events.records == [] and upstream.model_requests() == sent  # checked before anything ran
 
 
 def test_retries_on_429_and_5xx_with_an_injected_sleep(tmp_path: Path) -> None:
@@ -99,7 +101,7 @@ def test_retries_on_429_and_5xx_with_an_injected_sleep(tmp_path: Path) -> None:
         up.stop()
 
 
-def test_a_provider_error_is_the_calls_model_error(tmp_path: Path, upstream) -> None:
+def test_a_provider_error_fails_the_replay_and_is_the_calls_model_error(tmp_path: Path, upstream) -> None:
     record(agent("openai_agent"), tmp_path / "run.json", upstream)
     base = Recording.load(tmp_path / "run.json")
     waits: list[float] = []
@@ -119,7 +121,8 @@ def test_a_provider_error_is_the_calls_model_error(tmp_path: Path, upstream) -> 
     finally:
         bad.stop()
     assert ex.calls == 4 and waits == [0.5, 1.0, 2.0]
-    assert out.stop_reason == "model_error"
+    assert out.status == "failed" and out.stop_reason == "error"
+    assert "live model call at step 1 failed" in out.error.message and "http_500" in out.error.message
     live = [r for r in out.events.records if r.kind == "model" and r.live_fallback]
     assert live and live[0].error.type == "ProviderError" and "http_500" in live[0].error.message
 

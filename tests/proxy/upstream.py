@@ -43,11 +43,18 @@ class Upstream:
         self._ready = threading.Event()
         self.port = 0
         self._n = 0
+        #: scripted answers, taken in order whatever the request: (text, [(tool, args)]);
+        #: when it runs out the answers are decided from the request again
+        self.script: list[tuple[str | None, list[tuple[str, dict[str, Any]]]]] = []
+        #: answer every model request with a body that is not the API's JSON
+        self.malformed = False
 
     # -- the "model" ------------------------------------------------------------------
 
     def _decide(self, last_user: str, results: list[str]) -> tuple[str | None, list[tuple[str, dict[str, Any]]]]:
         """(text, tool calls) for a request."""
+        if self.script:
+            return self.script.pop(0)
         if results:
             return "Answer: " + " | ".join(results), []
         if "parallel" in last_user:
@@ -74,6 +81,8 @@ class Upstream:
             return web.json_response(body, status=429, headers={"retry-after-ms": "10"})
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.malformed:
+            return web.Response(body=b"<html>502 gateway</html>", status=200, content_type="application/json")
         return None
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
@@ -133,7 +142,7 @@ class Upstream:
                 "index": i,
                 "id": tc["id"],
                 "type": "function",
-                "function": {"name": "lookup", "arguments": frags[0]},
+                "function": {"name": tc["function"]["name"], "arguments": frags[0]},
             }
             await resp.write(
                 _sse({**head, "choices": [{"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}]})

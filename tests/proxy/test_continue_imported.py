@@ -1,0 +1,235 @@
+"""Branches of real imported runs that continue (docs/replay.md, "Continuing an imported
+run"): the provider executor answers the model calls the recording cannot, against a
+scripted stand-in provider on 127.0.0.1; SWE-agent's text actions are parsed from the new
+replies; tau-bench's customer speaks through ``user`` requirements or a live user
+simulator; provider failures end the replay ``failed``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.record.recording import Recording, ToolResult
+from core.replay.boundary import ExecutorChoice
+from core.replay.branch import Policy, ToolResultIntervention, new_branch
+from core.replay.replays import resume_replay, start_replay
+from core.workspace import Workspace
+from tests.builders import SAMPLES
+
+from .upstream import Upstream
+
+SWE = SAMPLES / "swe-agent-pydicom-1458.json"
+TAU = SAMPLES / "tau-bench-airline-task0-trial0.json"
+ACCEPTED = "File updated. Please review the changes and make sure they are correct.\n"
+BOOKED = '{"reservation_id": "ZZZ999", "status": "booked"}'
+
+
+def _copy(src: Path, tmp: Path) -> Path:
+    dst = tmp / src.name
+    shutil.copy(src, dst)
+    return dst
+
+
+def _start(ws: Workspace, path: Path, up: Upstream, *, at: int, result: str, **policy: Any) -> tuple[Any, Any]:
+    base = Recording.load(path)
+    branch = new_branch(
+        base,
+        str(path),
+        at=at,
+        interventions=[ToolResultIntervention(seq=at, result=ToolResult(content=result))],
+        policy=Policy(model="live", **policy),
+    )
+    return start_replay(ws, str(path), branch, executor=ExecutorChoice(f"provider:openai@{up.openai_url}"), base=base)
+
+
+def _sent(up: Upstream) -> list[dict[str, Any]]:
+    return [body for kind, body in up.requests if kind == "openai.chat"]
+
+
+# ---------------------------------------------------------------------- SWE-agent 0.x: text actions
+
+
+def test_a_swe_agent_branch_goes_on_through_parsed_actions(tmp_path: Path, upstream: Upstream) -> None:
+    path = _copy(SWE, tmp_path)
+    upstream.script = [
+        ("Let me check the edit.\n\n```\npython -c 'import pydicom; print(pydicom.__version__)'\n```", []),
+        ("The version looks right. Let's submit.\n\n```\nsubmit\n```", []),
+    ]
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, out = _start(ws, path, upstream, at=11, result=ACCEPTED, live_model="gpt-4o")
+        # the new reply's action was parsed into a tool call nobody recorded: a requirement
+        assert rec.status == "paused", rec.error
+        req = out.requirement
+        assert (req.kind, req.name) == ("tool", "bash")
+        assert req.arguments == {"command": "python -c 'import pydicom; print(pydicom.__version__)'"}
+        # the request the provider got: the recorded history, then the accepted edit as
+        # SWE-agent's observation message (state lines carried), for the swapped-in model
+        [first] = _sent(upstream)
+        assert first["model"] == "gpt-4o" and not first.get("stream")
+        last = first["messages"][-1]
+        assert last["role"] == "user" and last["content"].startswith(ACCEPTED)
+        assert last["content"].endswith("(Current directory: /pydicom__pydicom)\nbash-$")
+        ws.attach_fixture(req.id, {"content": "2.2.0\n"}, source="test")
+        rec2, out2 = resume_replay(ws, rec.id)
+    assert rec2.status == "completed", rec2.error
+    assert rec2.comparability.level == "partial"
+    assert len(_sent(upstream)) == 2  # the first live answer was reused by the resume
+    events = {r.seq: r for r in out2.events.records}
+    rows = [(events[s].kind, getattr(events[s], "tool", None), src) for s, src in sorted(out2.sources.items())]
+    assert rows[:11] == [(events[s].kind, getattr(events[s], "tool", None), "recorded") for s in range(11)]
+    assert rows[11:] == [
+        ("tool", "edit", "intervention"),
+        ("model", None, "live"),
+        ("tool", "bash", "fixture"),
+        ("model", None, "live"),
+        ("tool", "submit", "recorded"),  # `submit` is recorded: its answer is the base's patch
+    ]
+    # the tool records made from parsed text say so, and the swap shows on every live call
+    assert events[13].meta == {"action_parser": "swe_agent.thought_action"}
+    for s in (12, 14):
+        assert events[s].meta["live_model"] == "gpt-4o" and events[s].live_fallback
+        assert "model swapped: unknown → gpt-4o (policy live_model)" in out2.reasons[s]
+    assert out2.stop_reason == "final" and out2.output.startswith("\ndiff --git")  # submit ends SWE-agent's run
+    # the swap is in the timeline's name column too
+    from core.analysis.timeline import TimelineIndex
+
+    names = TimelineIndex(out2.events).names
+    assert names[12] == names[14] == "unknown → gpt-4o" and names[10] == "unknown"
+    # the fixture's output came back to the model as SWE-agent's next observation message
+    assert _sent(upstream)[1]["messages"][-1]["content"].startswith("2.2.0\n\n(Open file: ")
+
+
+def test_an_unreadable_reply_gets_the_formats_format_error_turn(tmp_path: Path, upstream: Upstream) -> None:
+    path = _copy(SWE, tmp_path)
+    upstream.script = [("I am not sure what to do next.", []), ("Submitting.\n```\nsubmit\n```", [])]
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, out = _start(ws, path, upstream, at=11, result=ACCEPTED, live_model="gpt-4o")
+    assert rec.status == "completed", rec.error
+    first, second = _sent(upstream)
+    # the re-ask: the unreadable reply, then the format error naming the problem ...
+    assert second["messages"][-2] == {"role": "assistant", "content": "I am not sure what to do next."}
+    assert second["messages"][-1]["role"] == "user"
+    assert "not formatted correctly (no fenced command block" in second["messages"][-1]["content"]
+    assert second["messages"][:-2] == first["messages"]
+    models = [r for r in out.events.records if r.kind == "model" and r.live_fallback]
+    assert models[1].meta["format_error_turn"] == "no fenced command block (```…```) in the reply"
+    assert "format_error_turn" not in models[0].meta
+    assert "format-error turn" in out.reasons[models[1].seq]
+    # ... and no tool call came of the unreadable reply
+    assert [r.tool for r in out.events.records if r.kind == "tool" and r.seq > 11] == ["submit"]
+
+
+def test_replies_unreadable_past_the_requeries_stop_the_run(tmp_path: Path, upstream: Upstream) -> None:
+    path = _copy(SWE, tmp_path)
+    upstream.script = [(f"thinking {i}", []) for i in range(6)]
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, out = _start(ws, path, upstream, at=11, result=ACCEPTED, live_model="gpt-4o")
+    assert rec.status == "completed" and out.stop_reason == "format_error"
+    assert len(_sent(upstream)) == 4  # the reply and its three re-asks (SWE-agent's max_requeries)
+    # the re-asks do not pile up: each carries only the latest unreadable reply
+    assert all(len(b["messages"]) == len(_sent(upstream)[0]["messages"]) + 2 for b in _sent(upstream)[1:])
+
+
+def test_an_unknown_model_without_live_model_is_a_clear_error(tmp_path: Path, upstream: Upstream) -> None:
+    path = _copy(SWE, tmp_path)
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, out = _start(ws, path, upstream, at=11, result=ACCEPTED)
+    assert rec.status == "failed" and "set the policy's live_model" in rec.error.message
+    assert upstream.requests == []
+
+
+# ---------------------------------------------------------------------- tau-bench: the customer's turns
+
+
+def test_a_tau_bench_branch_asks_the_customer_then_goes_on(tmp_path: Path, upstream: Upstream) -> None:
+    path = _copy(TAU, tmp_path)
+    upstream.script = [("Your reservation ZZZ999 is booked. Anything else?", []), ("Have a nice flight!", [])]
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, out = _start(ws, path, upstream, at=14, result=BOOKED)
+        # the agent ended its turn: the customer's next message is a user requirement,
+        # offering the next message the customer recorded
+        assert rec.status == "paused" and out.requirement.kind == "user"
+        assert out.requirement.default == "Yes, I confirm. Please go ahead with this payment."
+        ws.decide_requirement(out.requirement.id, "satisfied", answer="No, that's all. Thanks!")
+        rec, out = resume_replay(ws, rec.id)
+        # the run went on with the answer; at the end, the customer's last words are offered
+        assert rec.status == "paused" and out.requirement.kind == "user"
+        assert _sent(upstream)[1]["messages"][-1] == {"role": "user", "content": "No, that's all. Thanks!"}
+        assert out.requirement.default == "Thank you so much for your help! ###STOP###"
+        ws.decide_requirement(out.requirement.id, "satisfied", answer=out.requirement.default)
+        rec, out = resume_replay(ws, rec.id)
+    # tau-bench's stop marker ends the conversation
+    assert rec.status == "completed" and out.output == "Have a nice flight!"
+    assert out.answers == {"recorded": 14, "intervention": 1, "live": 2, "user": 2}
+    spoken = [r.value["input"] for r in out.events.records if r.kind == "interrupt"]
+    assert spoken == ["No, that's all. Thanks!", "Thank you so much for your help! ###STOP###"]
+    assert any("answer a user pinned" in r for r in rec.comparability.reasons)
+
+
+def test_a_live_user_simulator_plays_the_customer(tmp_path: Path, upstream: Upstream) -> None:
+    path = _copy(TAU, tmp_path)
+    upstream.script = [("Booked. Anything else?", []), ("No thanks. ###STOP###", [])]
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, out = _start(ws, path, upstream, at=14, result=BOOKED, user_model="gpt-sim")
+        assert rec.status == "completed", (rec.error, out.requirement)
+        sim = _sent(upstream)[-1]
+        # the simulator's request: the task's instruction, the conversation from the customer's side
+        assert sim["model"] == "gpt-sim"
+        assert "You are mia_li_3668" in sim["messages"][0]["content"]
+        assert sim["messages"][-1] == {"role": "user", "content": "Booked. Anything else?"}
+        [said] = [r for r in out.events.records if r.kind == "interrupt"]
+        assert said.live_fallback and said.value["input"] == "No thanks. ###STOP###"
+        assert said.value["simulated_by"]["model"] == "gpt-sim"
+        assert out.sources[said.seq] == "live" and "user simulator gpt-sim" in out.reasons[said.seq]
+        assert any("user simulator gpt-sim" in r for r in rec.comparability.reasons)
+
+
+# ---------------------------------------------------------------------- provider failures
+
+
+class _Failing(Upstream):
+    """Answers every chat request with ``status`` (or an HTML page when ``status`` is 200)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__()
+        self.status = status
+
+    async def chat(self, request):  # type: ignore[override]
+        from aiohttp import web
+
+        self.requests.append(("openai.chat", await request.json()))
+        if self.status == 200:
+            return web.Response(body=b"<html>gateway</html>", content_type="text/html")
+        return web.json_response({"error": {"message": "boom", "type": "server_error"}}, status=self.status)
+
+
+@pytest.mark.parametrize(
+    ("status", "expect"), [(500, "http_500"), (429, "http_429"), (200, "not JSON"), (None, "timed out")]
+)
+def test_provider_errors_end_the_replay_failed(tmp_path: Path, monkeypatch, status: int | None, expect: str) -> None:
+    import core.proxy.provider as provider
+
+    monkeypatch.setattr(provider.time, "sleep", lambda s: None)  # retries never wait in tests
+    if status is None:
+        up: Upstream = Upstream(delay=2.0).start()
+        monkeypatch.setenv("CHASSIS_PROVIDER_TIMEOUT", "0.2")
+    else:
+        up = _Failing(status).start()
+    path = _copy(TAU, tmp_path)
+    try:
+        with Workspace.open(tmp_path / "ws") as ws:
+            rec, out = _start(ws, path, up, at=14, result=BOOKED)
+            stored = ws.get_replay(rec.id)
+    finally:
+        up.stop()
+    assert rec.status == "failed" and stored.status == "failed"
+    assert expect in rec.error.message, rec.error.message
+    assert "live model call at step 10 failed" in rec.error.message
+    # the failed call is in the events as the model error; nothing after it ran
+    last = out.events.records[-1]
+    assert last.kind == "model" and last.error is not None and last.live_fallback
+    if status in (500, 429):
+        assert len(up.requests) == 4  # the call and its three retries
