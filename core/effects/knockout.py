@@ -7,7 +7,8 @@ it makes a branch at that call whose intervention is the ``knockout`` answer of
 :mod:`core.effects.sweep` (a tool call answers an error ``KnockedOut``; a model call answers an
 empty assistant message without tool calls), replays it in memory through the replay
 engine with the executor answering live what the recording cannot (policy
-``model=live, tool=live``), and reports the replay's outcome (the executor's evaluator's
+``model=live, tool=live``; ``model=live`` only for the provider executor, which runs no
+tools), and reports the replay's outcome (the executor's evaluator's
 ``metadata.outcome``, or a predicate) and whether the final output changed — by the one
 rule of :mod:`core.analysis.final_output` the audit and the diff use (the replay events
 carry the base's declared rule: SWE-agent's submitted patch, OpenHands' ``finish``). Nothing
@@ -28,7 +29,7 @@ from ..errors import BranchError
 from ..record.recording import Recording
 from ..replay.branch import new_branch
 from ..replay.engine import ReplayEngine
-from .sweep import SweepError, _Skip, candidate_intervention, sweep_policy
+from .sweep import SweepError, _runs_tools, _Skip, candidate_intervention, sweep_policy
 
 __all__ = ["ReplayKnockout", "knockout_runner"]
 
@@ -40,12 +41,22 @@ class ReplayKnockout:
         executor: a loaded :class:`core.replay.boundary.Executor`.
         executor_name: its ``module:function`` (recorded in the events).
         predicate: an outcome predicate (else the events' ``metadata.outcome``).
+        live_model: the model live calls ask instead of the recorded one (policy
+            ``live_model``; needed by the provider executor on an ``unknown``-model run).
     """
 
-    def __init__(self, executor: Any, executor_name: str | None = None, *, predicate: Predicate | None = None) -> None:
+    def __init__(
+        self,
+        executor: Any,
+        executor_name: str | None = None,
+        *,
+        predicate: Predicate | None = None,
+        live_model: str | None = None,
+    ) -> None:
         self.executor = executor
         self.executor_name = executor_name
         self.predicate = predicate
+        self.live_model = live_model
 
     def knockout(self, recording: Recording, seq: int) -> KnockoutResult:
         """Replay ``recording`` with call ``seq`` knocked out; the
@@ -55,8 +66,9 @@ class ReplayKnockout:
         base_outcome, _ = outcome_of(recording, self.predicate, label="base")
         try:
             iv = candidate_intervention(recording, seq, "knockout")
+            policy = sweep_policy(True, runs_tools=_runs_tools(self.executor), live_model=self.live_model)
             branch = new_branch(
-                recording, "<audit>", at=seq, interventions=[iv], policy=sweep_policy(True), label=f"knockout seq {seq}"
+                recording, "<audit>", at=seq, interventions=[iv], policy=policy, label=f"knockout seq {seq}"
             )
         except (_Skip, BranchError) as exc:
             return KnockoutResult(seq, "unknown", False, f"not run: {exc}")
@@ -81,10 +93,17 @@ class ReplayKnockout:
 
 
 def knockout_runner(
-    spec: str, recording: Recording, *, predicate: Predicate | None = None, trust_executor: bool = False
+    spec: str,
+    recording: Recording,
+    *,
+    predicate: Predicate | None = None,
+    trust_executor: bool = False,
+    live_model: str | None = None,
 ) -> ReplayKnockout:
     """A :class:`ReplayKnockout` for ``--executor SPEC`` (``recorded`` = the recording's
-    ``metadata.executor``, run only with ``trust_executor``; or ``module:function``).
+    ``metadata.executor``, run only with ``trust_executor``; ``module:function``; or a
+    built-in ``provider:openai`` / ``provider:anthropic``, then only model calls go live,
+    as ``live_model`` when given).
     Raises SweepError when the executor cannot be resolved, is not consented to, or
     cannot be loaded."""
     from ..replay.replays import resolve_executor
@@ -93,4 +112,4 @@ def knockout_runner(
         executor, name = resolve_executor(spec, recording, trust_executor=trust_executor)
     except BranchError as exc:
         raise SweepError(str(exc)) from None
-    return ReplayKnockout(executor, name, predicate=predicate)
+    return ReplayKnockout(executor, name, predicate=predicate, live_model=live_model)

@@ -131,11 +131,19 @@ def sweep_candidates(base: Recording, which: str = "all") -> list[Candidate]:
 
 
 def candidate_intervention(
-    base: Recording, seq: int, strategy: str, *, executor: Any = None, fixtures: FixtureGateway | None = None
+    base: Recording,
+    seq: int,
+    strategy: str,
+    *,
+    executor: Any = None,
+    fixtures: FixtureGateway | None = None,
+    live_model: str | None = None,
 ) -> Any:
     """The intervention replacing the recorded answer of base call ``seq`` under
-    ``strategy`` (module docstring). Raises ``_Skip`` (internal) with the reason when the
-    call cannot be swept that way; SweepError for an unknown strategy."""
+    ``strategy`` (module docstring); ``live_model``: the model a resampled model call
+    asks instead of the recorded one (needed when the recording's is ``unknown``).
+    Raises ``_Skip`` (internal) with the reason when the call cannot be swept that way;
+    SweepError for an unknown strategy."""
     if strategy not in STRATEGIES:
         raise SweepError(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
     rec = next((r for r in base.records if r.seq == seq), None)
@@ -143,6 +151,11 @@ def candidate_intervention(
         raise _Skip(f"seq {seq} is not a tool or model call")
     note = f"sweep {strategy}"
     if isinstance(rec, ToolRecord):
+        if strategy == "resample" and not _runs_tools(executor):
+            raise _Skip(
+                f"the provider executor runs no tools, so tool {rec.tool} cannot be resampled: "
+                "sweep it with --strategy knockout or fixture"
+            )
         if strategy == "resample":
             try:
                 result = executor.live_tool(rec.tool, rec.arguments)
@@ -161,8 +174,11 @@ def candidate_intervention(
             result, note = fx.tool_result(), f"sweep fixture {fx.id}"
         return ToolResultIntervention(seq=seq, result=result, note=note)
     if strategy == "resample":
+        model = live_model or rec.model
+        if model == "unknown":
+            raise _Skip("the recording does not name its model ('unknown'): give --live-model to resample it")
         try:
-            response = executor.live_model(rec.model, rec.request)
+            response = executor.live_model(model, rec.request)
             if not isinstance(response, ModelResponse):
                 response = ModelResponse.model_validate(response)
         except Exception as exc:  # noqa: BLE001 — the user's executor
@@ -178,10 +194,21 @@ def candidate_intervention(
     return ModelResponseIntervention(seq=seq, response=response, note=note)
 
 
-def sweep_policy(executor_wired: bool) -> Policy:
-    """The policy of sweep branches: live model and tools with an executor, else the
-    generic loop with lenient drift."""
-    return Policy(model="live", tool="live") if executor_wired else Policy(drift="lenient")
+def sweep_policy(executor_wired: bool, *, runs_tools: bool = True, live_model: str | None = None) -> Policy:
+    """The policy of sweep branches: live model and tools with an executor (only live
+    model calls, tools answered from the recording, for one that runs no tools — the
+    provider executor — with ``live_model`` when given), else the generic loop with
+    lenient drift."""
+    if not executor_wired:
+        return Policy(drift="lenient")
+    if not runs_tools:
+        return Policy(model="live", live_model=live_model)
+    return Policy(model="live", tool="live", live_model=live_model)
+
+
+def _runs_tools(executor: Any) -> bool:
+    """Whether an executor answers tool calls (the provider executor does not)."""
+    return executor is not None and getattr(executor, "runs_agent", True) is not False
 
 
 # --------------------------------------------------------------------------- workers
@@ -308,12 +335,16 @@ def _run_candidate(task: dict[str, Any]) -> dict[str, Any]:
             ws.fixture_gateway() if ws is not None else FixtureGateway([fixture_from_json(f) for f in task["fixtures"]])
         )
         try:
-            iv = candidate_intervention(base, seq, task["strategy"], executor=executor, fixtures=fixtures)
+            iv = candidate_intervention(
+                base, seq, task["strategy"], executor=executor, fixtures=fixtures, live_model=task.get("live_model")
+            )
             draft = BranchDraft(
                 base_path=task["base_path"],
                 at=seq,
                 interventions=[iv],
-                policy=sweep_policy(executor is not None),
+                policy=sweep_policy(
+                    executor is not None, runs_tools=_runs_tools(executor), live_model=task.get("live_model")
+                ),
                 label=f"sweep {task['strategy']} seq {seq}" + (f" #{attempt}" if task["repeat"] > 1 else ""),
             )
             # validated once here; start_replay and the engine run it as resolved. No
@@ -442,6 +473,7 @@ def run_sweep(
     on_result: Callable[[dict[str, Any]], None] | None = None,
     cancel: Callable[[], bool] | None = None,
     processes: bool = False,
+    live_model: str | None = None,
 ) -> SweepResult:
     """Sweep the candidate calls of the base at ``base_path`` (module docstring).
 
@@ -459,7 +491,9 @@ def run_sweep(
     replay stays in the workspace as its owner left it) and the result ranks what
     finished, with ``cancelled`` set; ``processes``: replay in worker processes even
     with ``jobs=1`` (started by ``spawn``, safe from a threaded caller such as the app,
-    and the only way a stuck executor call can be stopped).
+    and the only way a stuck executor call can be stopped); ``live_model``: the model
+    live calls ask instead of the recorded one (policy ``live_model``: with the provider
+    executor on a recording whose model is ``unknown``, SWE-agent 0.x's).
 
     Raises:
         SweepError: bad strategy / candidates / jobs / repeat, ``resample`` without an
@@ -532,6 +566,7 @@ def run_sweep(
             "workspace": str(workspace) if workspace is not None else None,
             "fixtures": fixtures_json,
             "base_row": base_row,
+            "live_model": live_model,
         }
         for c in calls
         for n in range(1, repeat + 1)

@@ -35,7 +35,7 @@ from ..importers._llm_api import render_request
 from ..record.recording import ModelRequest, ModelResponse, ToolResult
 from .exchange import model_response, parse_proxy_response
 
-__all__ = ["ProviderError", "ProviderExecutor", "RETRIES", "parse_provider_spec"]
+__all__ = ["PROVIDERS", "PROVIDER_ENV", "ProviderError", "ProviderExecutor", "RETRIES", "parse_provider_spec"]
 
 #: retries of one call after HTTP 429 or 5xx (so at most RETRIES + 1 requests)
 RETRIES = 3
@@ -46,6 +46,10 @@ _DEFAULTS = {
     "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
     "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
 }
+#: the built-in provider executors, as a policy or --executor names them
+PROVIDERS = ("provider:openai", "provider:anthropic")
+#: per provider executor: (base-URL variable, default base URL, API-key variable)
+PROVIDER_ENV = {f"provider:{name}": spec for name, spec in _DEFAULTS.items()}
 _ENDPOINT = {"openai": ("openai.chat", "/chat/completions"), "anthropic": ("anthropic.messages", "/v1/messages")}
 
 

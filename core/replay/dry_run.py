@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from ..record.canonical import args_hash as compute_args_hash
 from ..record.recording import Recording
 from .branch import (
@@ -19,7 +21,7 @@ from .branch import (
 from .fixtures import FixtureGateway
 from .user_turns import UserTurns
 
-__all__ = ["Prediction", "predict"]
+__all__ = ["CHARS_PER_TOKEN", "Prediction", "estimate_live_cost", "predict"]
 
 
 @dataclass
@@ -56,6 +58,7 @@ def predict(
     fixtures: FixtureGateway | None = None,
     executor_wired: bool = False,
     observed_tools: bool = False,
+    answers_only: bool = False,
 ) -> dict[str, Any]:
     """Dry run (SPEC "Replay engine"): predict, before anything runs, how each call of the
     base from the checkpoint would be answered, as far as it can be known.
@@ -69,7 +72,10 @@ def predict(
     targets is ``live`` — the agent runs it again, side effects included. Once the branch has
     diverged, a person's turn of the base before a model call is ``user`` (the replay
     would pause on a ``user`` requirement: docs/replay.md, the user-turn rule). Returns
-    ``{"status": "failed"|"ok", "reason", "predictions": [...], "counts": {...}}``.
+    ``{"status": "failed"|"ok", "reason", "predictions": [...], "counts": {...}}``. With
+    ``answers_only`` (an executor that only answers calls, the provider executor) a live
+    model policy over a recording whose model is ``unknown`` needs ``live_model``, or the
+    replay would fail at once.
 
     Raises:
         BranchError: the branch is invalid against ``base`` (not checked again for a
@@ -87,6 +93,15 @@ def predict(
         return {
             "status": "failed",
             "reason": "a live policy with no executor fails at once; nothing would run",
+            "predictions": [],
+            "counts": {},
+        }
+    later_models = [r for r in calls[cp_pos:] if r.kind == "model"]
+    if answers_only and pol.model == "live" and not pol.live_model and any(r.model == "unknown" for r in later_models):
+        return {
+            "status": "failed",
+            "reason": "the recording does not name its model ('unknown'): set the policy's live_model "
+            "(the model to continue with); nothing would run",
             "predictions": [],
             "counts": {},
         }
@@ -252,3 +267,94 @@ def _result_json(result: Any) -> Any:
     if isinstance(obj, dict):
         obj.pop("redacted", None)
     return obj
+
+
+#: characters per token of the estimate when no usage was recorded (no tokenizer is downloaded)
+CHARS_PER_TOKEN = 4
+
+
+def _chars(request: Any) -> int:
+    n = sum(len(m.text) for m in request.messages)
+    if request.tools:
+        n += len(orjson.dumps(request.tools, default=str))
+    return n
+
+
+def _tokens_of(r: Any) -> tuple[int, int, str]:
+    """``(input, output, how)`` of one base model call: its recorded usage, else its
+    request's and response's characters / :data:`CHARS_PER_TOKEN`."""
+    usage = r.response.usage if r.response is not None else None
+    if usage is not None and (usage.input_tokens or usage.output_tokens):
+        return usage.input_tokens, usage.output_tokens, "recorded usage"
+    out_chars = len(r.response.message.text) if r.response is not None else 0
+    return (
+        -(-_chars(r.request) // CHARS_PER_TOKEN),
+        -(-out_chars // CHARS_PER_TOKEN),
+        f"characters / {CHARS_PER_TOKEN}",
+    )
+
+
+def estimate_live_cost(
+    base: Recording, branch: Branch, result: dict[str, Any], prices: dict[str, dict[str, float]] | None = None
+) -> dict[str, Any]:
+    """The dry run's cost estimate of the model calls that would go live (answer
+    ``live``): per call, the base call at that place's recorded usage, else characters /
+    4 — an estimate, said so in ``how`` — and the cost from ``prices`` (the ``metrics
+    --prices`` table: per million tokens, ``"*"`` for any model; ``None`` when the model
+    has no price or no table is given), priced as the model the call would ask (the
+    policy's ``live_model``, else the recorded one). ``rest_of_base``: the base's model
+    calls after the last predicted one — what a branch that runs as long as the base
+    would add (the dry run cannot know how long it runs). Returns
+    ``{"calls": [...], "total": {...}, "rest_of_base": {...}, "estimate": True}``."""
+    by_seq = {r.seq: r for r in base.records if r.kind == "model"}
+    models = [r for r in base.records if r.kind == "model"]
+    live_model = branch.policy.live_model
+
+    def price(model: str, tin: int, tout: int) -> float | None:
+        if prices is None:
+            return None
+        p = prices.get(model) or prices.get("*")
+        if p is None:
+            return None
+        return (tin * p.get("input", 0.0) + tout * p.get("output", 0.0)) / 1e6
+
+    calls: list[dict[str, Any]] = []
+    last_seq = -1
+    for p in result.get("predictions", []):
+        if p["base_seq"] is not None:
+            last_seq = max(last_seq, p["base_seq"])
+        if p["kind"] != "model" or p["answer"] != "live":
+            continue
+        r = by_seq.get(p["base_seq"])
+        if r is None:
+            continue
+        tin, tout, how = _tokens_of(r)
+        model = live_model or r.model
+        calls.append(
+            {
+                "position": p["position"],
+                "base_seq": r.seq,
+                "model": model,
+                "input_tokens": tin,
+                "output_tokens": tout,
+                "how": how,
+                "cost": price(model, tin, tout),
+            }
+        )
+    rest = [r for r in models if r.seq > last_seq] if calls else []
+
+    def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        costs = [c["cost"] for c in rows]
+        return {
+            "calls": len(rows),
+            "input_tokens": sum(c["input_tokens"] for c in rows),
+            "output_tokens": sum(c["output_tokens"] for c in rows),
+            "cost": sum(costs) if rows and all(c is not None for c in costs) else None,
+        }
+
+    rest_rows = []
+    for r in rest:
+        tin, tout, how = _tokens_of(r)
+        model = live_model or r.model
+        rest_rows.append({"input_tokens": tin, "output_tokens": tout, "cost": price(model, tin, tout)})
+    return {"calls": calls, "total": total(calls), "rest_of_base": total(rest_rows), "estimate": True}

@@ -746,11 +746,14 @@ def policy_from_fields(
     max_steps: str = "",
     temperature: str = "",
     require_fixtures: bool = True,
+    live_model: str = "",
+    user_model: str = "",
 ) -> tuple[Policy | None, Problem | None]:
-    """A :class:`~core.replay.branch.Policy` from form fields (``max_steps`` and
-    ``temperature`` as typed; empty: none), validated strictly as a policy file is.
-    Returns ``(policy, None)`` or ``(None, problem)`` (field ``model``, ``tool_source``,
-    ``drift``, ``max_steps`` or ``temperature``)."""
+    """A :class:`~core.replay.branch.Policy` from form fields (``max_steps``,
+    ``temperature``, ``live_model`` and ``user_model`` as typed; empty: none), validated
+    strictly as a policy file is. Returns ``(policy, None)`` or ``(None, problem)`` (field
+    ``model``, ``tool_source``, ``drift``, ``max_steps``, ``temperature``, ``live_model`` or
+    ``user_model``)."""
     steps, problem = _int_field(max_steps, "max_steps", "max steps")
     if problem is not None:
         return None, problem
@@ -767,6 +770,9 @@ def policy_from_fields(
         obj["max_steps"] = steps
     if temp is not None:
         obj["temperature"] = temp
+    for field_name, value in (("live_model", live_model), ("user_model", user_model)):
+        if value.strip():
+            obj[field_name] = value.strip()
     try:
         return Policy.model_validate(obj, strict=True), None
     except ValidationError as exc:
@@ -876,11 +882,13 @@ def preview(
     workspace: Workspace | None = None,
     workspace_note: str | None = None,
     observed_tools: bool = False,
+    answers_only: bool = False,
 ) -> Preview:
     """:func:`check_branch`, then, for a valid branch, the dry run with the workspace's
     fixtures (:func:`core.replay.replays.dry_run`; ``executor_wired``: an executor
-    would be wired — none is imported; ``observed_tools``: it is a command executor).
-    Nothing is stored."""
+    would be wired — none is imported; ``observed_tools``: it is a command executor;
+    ``answers_only``: it only answers calls, the provider executor — then the dry run
+    also estimates the live calls' tokens, ``dry_run["live_cost"]``). Nothing is stored."""
     from .replays import dry_run
 
     check = check_branch(
@@ -896,5 +904,16 @@ def preview(
     )
     if check.branch is None:
         return Preview(check, workspace_note=workspace_note)
-    result = dry_run(workspace, base, check.branch, executor_wired=executor_wired, observed_tools=observed_tools)
+    result = dry_run(
+        workspace,
+        base,
+        check.branch,
+        executor_wired=executor_wired,
+        observed_tools=observed_tools,
+        answers_only=answers_only,
+    )
+    if any(p["kind"] == "model" and p["answer"] == "live" for p in result.get("predictions", [])):
+        from .dry_run import estimate_live_cost
+
+        result["live_cost"] = estimate_live_cost(base, check.branch, result)
     return Preview(check, result, workspace_note, dict(result.get("counts", {})))

@@ -327,11 +327,25 @@ def resume_replay(
 
 
 def dry_run(
-    ws: Workspace | None, base: Recording, branch: Branch, *, executor_wired: bool, observed_tools: bool = False
+    ws: Workspace | None,
+    base: Recording,
+    branch: Branch,
+    *,
+    executor_wired: bool,
+    observed_tools: bool = False,
+    answers_only: bool = False,
 ) -> dict[str, Any]:
     """:func:`predict` with the workspace's fixtures (or none): ``{"status", "reason",
     "predictions", "counts"}``, nothing stored. ``observed_tools``: the executor is a
-    command executor (its agent runs its own tools). Raises BranchError for a branch
+    command executor (its agent runs its own tools); ``answers_only``: it only answers
+    calls (the provider executor). Raises BranchError for a branch
     invalid against ``base``."""
     gw = ws.fixture_gateway() if ws is not None else FixtureGateway()
-    return predict(base, branch, fixtures=gw, executor_wired=executor_wired, observed_tools=observed_tools)
+    return predict(
+        base,
+        branch,
+        fixtures=gw,
+        executor_wired=executor_wired,
+        observed_tools=observed_tools,
+        answers_only=answers_only,
+    )

@@ -35,7 +35,7 @@ from core.analysis.safe_text import HIDDEN_MARK, shown
 from core.errors import AnalysisError, name_text, short_pointer
 from core.record.nesting import dumps
 
-from .common import TrustExecutorOpt, load_any, print_json
+from .common import LiveModelOpt, TrustExecutorOpt, load_any, print_json
 from .safe_output import cell, csv_safe
 
 
@@ -199,10 +199,12 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--executor",
-                help="Executor module:function or 'recorded': knock each call out by replaying (core.effects.knockout).",
+                help="Executor module:function, 'provider:openai' / 'provider:anthropic[@URL]', or 'recorded': "
+                "knock each call out by replaying (core.effects.knockout).",
             ),
         ] = None,
         trust_executor: TrustExecutorOpt = False,
+        live_model: LiveModelOpt = None,
     ) -> None:
         """Lineage of the final output: contributing and unused calls, redactions."""
         if json and markdown:
@@ -211,7 +213,8 @@ def register(app: typer.Typer) -> None:
         if executor is not None:
             from core.effects.knockout import knockout_runner
 
-            rep = audit_run(rec, knockout=knockout_runner(executor, rec, trust_executor=trust_executor))
+            runner = knockout_runner(executor, rec, trust_executor=trust_executor, live_model=live_model)
+            rep = audit_run(rec, knockout=runner)
         else:
             rep = audit_run(rec)
         if json:

@@ -216,6 +216,15 @@ def command_hint(words: str, workspace: Path | None = None) -> str:
 
 #: ``--trust-executor``: consent to run the executor a recording names (docs/replay.md,
 #: "Executors are code")
+LiveModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--live-model",
+        help="The model live calls ask instead of the recorded one (policy live_model; required by a provider "
+        "executor when the recording's model is 'unknown').",
+    ),
+]
+
 TrustExecutorOpt = Annotated[
     bool,
     typer.Option(

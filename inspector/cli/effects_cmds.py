@@ -29,7 +29,7 @@ from core.record.io import recording_digest
 from core.record.recording import Recording
 from core.workspace import DEFAULT_DIR, Workspace
 
-from .common import TrustExecutorOpt, command_hint, echo_err, load_any, print_json
+from .common import LiveModelOpt, TrustExecutorOpt, command_hint, echo_err, load_any, print_json
 from .replay_cmds import open_to_read
 
 WorkspaceOpt = Annotated[
@@ -75,10 +75,16 @@ def _print_effects(effects: list[Effect] | list[dict[str, Any]], limit: int | No
         reasons = rows[0]["reliability_reasons"]
         for r in reasons:
             typer.echo(f"  - e.g. {rows[0]['description']}: {r}")
-        typer.echo(
-            "  replays that cannot answer a call from the recording need a live executor "
-            "(--executor module:function, or 'recorded' when metadata.executor names one)"
-        )
+        if any("outcome unknown" in r for r in reasons):
+            typer.echo(
+                "  a replay's outcome is unknown when nothing evaluates it: the executor has no evaluator "
+                "(a provider executor has none) — give an outcome predicate with --outcome module:function"
+            )
+        else:
+            typer.echo(
+                "  replays that cannot answer a call from the recording need a live executor "
+                "(--executor module:function, provider:openai, or 'recorded' when metadata.executor names one)"
+            )
         return
     typer.echo(f"best: {best['summary']}")
     for r in best["reliability_reasons"]:
@@ -124,10 +130,13 @@ def register(app: typer.Typer) -> None:
         executor: Annotated[
             str | None,
             typer.Option(
-                "--executor", help="Executor module:function, or 'recorded' for the recording's metadata.executor."
+                "--executor",
+                help="Executor module:function, 'provider:openai' / 'provider:anthropic[@URL]' (live model calls, "
+                "tools from the recording), or 'recorded' for the recording's metadata.executor.",
             ),
         ] = None,
         trust_executor: TrustExecutorOpt = False,
+        live_model: LiveModelOpt = None,
         candidates: Annotated[
             str, typer.Option("--candidates", help=f"Calls to sweep: {', '.join(CANDIDATE_SETS)}.")
         ] = "all",
@@ -170,6 +179,7 @@ def register(app: typer.Typer) -> None:
             predicate=outcome,
             base=rec,
             on_result=progress,
+            live_model=live_model,
         )
         if json:
             print_json(res.to_json())

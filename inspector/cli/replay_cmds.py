@@ -28,14 +28,18 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from core.errors import FixtureError
+from core.analysis.metrics import load_price_table
+from core.analysis.outcome import compare_outcomes
+from core.errors import FixtureError, InspectorError
 from core.proxy.command import SIDE_EFFECTS_NOTE
 from core.record.canonical import args_hash
 from core.record.nesting import dumps
 from core.record.reader import USER_JSON_LIMIT, read_input
+from core.record.recording import Recording
 from core.record.userjson import loads_user_json
 from core.replay.boundary import choose_executor
 from core.replay.branch import BranchDraft, InterventionFile, load_policy, resolve_branch, save_branch
+from core.replay.dry_run import estimate_live_cost
 from core.replay.fixtures import Fixture, Requirement, load_output_file, parse_scope
 from core.replay.replay_record import ReplayRecord
 from core.replay.replays import dry_run, resume_replay, start_replay
@@ -72,10 +76,39 @@ def _report_failure(record: ReplayRecord) -> None:
         typer.echo(f"replay {record.id} failed: {' '.join(reason.split())}", err=True)
 
 
-def _print_record(record: ReplayRecord, events: Path | None, as_json: bool, workspace: Path | None = None) -> None:
+def _outcomes(base: Any, events: Any, record: ReplayRecord) -> dict[str, Any] | None:
+    """The branch's outcome next to the base's (:func:`core.analysis.outcome.compare_outcomes`);
+    ``base`` a recording or its path. ``None`` when there is nothing to say (a replay that
+    paused or failed has no outcome yet) or the base cannot be read again."""
+    if record.status != "completed" or events is None:
+        return None
+    if not isinstance(base, Recording):
+        try:
+            base = load_any(Path(base)) if base else None
+        except (InspectorError, OSError):
+            return None
+        if base is None:
+            return None
+    return compare_outcomes(base, events)
+
+
+def _print_record(
+    record: ReplayRecord,
+    events: Path | None,
+    as_json: bool,
+    workspace: Path | None = None,
+    *,
+    outcome: dict[str, Any] | None = None,
+) -> None:
     if as_json:
         obj = record.to_json_obj()
         obj["events_file"] = str(events) if events else None
+        if outcome is not None:
+            obj["outcome"] = {
+                "base": outcome["base"].to_json_obj(),
+                "branch": outcome["branch"].to_json_obj(),
+                "same_final_output": outcome["same_final_output"],
+            }
         print_json(obj)
         return
     echo = typer.echo
@@ -88,6 +121,8 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool, work
     echo(
         f"policy          model={pol.model} tool={pol.tool} drift={pol.drift} max_steps={pol.max_steps} "
         f"require_fixtures={str(pol.require_fixtures).lower()}"
+        + (f" live_model={pol.live_model}" if pol.live_model else "")
+        + (f" user_model={pol.user_model}" if pol.user_model else "")
     )
     echo(f"executor        {record.executor or 'none'}")
     echo(f"comparability   {record.comparability.level}")
@@ -97,6 +132,8 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool, work
     echo(
         "first divergence " + (f"base seq {fd.base_seq}, replay seq {fd.replay_seq}, {fd.dimension}" if fd else "none")
     )
+    if outcome is not None:
+        echo(f"outcome         {outcome['line']}")
     echo(f"steps           {record.steps}")
     echo("answers         " + (", ".join(f"{k} {v}" for k, v in record.answers.items()) or "-"))
     if record.fixture_uses:
@@ -112,6 +149,38 @@ def _print_record(record: ReplayRecord, events: Path | None, as_json: bool, work
     echo(f"attempts        {len(record.attempts)}")
     if events:
         echo(f"events          {events}")
+
+
+def _tokens(n: int) -> str:
+    return f"~{n:,}"
+
+
+def _cost(c: float | None, prices: Path | None) -> str:
+    if prices is None:
+        return "cost: give --prices"
+    return "cost: no price for this model" if c is None else f"cost {c:.4f}"
+
+
+def _print_live_cost(est: dict[str, Any], prices: Path | None) -> None:
+    """The dry run's estimate of what goes live (:func:`core.replay.dry_run.estimate_live_cost`)."""
+    echo = typer.echo
+    t = est["total"]
+    echo(
+        f"live model calls (an estimate): {t['calls']}, {_tokens(t['input_tokens'])} input and "
+        f"{_tokens(t['output_tokens'])} output tokens, {_cost(t['cost'], prices)}"
+    )
+    for c in est["calls"]:
+        echo(
+            f"  call {c['position']:>4}  base seq {c['base_seq']:>5}  {c['model']:<24} "
+            f"{_tokens(c['input_tokens'])} in, {_tokens(c['output_tokens'])} out ({c['how']}), {_cost(c['cost'], prices)}"
+        )
+    rest = est["rest_of_base"]
+    if rest["calls"]:
+        echo(
+            f"if the branch runs as long as the base: {rest['calls']} more model call(s), "
+            f"{_tokens(rest['input_tokens'])} input and {_tokens(rest['output_tokens'])} output tokens, "
+            f"{_cost(rest['cost'], prices)}"
+        )
 
 
 def _note_side_effects(executor: str | None, base: Any, policy_executor: str | None) -> None:
@@ -281,18 +350,28 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--executor",
                 help="module:function of an executor, 'cmd:CMD ARGS…' (the agent's own command through the "
-                "model-API proxy), or 'recorded' (the base's metadata.executor).",
+                "model-API proxy), 'provider:openai' / 'provider:anthropic[@URL]' (a live model for the calls the "
+                "recording cannot answer), or 'recorded' (the base's metadata.executor).",
             ),
         ] = None,
         dry_run_: Annotated[
             bool,
             typer.Option("--dry-run", help="Predict which calls are recorded, need fixtures or go live; run nothing."),
         ] = False,
+        prices: Annotated[
+            Path | None,
+            typer.Option(
+                "--prices",
+                help="With --dry-run: price table JSON {MODEL: {input, output}} per million tokens (as metrics "
+                "--prices), to estimate the cost of the calls that would go live.",
+            ),
+        ] = None,
         trust_executor: TrustExecutorOpt = False,
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
-        """Replay a branch of BASE. Exit 0 completed, 3 paused, 2 failed."""
+        """Replay a branch of BASE. Exit 0 completed (4 completed but not comparable), 3 paused, 2 failed."""
+        table = load_price_table(prices) if prices is not None else None
         rec = load_any(base)
         if not dry_run_:  # consent first: a refused executor leaves no workspace behind
             choose_executor(executor, rec, trust_recorded=trust_executor)
@@ -307,7 +386,10 @@ def register(app: typer.Typer) -> None:
                     br,
                     executor_wired=chosen is not None,
                     observed_tools=chosen is not None and chosen.spec.startswith("cmd:"),
+                    answers_only=chosen is not None and chosen.spec.startswith("provider:"),
                 )
+                if any(p["kind"] == "model" and p["answer"] == "live" for p in result["predictions"]):
+                    result["live_cost"] = estimate_live_cost(rec, br, result, table)
                 if chosen is not None:
                     result["executor"] = {"spec": chosen.spec, "origin": chosen.origin, "imported": False}
                     if chosen.spec.startswith("cmd:"):
@@ -324,6 +406,8 @@ def register(app: typer.Typer) -> None:
                             f"{p['answer']:<12} {p['detail']}"
                         )
                     typer.echo("summary: " + (", ".join(f"{k} {v}" for k, v in result["counts"].items()) or "-"))
+                    if "live_cost" in result:
+                        _print_live_cost(result["live_cost"], prices)
                     if chosen is not None:
                         consent = (
                             "; the replay runs it only with --trust-executor"
@@ -336,7 +420,7 @@ def register(app: typer.Typer) -> None:
                             typer.echo(f"note: {SIDE_EFFECTS_NOTE}")
                 raise typer.Exit(0 if result["status"] == "ok" else 2)
             _note_side_effects(executor, rec, br.policy.executor)
-            record, _ = start_replay(
+            record, out = start_replay(
                 ws,
                 base,
                 br,
@@ -347,7 +431,7 @@ def register(app: typer.Typer) -> None:
                 events_file=True,
             )
             events = ws.write_events_file(record.id)
-        _print_record(record, events, json, workspace)
+        _print_record(record, events, json, workspace, outcome=_outcomes(rec, out.events, record))
         _report_failure(record)
         raise typer.Exit(record.exit_code)
 
@@ -366,9 +450,11 @@ def register(app: typer.Typer) -> None:
             stored = ws.get_replay(replay_id)
             if (executor or stored.executor or "").startswith("cmd:"):
                 typer.echo(f"chassis-inspector: note: {SIDE_EFFECTS_NOTE}", err=True)
-            record, _ = resume_replay(ws, replay_id, executor=executor, trust_executor=trust_executor, events_file=True)
+            record, out = resume_replay(
+                ws, replay_id, executor=executor, trust_executor=trust_executor, events_file=True
+            )
             events = ws.write_events_file(record.id)
-        _print_record(record, events, json, workspace)
+        _print_record(record, events, json, workspace, outcome=_outcomes(record.base_path, out.events, record))
         _report_failure(record)
         raise typer.Exit(record.exit_code)
 

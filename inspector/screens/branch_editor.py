@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -62,6 +63,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from core.errors import InspectorError, WorkspaceError
+from core.proxy.provider import PROVIDER_ENV, PROVIDERS
 from core.record.recording import ModelRecord, Recording, ToolRecord
 from core.record.recording_redaction import ensure_redacted
 from core.replay.boundary import ExecutorChoice
@@ -145,7 +147,9 @@ class _Snapshot:
     drift: str
     max_steps: str
     temperature: str
-    executor: str  # "recording" or "none"
+    executor: str  # "recording", "none", or a built-in provider executor ("provider:openai")
+    live_model: str = ""
+    user_model: str = ""
 
 
 class ConsentScreen(ModalScreen[bool]):
@@ -532,6 +536,7 @@ class BranchEditorScreen(Screen[str | None]):
                     with VerticalScroll(id="pol-scroll"):
                         yield Label("executor: who answers what the recording cannot", classes="field-label")
                         options: list[tuple[Any, str]] = [("none: no code runs", "none")]
+                        options += [(f"{spec}: a live model, tools stay offline", spec) for spec in PROVIDERS]
                         if self.offer is not None:
                             options.insert(0, (Text("the recording's: " + line(self.offer.spec)), "recording"))
                         yield Select(
@@ -542,6 +547,24 @@ class BranchEditorScreen(Screen[str | None]):
                             value="recording" if self.offer is not None else "none",
                         )
                         yield Static("", id="pol-executor-note", classes="note")
+                        yield Label("live model", classes="field-label")
+                        yield Input(
+                            compact=True, value=pol.live_model or "", id="pol-live-model", placeholder="as recorded"
+                        )
+                        yield Static("", id="pol-live-model-note", classes="note")
+                        yield Label("user simulator", classes="field-label")
+                        yield Input(
+                            compact=True,
+                            value=pol.user_model or "",
+                            id="pol-user-model",
+                            placeholder="none: a person's turns are requirements",
+                        )
+                        yield Static(
+                            "a model that plays the person once the branch diverged (tau-bench's design); "
+                            "empty: each turn is a user requirement you answer",
+                            id="pol-user-model-note",
+                            classes="note",
+                        )
                         yield Label("model calls", classes="field-label")
                         yield Select(
                             compact=True,
@@ -940,13 +963,16 @@ class BranchEditorScreen(Screen[str | None]):
                 s.value = "recorded"
             if changed:
                 self.notify("no executor: live answers turned back to recorded", timeout=4)
-        elif event.value == "recording" and model.value == "recorded":
+        elif event.value in ("recording", *PROVIDERS) and model.value == "recorded":
             model.value = "live"
+        if event.value in PROVIDERS and tool.value == "live":
+            tool.value = "recorded"  # the provider executor runs no tools
+            self.notify("the provider executor runs no tools: tool calls answer from the recording", timeout=4)
         self._refresh_policy_notes()
         self._edited()
 
     @on(Select.Changed, "#pol-model, #pol-tool, #pol-drift")
-    @on(Input.Changed, "#pol-max-steps, #pol-temperature")
+    @on(Input.Changed, "#pol-max-steps, #pol-temperature, #pol-live-model, #pol-user-model")
     def _policy_changed(self) -> None:
         if not self._ready:
             return
@@ -983,6 +1009,16 @@ class BranchEditorScreen(Screen[str | None]):
                     f" — code that runs on this machine; {consent}",
                 )
             )
+        elif executor in PROVIDERS:
+            url_var, default, key_var = PROVIDER_ENV[str(executor)]
+            url = os.environ.get(url_var) or default
+            note.update(
+                Text(
+                    f"built in: model calls the recording cannot answer are sent to {line(url)} ({url_var}; "
+                    f"key from {key_var}, never stored); tool calls answer from the recording, fixtures or "
+                    "requirements — none is executed"
+                )
+            )
         elif self.offer is not None:
             note.update(Text("no code runs: what the recording cannot answer pauses on a requirement"))
         else:
@@ -990,11 +1026,22 @@ class BranchEditorScreen(Screen[str | None]):
         for sel, key in (("#pol-model", "model"), ("#pol-tool", "tool")):
             value = self.query_one(sel, Select).value
             meaning = SOURCE_MEANING.get(str(value), "")
-            if value == "live" and executor != "recording":
+            if value == "live" and executor == "none":
                 meaning += " — no executor is chosen: the replay would fail at once"
+            elif value == "live" and key == "tool" and executor in PROVIDERS:
+                meaning += " — the provider executor runs no tools: such a call would fail"
             self.query_one(f"#pol-{key}-note", Static).update(Text(meaning))
         drift = self.query_one("#pol-drift", Select).value
         self.query_one("#pol-drift-note", Static).update(Text(DRIFT_MEANING.get(str(drift), "")))
+        unknown = any(getattr(r, "model", None) == "unknown" for r in self.base.records if r.kind == "model")
+        live = self.query_one("#pol-live-model", Input).value.strip()
+        if live:
+            why = f"live calls ask {line(live)} instead of the recorded model; each such call says so"
+        elif unknown:
+            why = "required for live calls: the recording does not name its model ('unknown')"
+        else:
+            why = 'the model a live call asks (empty: the recorded one) — "what would model Y have done?"'
+        self.query_one("#pol-live-model-note", Static).update(Text(why))
 
     # ------------------------------------------------------------------ interventions
 
@@ -1098,6 +1145,8 @@ class BranchEditorScreen(Screen[str | None]):
             max_steps=self.query_one("#pol-max-steps", Input).value,
             temperature=self.query_one("#pol-temperature", Input).value,
             executor=str(self.query_one("#pol-executor", Select).value),
+            live_model=self.query_one("#pol-live-model", Input).value,
+            user_model=self.query_one("#pol-user-model", Input).value,
         )
 
     def _schedule(self, *, at_once: bool = False) -> None:
@@ -1143,7 +1192,13 @@ class BranchEditorScreen(Screen[str | None]):
     @staticmethod
     def _policy_of(snap: _Snapshot) -> Any:
         return policy_from_fields(
-            model=snap.model, tool=snap.tool, drift=snap.drift, max_steps=snap.max_steps, temperature=snap.temperature
+            model=snap.model,
+            tool=snap.tool,
+            drift=snap.drift,
+            max_steps=snap.max_steps,
+            temperature=snap.temperature,
+            live_model=snap.live_model,
+            user_model=snap.user_model,
         )
 
     def _preview_job(self, generation: int, snap: _Snapshot) -> None:
@@ -1169,10 +1224,11 @@ class BranchEditorScreen(Screen[str | None]):
                     label=snap.label,
                     parent=snap.parent,
                     branch_id=self.branch_id,
-                    executor_wired=snap.executor == "recording",
+                    executor_wired=snap.executor != "none",
                     observed_tools=snap.executor == "recording"
                     and self.offer is not None
                     and self.offer.spec.startswith("cmd:"),
+                    answers_only=snap.executor in PROVIDERS,
                     workspace=ws,
                     workspace_note=note,
                 )
@@ -1315,10 +1371,34 @@ class BranchEditorScreen(Screen[str | None]):
             for a in legend:
                 symbol, style = ANSWER_STYLE.get(a, ("·", ""))
                 out.append(Text.assemble((f"{symbol} {a}", style), ": ", Text(ANSWER_MEANING.get(a, ""), style="dim")))
+        est = dry.get("live_cost")
+        if est:
+            t, rest = est["total"], est["rest_of_base"]
+            hows = sorted({c["how"] for c in est["calls"]})
+            out.append(Text(""))
+            out.append(
+                Text(
+                    f"live: {t['calls']} model call(s), ~{t['input_tokens']:,} input / ~{t['output_tokens']:,} "
+                    f"output tokens (an estimate: {', '.join(hows)})",
+                    style="bold",
+                )
+            )
+            if rest["calls"]:
+                out.append(
+                    Text(
+                        f"if the branch runs as long as the base: {rest['calls']} more, "
+                        f"~{rest['input_tokens']:,} / ~{rest['output_tokens']:,} tokens "
+                        "(cost: replay --dry-run --prices FILE)",
+                        style="dim",
+                    )
+                )
         rows.update(Text("\n").join(out))
 
     def _snapshot_executor_line(self) -> Text | None:
-        if self.offer is None or self.query_one("#pol-executor", Select).value != "recording":
+        chosen = self.query_one("#pol-executor", Select).value
+        if chosen in PROVIDERS:
+            return Text(f"executor {chosen} (built in): live model calls; tools stay offline", style="dim")
+        if self.offer is None or chosen != "recording":
             return None
         state = "you confirmed it" if self.consented else "not imported by a dry run; runs only after you confirm"
         return Text(f"executor {line(self.offer.spec)} (named by the recording): {state}", style="dim")
@@ -1428,6 +1508,8 @@ class BranchEditorScreen(Screen[str | None]):
         self.saving = True
         self._refresh_buttons()
         choice = self.offer if snap.executor == "recording" and self.consented else None
+        if snap.executor in PROVIDERS:
+            choice = ExecutorChoice(snap.executor, "command line")
         self.app.run_worker(
             partial(self._save_job, snap, launch, file, choice),
             name="branch-save",

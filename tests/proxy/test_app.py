@@ -80,3 +80,72 @@ def test_an_incomplete_recording_says_so_when_opened(tmp_path: Path, upstream) -
     record(agent("openai_agent", "--exit", "4"), tmp_path / "run.json", upstream)
     loaded = load_for_view(tmp_path / "run.json")
     assert "this recording is incomplete: the command exited with status 4" in loaded.notices
+
+
+async def test_an_imported_swe_agent_run_continues_from_the_branch_editor(
+    tmp_path: Path, upstream, monkeypatch
+) -> None:
+    """The bundled SWE-agent run, branched at its first rejected edit with the edit
+    accepted, the built-in provider executor chosen in the Policy tab with a live model:
+    the dry run says the next model call goes live and estimates its tokens; save & replay
+    sends it to the (stand-in) provider, and the new reply's action pauses the replay on a
+    requirement for the tool call it asks for."""
+    from core.proxy.provider import PROVIDERS
+    from inspector.defaults import default_recording_path
+    from inspector.widgets.json_editor import JsonEditor
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", upstream.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-stored-0123456789abcdef")
+    upstream.script = [("Let me check.\n\n```\npython -c 'print(42)'\n```", [])]
+    app = InspectorApp(load_for_view(default_recording_path()), workspace=tmp_path / "ws")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")  # the first error: the rejected edit at seq 11
+        await settle(pilot, app)
+        await pilot.press("B")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, BranchEditorScreen)
+
+        async def settled() -> None:
+            await pilot.pause()
+            await asyncio.wait_for(editor.settled(), timeout=30)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+
+        await settled()
+        area = editor.query_one(JsonEditor).area
+        area.select_all()
+        area.replace('{"content": "File updated. Please review the changes."}', *area.selection)
+        await settled()
+        # the executor choices include the built-in providers; choosing one turns model calls live
+        executor = editor.query_one("#pol-executor")
+        assert set(PROVIDERS) <= {value for _, value in executor._options}
+        note = str(editor.query_one("#pol-live-model-note", Static).render())
+        assert "required for live calls" in note  # SWE-agent 0.x files do not name the model
+        executor.value = "provider:openai"
+        await settled()
+        assert editor.query_one("#pol-model").value == "live"
+        assert upstream.openai_url in str(editor.query_one("#pol-executor-note", Static).render())
+        # without a live model the dry run says the replay would fail at once
+        assert editor.last.dry_run["status"] == "failed" and "live_model" in editor.last.dry_run["reason"]
+        editor.query_one("#pol-live-model").value = "gpt-4o"
+        await settled()
+        dry = editor.last.dry_run
+        assert dry["status"] == "ok" and dry["counts"]["live"] == 1
+        assert dry["live_cost"]["calls"][0]["how"] == "characters / 4"
+        shown = str(editor.query_one("#dry-rows", Static).render())
+        assert "live: 1 model call(s)" in shown and "an estimate: characters / 4" in shown
+
+        await pilot.press("ctrl+r")  # built-in: no consent dialog, no code of the recording's runs
+        await idle(pilot, app)
+        assert isinstance(app.screen, TimelineScreen)
+        [state] = app.replay_runner.runs.values()
+        assert state.status == "paused", state
+    assert upstream.model_requests() == 1 and upstream.requests[0][1]["model"] == "gpt-4o"
+    with Workspace.open(tmp_path / "ws", create=False) as ws:
+        rec = ws.get_replay(state.replay_id)
+        assert rec.executor == "provider:openai" and rec.policy.live_model == "gpt-4o"
+        [req] = ws.requirements(open_only=True, replay_id=rec.id)
+    assert (req.kind, req.name, req.arguments) == ("tool", "bash", {"command": "python -c 'print(42)'"})

@@ -233,3 +233,114 @@ def test_provider_errors_end_the_replay_failed(tmp_path: Path, monkeypatch, stat
     assert last.kind == "model" and last.error is not None and last.live_fallback
     if status in (500, 429):
         assert len(up.requests) == 4  # the call and its three retries
+
+
+# ---------------------------------------------------------------------- the command line
+
+
+def _cli(capsys, *args: object) -> tuple[int, str]:
+    from inspector.cli import main
+
+    code = main([str(a) for a in args])
+    return code, capsys.readouterr().out
+
+
+def test_replay_prints_the_branchs_outcome_next_to_the_bases(tmp_path: Path, upstream: Upstream, capsys, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    path = _copy(TAU, tmp_path)
+    Path("iv.json").write_text(json.dumps({"kind": "tool_result", "seq": 14, "result": {"content": BOOKED}}))
+    Path("pol.json").write_text(json.dumps({"model": "live", "user_model": "gpt-sim"}))
+    code, _ = _cli(capsys, "branch", "new", path, "--at", 14, "--intervention", "iv.json", "--policy", "pol.json")
+    assert code == 0
+    [branch] = Workspace.open(tmp_path / ".chassis-inspector").list_branches()
+    upstream.script = [("Booked as ZZZ999.", []), ("Thanks! ###STOP###", [])]
+    code, out = _cli(
+        capsys, "replay", path, "--branch", branch.id, "--executor", f"provider:openai@{upstream.openai_url}"
+    )
+    assert code == 0, out
+    [line] = [x for x in out.splitlines() if x.startswith("outcome ")]
+    # the base failed (reward 0); nothing evaluates the branch, and its final output differs
+    assert 'base failure (reward 0.0); final output "Your flight from New York' in line
+    assert 'branch not evaluated; final output "Booked as ZZZ999." (17 chars) (differs from the base\'s)' in line
+    assert "user_model=gpt-sim" in out
+    upstream.script = [("Booked as ZZZ999.", []), ("Thanks! ###STOP###", [])]
+    code, out = _cli(
+        capsys, "replay", path, "--branch", branch.id, "--executor", f"provider:openai@{upstream.openai_url}", "--json"
+    )
+    doc = json.loads(out)
+    assert doc["outcome"]["base"]["outcome"] == "failure" and doc["outcome"]["branch"]["outcome"] is None
+    assert doc["outcome"]["same_final_output"] is False
+
+
+def test_the_dry_run_estimates_the_live_calls_and_their_cost(tmp_path: Path, capsys, monkeypatch) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    path = _copy(SWE, tmp_path)
+    Path("iv.json").write_text(json.dumps({"kind": "tool_result", "seq": 11, "result": {"content": ACCEPTED}}))
+    Path("pol.json").write_text(json.dumps({"model": "live", "live_model": "gpt-4o"}))
+    Path("prices.json").write_text(json.dumps({"gpt-4o": {"input": 2.5, "output": 10.0}}))
+    assert _cli(capsys, "branch", "new", path, "--at", 11, "--intervention", "iv.json", "--policy", "pol.json")[0] == 0
+    [branch] = Workspace.open(tmp_path / ".chassis-inspector").list_branches()
+    args = ("replay", path, "--branch", branch.id, "--executor", "provider:openai@http://127.0.0.1:9/v1", "--dry-run")
+    code, out = _cli(capsys, *args, "--prices", "prices.json", "--json")
+    assert code == 0
+    est = json.loads(out)["live_cost"]
+    [call] = est["calls"]
+    base = Recording.load(path)
+    model12 = next(r for r in base.records if r.seq == 12)
+    chars = sum(len(m.text) for m in model12.request.messages)
+    # SWE-agent records no per-call usage: characters / 4, said so; priced as the live model
+    assert call == {
+        "position": 12,
+        "base_seq": 12,
+        "model": "gpt-4o",
+        "input_tokens": -(-chars // 4),
+        "output_tokens": -(-len(model12.response.message.text) // 4),
+        "how": "characters / 4",
+        "cost": pytest.approx((-(-chars // 4) * 2.5 + -(-len(model12.response.message.text) // 4) * 10.0) / 1e6),
+    }
+    assert est["estimate"] is True and est["rest_of_base"]["calls"] == 5
+    code, out = _cli(capsys, *args, "--prices", "prices.json")
+    assert "live model calls (an estimate): 1," in out and "(characters / 4), cost 0.0" in out
+    assert "if the branch runs as long as the base: 5 more model call(s)" in out
+    # recorded usage is used where there is one (tau-bench's gpt-4o calls have none either;
+    # the sample agent's do): no prices → the cost is not guessed
+    code, out = _cli(capsys, *args)
+    assert "cost: give --prices" in out
+    # and a missing live_model on this unknown-model run is said before anything runs
+    Path("pol2.json").write_text(json.dumps({"model": "live"}))
+    assert _cli(capsys, "branch", "new", path, "--at", 11, "--intervention", "iv.json", "--policy", "pol2.json")[0] == 0
+    other = next(b for b in Workspace.open(tmp_path / ".chassis-inspector").list_branches() if b.id != branch.id)
+    args2 = ("replay", path, "--branch", other.id, "--executor", "provider:openai@http://127.0.0.1:9/v1", "--dry-run")
+    code, out = _cli(capsys, *args2)
+    assert code == 2 and "set the policy's live_model" in out
+
+
+def test_sweep_and_audit_run_with_the_provider_executor_on_an_imported_run(
+    tmp_path: Path, upstream: Upstream, capsys
+) -> None:
+    import json
+
+    from core.effects.sweep import run_sweep
+
+    path = _copy(SWE, tmp_path)
+    spec = f"provider:openai@{upstream.openai_url}"
+    upstream.script = [("Submitting.\n```\nsubmit\n```", []) for _ in range(3)]
+    res = run_sweep(path, executor=spec, candidates="errors", strategy="knockout", live_model="gpt-4o")
+    assert [r["seq"] for r in res.replays] == [11, 13, 15] and not res.skipped
+    assert all(r["status"] == "completed" for r in res.replays), res.replays
+    assert [b["model"] for k, b in upstream.requests] == ["gpt-4o"] * 3  # one live call per knocked-out edit
+    # resampling a tool call needs an executor that runs tools: skipped, with the reason
+    res = run_sweep(path, executor=spec, candidates="errors", strategy="resample", live_model="gpt-4o")
+    assert len(res.skipped) == 3 and "runs no tools" in res.skipped[0]["reason"]
+    # the audit's knockouts replay through the provider too
+    upstream.script = [("Submitting.\n```\nsubmit\n```", []) for _ in range(30)]
+    code, out = _cli(capsys, "audit", path, "--executor", spec, "--live-model", "gpt-4o", "--json")
+    assert code == 0
+    calls = json.loads(out)["calls"]
+    knocked = [c for c in calls if c.get("knockout")]
+    assert knocked and all("not run" not in c["knockout"]["detail"] for c in knocked)
+    assert len(upstream.requests) > 3
