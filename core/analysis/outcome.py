@@ -6,7 +6,7 @@ derives it from the reward, which is kept in ``metadata.reward``). A replay's ev
 one only when the executor evaluated its final output (``evaluate``); otherwise the
 branch is *not evaluated* — never taken to have the base's outcome. The *final output*
 is :func:`core.analysis.final_output.find_final_output`'s (the same rule for a base and
-its replays). ``replay`` prints both side by side (docs/replay.md, "Reading a replay").
+its replays). ``replay`` prints both side by side (docs/replay.md, "The outcome line").
 """
 
 from __future__ import annotations
@@ -71,21 +71,39 @@ def run_outcome(rec: Recording) -> RunOutcome:
 
 
 def compare_outcomes(base: Recording, events: Recording) -> dict[str, Any]:
-    """``{"base": RunOutcome, "branch": RunOutcome, "same_final_output": bool, "line": str}``
-    — the branch's outcome next to its base's; ``line`` is the one-line text ``replay``
-    prints: ``base failure (reward 0.0); final output "…" · branch not evaluated; final
-    output "…" (differs from the base's)``."""
+    """``{"base": RunOutcome, "branch": RunOutcome, "same_final_output": bool, "lines":
+    [str, str]}`` — the branch's outcome next to its base's; ``lines`` are what ``replay``
+    prints: ``base:   failure (reward 0.0); final output "…" (1,234 chars)`` and
+    ``branch: not evaluated; final output "…" (56 chars), differs from the base's`` — and,
+    when the branch's final call was answered from the recording after an earlier change
+    (SWE-agent's ``submit`` asked again: the base's patch), says so."""
     b, r = run_outcome(base), run_outcome(events)
     same = b.final_output == r.final_output
     tail = ""
     if r.final_output is not None or b.final_output is not None:
-        tail = " (same as the base's)" if same else " (differs from the base's)"
+        tail = ", the same as the base's" if same else ", differs from the base's"
+    if _recorded_after_change(events, r.final_seq):
+        # SWE-agent's `submit` asked again after a different path: same key, the base's answer
+        tail += " — the recorded answer to the same call, not a new result"
     return {
         "base": b,
         "branch": r,
         "same_final_output": same,
-        "line": f"base {b.summary()} · branch {r.summary()}{tail}",
+        "lines": [f"base:   {b.summary()}", f"branch: {r.summary()}{tail}"],
     }
+
+
+def _recorded_after_change(events: Recording, seq: int | None) -> bool:
+    """Whether a replay's final call (``seq``) was answered from the recording although
+    the branch had already changed something before it (``metadata.replay.answer_sources``
+    lists every answer that was not recorded)."""
+    replay = events.metadata.get("replay") if isinstance(events.metadata, dict) else None
+    if seq is None or not isinstance(replay, dict):
+        return False
+    sources = replay.get("answer_sources")
+    if not isinstance(sources, dict) or str(seq) in sources:
+        return False
+    return any(k.isdigit() and int(k) < seq for k in sources)
 
 
 def _preview(value: Any) -> str:

@@ -35,7 +35,15 @@ from ..importers._llm_api import render_request
 from ..record.recording import ModelRequest, ModelResponse, ToolResult
 from .exchange import model_response, parse_proxy_response
 
-__all__ = ["PROVIDERS", "PROVIDER_ENV", "ProviderError", "ProviderExecutor", "RETRIES", "parse_provider_spec"]
+__all__ = [
+    "PROVIDERS",
+    "PROVIDER_ENV",
+    "ProviderError",
+    "ProviderExecutor",
+    "RETRIES",
+    "parse_provider_spec",
+    "provider_url",
+]
 
 #: retries of one call after HTTP 429 or 5xx (so at most RETRIES + 1 requests)
 RETRIES = 3
@@ -73,6 +81,19 @@ def parse_provider_spec(spec: str) -> tuple[str, str | None]:
     if name not in _DEFAULTS:
         raise ValueError(f"executor {spec!r}: unknown provider {name!r} (provider:openai or provider:anthropic)")
     return name, url or None
+
+
+def provider_url(spec: str, env: dict[str, str] | None = None) -> str:
+    """The base URL a provider executor ``spec`` sends to: the ``@URL`` it names, else the
+    environment's ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, else the provider's own.
+
+    Raises:
+        ValueError: not a provider spec (as :func:`parse_provider_spec`).
+    """
+    name, url = parse_provider_spec(spec)
+    e = os.environ if env is None else env
+    url_var, default, _ = _DEFAULTS[name]
+    return (url or e.get(url_var) or default).rstrip("/")
 
 
 class ProviderExecutor:

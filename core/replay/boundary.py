@@ -90,8 +90,8 @@ def _check_spec(spec: str, what: str) -> str:
 
         try:
             parse_provider_spec(spec)
-        except ValueError as exc:
-            raise BranchError(f"{what}: {exc}") from None
+        except ValueError as exc:  # its message starts "executor 'provider:…'"
+            raise BranchError(str(exc) if what == "executor" else f"{what}: {exc}") from None
         return spec
     if spec.startswith("cmd:"):
         if not spec[4:].strip():

@@ -286,7 +286,11 @@ def _tokens_of(r: Any) -> tuple[int, int, str]:
     usage = r.response.usage if r.response is not None else None
     if usage is not None and (usage.input_tokens or usage.output_tokens):
         return usage.input_tokens, usage.output_tokens, "recorded usage"
-    out_chars = len(r.response.message.text) if r.response is not None else 0
+    out_chars = 0
+    if r.response is not None:
+        out_chars = len(r.response.message.text)
+        for tc in r.response.message.tool_calls or []:  # a tool call's name and arguments are output too
+            out_chars += len(tc.name) + len(orjson.dumps(tc.arguments, default=str))
     return (
         -(-_chars(r.request) // CHARS_PER_TOKEN),
         -(-out_chars // CHARS_PER_TOKEN),
@@ -304,8 +308,9 @@ def estimate_live_cost(
     has no price or no table is given), priced as the model the call would ask (the
     policy's ``live_model``, else the recorded one). ``rest_of_base``: the base's model
     calls after the last predicted one — what a branch that runs as long as the base
-    would add (the dry run cannot know how long it runs). Returns
-    ``{"calls": [...], "total": {...}, "rest_of_base": {...}, "estimate": True}``."""
+    would add (the dry run cannot know how long it runs); ``user_model``: a note when the
+    policy names a user simulator (its calls are not estimated). Returns ``{"calls":
+    [...], "total": {...}, "rest_of_base": {...}, "estimate": True[, "user_model": str]}``."""
     by_seq = {r.seq: r for r in base.records if r.kind == "model"}
     models = [r for r in base.records if r.kind == "model"]
     live_model = branch.policy.live_model
@@ -357,4 +362,10 @@ def estimate_live_cost(
         tin, tout, how = _tokens_of(r)
         model = live_model or r.model
         rest_rows.append({"input_tokens": tin, "output_tokens": tout, "cost": price(model, tin, tout)})
-    return {"calls": calls, "total": total(calls), "rest_of_base": total(rest_rows), "estimate": True}
+    out = {"calls": calls, "total": total(calls), "rest_of_base": total(rest_rows), "estimate": True}
+    if branch.policy.user_model:
+        out["user_model"] = (
+            f"the user simulator {branch.policy.user_model} is also asked at each of the person's turns "
+            "after the divergence: not estimated (how many there will be is not known)"
+        )
+    return out

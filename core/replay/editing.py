@@ -145,7 +145,7 @@ ANSWER_MEANING: dict[str, str] = {
     "intervention": "an intervention of this branch answers it",
     "fixture": "a fixture of the workspace answers it",
     "drift": "lenient drift: the base's answer at the same step stands in",
-    "live": "the executor answers it (code runs)",
+    "live": "the executor answers it live (its code runs, or a live model is asked)",
     "requirement": "nothing answers it: the replay pauses on a requirement",
     "fail": "nothing answers it and require_fixtures is off: the replay fails",
     "denied": "a tool_policy intervention denies it",

@@ -552,6 +552,7 @@ class ReplayEngine:
             self._user_answered: list[UserTurn] = []  # turns answered by a pinned answer
             self._user_waived: list[UserTurn] = []  # turns the user waived (skipped)
             self._user_simulated: list[UserTurn] = []  # turns the live user simulator answered
+            self._user_authored = 0  # pinned answers that differ from the recorded one
             self._transcript_now: list[ChatMessage] = []  # the generic loop's transcript (for the simulator)
             self._conv_from: int | None = None  # a conversation's next person's turn is searched from here
             self._copied_interrupts: set[int] = set()  # base interrupt seqs copied as recorded
@@ -883,7 +884,8 @@ class ReplayEngine:
                     "failed",
                     error=ReplayErrorInfo(
                         type=err.type,
-                        message=f"the live model call at step {step} failed: {err.message} (nothing after it ran)",
+                        message=f"the live model call at seq {rec.seq} (model step {step}) failed: {err.message} "
+                        "(nothing after it ran)",
                     ),
                 )
             raise ModelCallError(model, err)
@@ -1224,11 +1226,9 @@ class ReplayEngine:
         if prior is None or prior.status != "satisfied" or prior.answer is None:
             return self._from_user_simulator(call)
         assert call.turn is not None  # a user call always carries its turn
-        how = (
-            "the user pinned the recorded answer"
-            if prior.answer == call.turn.default
-            else "the user authored this answer"
-        )
+        authored = prior.answer != call.turn.default
+        self._user_authored += authored
+        how = "the user authored this answer" if authored else "the user pinned the recorded answer"
         return _Answer("user", f"{how} (the person's turn before model step {call.step})", text=prior.answer)
 
     def _from_user_simulator(self, call: _Call) -> _Answer | None:
@@ -1845,6 +1845,16 @@ class ReplayEngine:
                     unlinked += 1
                 after_final = False
         out = []
+        source = self.base.metadata.get("source")
+        if isinstance(source, dict) and source.get("format") == "who_and_when":
+            # Who&When's importer: model agent/NAME for a speaking agent, tool NAME for a tool-like one
+            names = {m.model.removeprefix("agent/") for m in self.base_models}
+            names |= {r.tool for r in self.base_calls if type(r) is ToolRecord}
+            shown = ", ".join(sorted(names)[:4]) + (", …" if len(names) > 4 else "")
+            out.append(
+                f"a multi-agent log ({len(names)} agents speak in turn: {shown}); nothing in it says which "
+                "speaks next or what each one's model was asked, so it is not continued"
+            )
         if unlinked:
             out.append(
                 f"{unlinked} tool call(s) are not listed in the model response before them"
@@ -1992,10 +2002,8 @@ class ReplayEngine:
         if status == "failed":
             none.append(f"the replay failed: {error.message if error else 'unknown error'}")
         elif status == "paused" and requirement is not None:
-            none.append(
-                f"the replay is paused on requirement {requirement.id} "
-                f"({requirement.kind} {requirement.name}); it has not finished"
-            )
+            what = "a person's turn" if requirement.kind == "user" else f"{requirement.kind} {requirement.name}"
+            none.append(f"the replay is paused on requirement {requirement.id} ({what}); it has not finished")
         else:
             for i, iv in enumerate(self.branch.interventions):
                 if i not in self._applied:
@@ -2046,9 +2054,17 @@ class ReplayEngine:
             )
         if self._user_answered:
             n = len(self._user_answered)
+            authored = self._user_authored
+            which = (
+                "authored"
+                if authored == n
+                else "the recorded answer, pinned"
+                if authored == 0
+                else f"{authored} authored, {n - authored} the recorded answer pinned"
+            )
             partial.append(
                 f"{n} person's turn(s) after the branch diverged answered by an answer a user pinned "
-                "(answer source user): authored, not reproduced from the recording"
+                f"(answer source user): {which}, not reproduced from the recording"
             )
         if self._user_simulated:
             partial.append(

@@ -32,6 +32,7 @@ from core.analysis.metrics import load_price_table
 from core.analysis.outcome import compare_outcomes
 from core.errors import FixtureError, InspectorError
 from core.proxy.command import SIDE_EFFECTS_NOTE
+from core.proxy.provider import provider_url
 from core.record.canonical import args_hash
 from core.record.nesting import dumps
 from core.record.reader import USER_JSON_LIMIT, read_input
@@ -133,7 +134,9 @@ def _print_record(
         "first divergence " + (f"base seq {fd.base_seq}, replay seq {fd.replay_seq}, {fd.dimension}" if fd else "none")
     )
     if outcome is not None:
-        echo(f"outcome         {outcome['line']}")
+        base_line, branch_line = outcome["lines"]
+        echo(f"outcome         {base_line}")
+        echo(f"                {branch_line}")
     echo(f"steps           {record.steps}")
     echo("answers         " + (", ".join(f"{k} {v}" for k, v in record.answers.items()) or "-"))
     if record.fixture_uses:
@@ -175,6 +178,8 @@ def _print_live_cost(est: dict[str, Any], prices: Path | None) -> None:
             f"{_tokens(c['input_tokens'])} in, {_tokens(c['output_tokens'])} out ({c['how']}), {_cost(c['cost'], prices)}"
         )
     rest = est["rest_of_base"]
+    if est.get("user_model"):
+        echo(f"note: {est['user_model']}")
     if rest["calls"]:
         echo(
             f"if the branch runs as long as the base: {rest['calls']} more model call(s), "
@@ -371,6 +376,10 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Replay a branch of BASE. Exit 0 completed (4 completed but not comparable), 3 paused, 2 failed."""
+        if prices is not None and not dry_run_:
+            raise typer.BadParameter(
+                "--prices estimates a dry run's cost: use it with --dry-run", param_hint="--prices"
+            )
         table = load_price_table(prices) if prices is not None else None
         rec = load_any(base)
         if not dry_run_:  # consent first: a refused executor leaves no workspace behind
@@ -415,7 +424,10 @@ def register(app: typer.Typer) -> None:
                             else ""
                         )
                         where = "by the recording" if chosen.origin == "recording" else "on the command line"
-                        typer.echo(f"executor: {chosen.spec} (named {where}; not imported by a dry run{consent})")
+                        if chosen.spec.startswith("provider:"):
+                            typer.echo(f"executor: {chosen.spec} (built in), sending to {provider_url(chosen.spec)}")
+                        else:
+                            typer.echo(f"executor: {chosen.spec} (named {where}; not imported by a dry run{consent})")
                         if chosen.spec.startswith("cmd:"):
                             typer.echo(f"note: {SIDE_EFFECTS_NOTE}")
                 raise typer.Exit(0 if result["status"] == "ok" else 2)

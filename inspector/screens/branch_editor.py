@@ -536,7 +536,7 @@ class BranchEditorScreen(Screen[str | None]):
                     with VerticalScroll(id="pol-scroll"):
                         yield Label("executor: who answers what the recording cannot", classes="field-label")
                         options: list[tuple[Any, str]] = [("none: no code runs", "none")]
-                        options += [(f"{spec}: a live model, tools stay offline", spec) for spec in PROVIDERS]
+                        options += [(f"{spec} (live model, tools offline)", spec) for spec in PROVIDERS]
                         if self.offer is not None:
                             options.insert(0, (Text("the recording's: " + line(self.offer.spec)), "recording"))
                         yield Select(
@@ -1120,7 +1120,13 @@ class BranchEditorScreen(Screen[str | None]):
     def action_switch_tab(self) -> None:
         """Switch between the intervention and the policy form."""
         tabs = self.query_one("#be-tabs", TabbedContent)
-        tabs.active = "tab-policy" if tabs.active == "tab-iv" else "tab-iv"
+        target = "tab-policy" if tabs.active == "tab-iv" else "tab-iv"
+        # focus leaves the pane first: a focused field inside a hidden pane would bring its
+        # tab back; then the new form's first field has it, so Tab walks that form
+        self.set_focus(None)
+        tabs.active = target
+        first = self.query_one("#pol-executor" if target == "tab-policy" else "#iv-kind")
+        self.call_after_refresh(first.focus)
 
     # ------------------------------------------------------------------ checking
 

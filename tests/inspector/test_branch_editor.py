@@ -404,3 +404,20 @@ def test_snapshot_branch_editor_invalid(snap_compare, tmp_path, monkeypatch):
         await _settled(pilot, editor)
 
     assert snap_compare(_snap_app(tmp_path, monkeypatch), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_alt_t_switches_forms_from_any_field_and_focuses_the_first(base_file, tmp_path):
+    app = _app(base_file)
+    async with app.run_test(size=SIZE) as pilot:
+        editor = await _editor(pilot, app)
+        tabs = editor.query_one("#be-tabs")
+        await pilot.press("alt+t")
+        await pilot.pause()
+        assert tabs.active == "tab-policy" and app.focused is editor.query_one("#pol-executor")
+        # from a field inside the policy form, back to the intervention form (a focused
+        # field in a hidden pane used to bring its tab back)
+        editor.query_one("#pol-max-steps", Input).focus()
+        await pilot.pause()
+        await pilot.press("alt+t")
+        await pilot.pause()
+        assert tabs.active == "tab-iv" and app.focused is editor.query_one("#iv-kind")

@@ -98,6 +98,11 @@ def test_a_swe_agent_branch_goes_on_through_parsed_actions(tmp_path: Path, upstr
 
     names = TimelineIndex(out2.events).names
     assert names[12] == names[14] == "unknown → gpt-4o" and names[10] == "unknown"
+    # the outcome line says the submitted patch is the base's recorded answer, not a new one
+    from core.analysis.outcome import compare_outcomes
+
+    lines = compare_outcomes(Recording.load(path), out2.events)["lines"]
+    assert lines[1].endswith("the same as the base's — the recorded answer to the same call, not a new result")
     # the fixture's output came back to the model as SWE-agent's next observation message
     assert _sent(upstream)[1]["messages"][-1]["content"].startswith("2.2.0\n\n(Open file: ")
 
@@ -166,7 +171,10 @@ def test_a_tau_bench_branch_asks_the_customer_then_goes_on(tmp_path: Path, upstr
     assert out.answers == {"recorded": 14, "intervention": 1, "live": 2, "user": 2}
     spoken = [r.value["input"] for r in out.events.records if r.kind == "interrupt"]
     assert spoken == ["No, that's all. Thanks!", "Thank you so much for your help! ###STOP###"]
-    assert any("answer a user pinned" in r for r in rec.comparability.reasons)
+    assert any(
+        "answered by an answer a user pinned (answer source user): 1 authored, 1 the recorded answer pinned" in r
+        for r in rec.comparability.reasons
+    )
 
 
 def test_a_live_user_simulator_plays_the_customer(tmp_path: Path, upstream: Upstream) -> None:
@@ -227,7 +235,7 @@ def test_provider_errors_end_the_replay_failed(tmp_path: Path, monkeypatch, stat
         up.stop()
     assert rec.status == "failed" and stored.status == "failed"
     assert expect in rec.error.message, rec.error.message
-    assert "live model call at step 10 failed" in rec.error.message
+    assert "live model call at seq 15 (model step 10) failed" in rec.error.message
     # the failed call is in the events as the model error; nothing after it ran
     last = out.events.records[-1]
     assert last.kind == "model" and last.error is not None and last.live_fallback
@@ -242,7 +250,8 @@ def _cli(capsys, *args: object) -> tuple[int, str]:
     from inspector.cli import main
 
     code = main([str(a) for a in args])
-    return code, capsys.readouterr().out
+    cap = capsys.readouterr()
+    return code, cap.out + cap.err  # stdout, then what was said on stderr
 
 
 def test_replay_prints_the_branchs_outcome_next_to_the_bases(tmp_path: Path, upstream: Upstream, capsys, monkeypatch):
@@ -260,10 +269,13 @@ def test_replay_prints_the_branchs_outcome_next_to_the_bases(tmp_path: Path, ups
         capsys, "replay", path, "--branch", branch.id, "--executor", f"provider:openai@{upstream.openai_url}"
     )
     assert code == 0, out
-    [line] = [x for x in out.splitlines() if x.startswith("outcome ")]
+    lines = out.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("outcome "))
     # the base failed (reward 0); nothing evaluates the branch, and its final output differs
-    assert 'base failure (reward 0.0); final output "Your flight from New York' in line
-    assert 'branch not evaluated; final output "Booked as ZZZ999." (17 chars) (differs from the base\'s)' in line
+    assert lines[at].startswith('outcome         base:   failure (reward 0.0); final output "Your flight from New York')
+    assert lines[at + 1] == (
+        '                branch: not evaluated; final output "Booked as ZZZ999." (17 chars), differs from the base\'s'
+    )
     assert "user_model=gpt-sim" in out
     upstream.script = [("Booked as ZZZ999.", []), ("Thanks! ###STOP###", [])]
     code, out = _cli(
@@ -309,7 +321,10 @@ def test_the_dry_run_estimates_the_live_calls_and_their_cost(tmp_path: Path, cap
     # recorded usage is used where there is one (tau-bench's gpt-4o calls have none either;
     # the sample agent's do): no prices → the cost is not guessed
     code, out = _cli(capsys, *args)
-    assert "cost: give --prices" in out
+    assert "cost: give --prices" in out and "sending to http://127.0.0.1:9/v1" in out
+    # --prices is for the dry run only
+    code, out = _cli(capsys, *args[:-1], "--prices", "prices.json")
+    assert code == 2 and "use it with --dry-run" in out
     # and a missing live_model on this unknown-model run is said before anything runs
     Path("pol2.json").write_text(json.dumps({"model": "live"}))
     assert _cli(capsys, "branch", "new", path, "--at", 11, "--intervention", "iv.json", "--policy", "pol2.json")[0] == 0
@@ -344,3 +359,25 @@ def test_sweep_and_audit_run_with_the_provider_executor_on_an_imported_run(
     knocked = [c for c in calls if c.get("knockout")]
     assert knocked and all("not run" not in c["knockout"]["detail"] for c in knocked)
     assert len(upstream.requests) > 3
+
+
+def test_a_multi_agent_who_and_when_branch_is_not_continued_and_says_why(
+    tmp_path: Path, upstream: Upstream, capsys, monkeypatch
+) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    path = _copy(SAMPLES / "who-and-when-hand-crafted-1.json", tmp_path)
+    Path("iv.json").write_text(json.dumps({"kind": "tool_result", "seq": 4, "result": {"content": "no results"}}))
+    Path("pol.json").write_text(json.dumps({"model": "live", "live_model": "gpt-4o"}))
+    assert _cli(capsys, "branch", "new", path, "--at", 4, "--intervention", "iv.json", "--policy", "pol.json")[0] == 0
+    [branch] = Workspace.open(tmp_path / ".chassis-inspector").list_branches()
+    upstream.script = [("We are done.", [])]
+    code, out = _cli(
+        capsys, "replay", path, "--branch", branch.id, "--executor", f"provider:openai@{upstream.openai_url}"
+    )
+    assert code == 4  # completed, not comparable
+    status = next(x for x in out.splitlines() if x.startswith("status "))
+    assert status.startswith("status          completed — not comparable: ")
+    assert "a multi-agent log (2 agents speak in turn: Orchestrator, WebSurfer); nothing in it says" in status
+    assert "so it is not continued" in status

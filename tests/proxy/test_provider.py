@@ -122,7 +122,7 @@ def test_a_provider_error_fails_the_replay_and_is_the_calls_model_error(tmp_path
         bad.stop()
     assert ex.calls == 4 and waits == [0.5, 1.0, 2.0]
     assert out.status == "failed" and out.stop_reason == "error"
-    assert "live model call at step 1 failed" in out.error.message and "http_500" in out.error.message
+    assert "live model call at seq 2 (model step 1) failed" in out.error.message and "http_500" in out.error.message
     live = [r for r in out.events.records if r.kind == "model" and r.live_fallback]
     assert live and live[0].error.type == "ProviderError" and "http_500" in live[0].error.message
 
