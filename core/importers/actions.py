@@ -95,6 +95,8 @@ _FENCE = re.compile(r"^```(\S*)\s*\n|^```\s*$", re.M)
 #: SWE-agent's state lines after each observation (its next_step_template)
 _STATE = re.compile(r"\n?(\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n[^\n]*\$)\s*$")
 _NO_OUTPUT = "Your command ran successfully and did not produce any output."
+#: characters at the end of a message searched for the state lines
+STATE_TAIL = 4096
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,9 @@ class SweAgentThoughtAction(ActionParser):
         state = ""
         for m in reversed(transcript):
             if m.role == "user":
-                found = _STATE.search(m.text)
+                # the state lines end the message: only its last lines are searched (a
+                # hostile output full of "(Open file: " costs nothing)
+                found = _STATE.search("\n".join(m.text[-STATE_TAIL:].rsplit("\n", 3)[-3:]))
                 if found:
                     state = found.group(1)
                     break

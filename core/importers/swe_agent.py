@@ -35,7 +35,7 @@ from ..errors import FormatError, name_text
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import JsonImporter, PendingCall, RunBuilder, openai_message
 from ._source import SourceFile, Truncation, as_array, as_object
-from .actions import SweAgentThoughtAction
+from .actions import ActionFormatError, ParsedAction, SweAgentThoughtAction
 from .base import ImportedRun, Importer
 
 _COMMANDS = re.compile(r"^(\w+):\n\s+docstring:", re.M)
@@ -212,7 +212,19 @@ class SweAgentImporter(JsonImporter, Importer):
             meta["usage_totals"] = totals
         meta["final_output_rule"] = copy.deepcopy(FINAL_OUTPUT_RULE)
         if text_parsed:
-            meta["action_parser"] = SweAgentThoughtAction(commands=tuple(sorted(commands))).settings()
+            parser = SweAgentThoughtAction(commands=tuple(sorted(commands)))
+            mismatch = _parser_mismatch(b, parser)
+            if mismatch is None:
+                meta["action_parser"] = parser.settings()
+            else:  # another parse_function: a replay must not read new replies by this rule
+                b.warn(
+                    "trajectory",
+                    f"the actions are not SWE-agent's thought/action format ({mismatch}); a branch "
+                    "of this run cannot parse new replies",
+                )
+                for r in b.records:
+                    if r.kind == "tool" and r.meta and r.meta.get("action_parser") == parser.name:
+                        r.meta = None
         return b.build(meta, incomplete=incomplete)
 
     def _message(self, b: RunBuilder, m: Any, place: str) -> ChatMessage:
@@ -278,6 +290,26 @@ class SweAgentImporter(JsonImporter, Importer):
             for c in pending:
                 b.pairer.add(c)
             b.unanswered(place)
+
+
+def _parser_mismatch(b: RunBuilder, parser: SweAgentThoughtAction) -> str | None:
+    """Why ``parser`` does not read the run's recorded replies into the recorded text
+    actions (the first reply it misreads), or ``None`` when it reads every one."""
+    records = b.records
+    for i, r in enumerate(records):
+        if r.kind != "model" or i + 1 >= len(records):
+            continue
+        nxt = records[i + 1]
+        if nxt.kind != "tool" or not (nxt.meta or {}).get("action_parser"):
+            continue
+        text = r.response.message.text if r.response is not None else ""
+        try:
+            parsed = parser.parse(text)
+        except ActionFormatError as exc:
+            return f"the reply at seq {r.seq}: {exc}"
+        if parsed != [ParsedAction(nxt.tool, nxt.arguments)]:
+            return f"the reply at seq {r.seq} reads as another action than the recorded one"
+    return None
 
 
 def _text(content: Any) -> Any:

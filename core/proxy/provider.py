@@ -21,6 +21,7 @@ call's model error. docs/replay.md, "The provider executor".
 
 from __future__ import annotations
 
+import http.client
 import os
 import time
 import urllib.error
@@ -176,6 +177,8 @@ class ProviderExecutor:
             except (urllib.error.URLError, TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 raise ProviderError(f"unreachable: {self.base_url}: {reason}") from None
+            except http.client.HTTPException as exc:  # not HTTP at all (a bad status line, a cut body)
+                raise ProviderError(f"not an HTTP answer from {self.base_url}: {type(exc).__name__}") from None
             if (status == 429 or status >= 500) and attempt < RETRIES:
                 after = headers.get("retry-after") or headers.get("Retry-After")
                 wait = float(after) if after and after.replace(".", "", 1).isdigit() else delay

@@ -484,17 +484,31 @@ class ReplayEngine:
                 self._parser = parser_for(base.metadata)
             except ValueError as exc:  # a parser of a newer version: the loop cannot read text actions
                 self._parser, self._parser_problem = None, str(exc)
+            if self._parser is not None and not any(
+                type(r) is ToolRecord and (r.meta or {}).get("action_parser") == self._parser.name
+                for r in self.base_calls
+            ):
+                # metadata is not sealed by the digest: a parser no tool record of the base
+                # was made by is not trusted to read the replies of a tool-calling agent
+                self._parser = None
             self._consumed = bytearray(len(self.base_calls))
             self._live_cache: dict[tuple[str, str], deque[Any]] = {}
             self._live_durations: dict[int, float] = {}  # seq -> seconds measured this run
+            retry_failed = getattr(executor, "errors_end_replay", False)
             for r in live_cache:
                 if getattr(r, "live_fallback", False) and getattr(r, "key", None):
+                    if retry_failed and getattr(r, "error", None) is not None:
+                        continue  # it ended that attempt: a resume asks again (the outage may be over)
                     self._live_cache.setdefault((r.kind, r.key), deque()).append(r)
                 elif type(r) is InterruptRecord and r.live_fallback and isinstance(r.value, dict):
                     sim = r.value.get("simulated_by")  # a person's turn a user simulator answered
-                    if isinstance(sim, dict) and isinstance(sim.get("turn"), str):
+                    if (
+                        isinstance(sim, dict)
+                        and isinstance(sim.get("turn"), str)
+                        and isinstance(sim.get("request"), str)
+                    ):
                         _, text = person_text(r.value)
-                        self._live_cache.setdefault(("user", sim["turn"]), deque()).append(text)
+                        self._live_cache.setdefault(("user", sim["turn"] + sim["request"]), deque()).append(text)
 
             # interventions
             ivs = list(enumerate(branch.interventions))
@@ -555,6 +569,8 @@ class ReplayEngine:
             self._user_authored = 0  # pinned answers that differ from the recorded one
             self._transcript_now: list[ChatMessage] = []  # the generic loop's transcript (for the simulator)
             self._conv_from: int | None = None  # a conversation's next person's turn is searched from here
+            #: (reason to add, meta to add) for the next call event, set by the generic loop
+            self._pending_note: tuple[str, dict[str, Any]] | None = None
             self._copied_interrupts: set[int] = set()  # base interrupt seqs copied as recorded
             self.last_request: ModelRequest | None = None
             self._observed = 0  # tool results the executor's agent observed (ran itself)
@@ -1241,7 +1257,7 @@ class ReplayEngine:
         if not model or executor is None or call.request is None or not hasattr(executor, "live_model"):
             return None
         reason = f"answered live by the user simulator {model} (policy user_model): a model playing the person"
-        cached = self._live_cache.get(("user", call.key))
+        cached = self._live_cache.get(("user", call.key + self._simulator_key(model, call.request)))
         if cached:
             return _Answer("live", reason, text=cached.popleft())
         t0 = time.perf_counter()
@@ -1258,6 +1274,15 @@ class ReplayEngine:
                 ),
             ) from None
         return _Answer("live", reason, text=resp.message.text, live_measured=time.perf_counter() - t0)
+
+    @staticmethod
+    def _simulator_key(model: str, request: ModelRequest) -> str:
+        """What identifies a simulator's answer for reuse on a resume: the canonical key of
+        its request (the conversation it was shown), with the turn's key beside it."""
+        try:
+            return redacted_model_key(model, request)
+        except CanonicalizationError:
+            return "uncanonical"
 
     def _simulator_request(self, transcript: list[ChatMessage]) -> ModelRequest:
         """The request a user-simulator model gets at a person's turn: a system prompt
@@ -1332,6 +1357,13 @@ class ReplayEngine:
             rec = self._model_event(call, answer, seq, b, run_id, gen_id)
         else:
             rec = self._tool_event(call, answer, seq, b, run_id, gen_id)
+        note = self._pending_note
+        if note is not None:  # what the loop knows of this call (a parsed action, a format-error turn)
+            self._pending_note = None
+            extra, meta = note
+            rec = rec.model_copy(update={"meta": {**(rec.meta or {}), **meta}})
+            if extra:
+                answer.reason = f"{answer.reason}; {extra}" if answer.reason else extra
         self._append(rec, source)
         self._answers[source] += 1
         self._reasons[seq] = answer.reason
@@ -1505,7 +1537,12 @@ class ReplayEngine:
             value = {"type": "input", "role": "user", "input": text}
         simulated = answer.source == "live"
         if simulated and isinstance(value, dict):
-            value["simulated_by"] = {"model": self.policy.user_model, "turn": turn.key}
+            assert call.request is not None and self.policy.user_model  # the simulator answered it
+            value["simulated_by"] = {
+                "model": self.policy.user_model,
+                "turn": turn.key,
+                "request": self._simulator_key(self.policy.user_model, call.request),
+            }
         rec = InterruptRecord(
             seq=seq,
             run_id=self._last_run_id,
@@ -1612,7 +1649,8 @@ class ReplayEngine:
     # ------------------------------------------------------------------ loops
 
     def _generic_loop(self) -> tuple[str, Any]:
-        """The generic chat agent loop (no executor). Returns ``(stop_reason, output)``.
+        """The generic chat agent loop (no executor, or one that only answers calls: the
+        provider executor). Returns ``(stop_reason, output)``.
 
         With an action parser (:func:`core.importers.actions.parser_for`: an agent that
         acts in text), a reply without tool calls is parsed for its action, tool results
@@ -1668,6 +1706,8 @@ class ReplayEngine:
             ), out
         # phase 2: rebuild requests from the branch transcript
         self._rebuilt = True
+        # a conversation's person's turns are offered in order from where the branch left the base
+        self._conv_from = self._step
         transient: list[ChatMessage] = []  # a format-error turn: sent once, not kept
         format_errors, format_why = 0, ""
         if last_response is None:
@@ -1689,12 +1729,15 @@ class ReplayEngine:
                     format_errors, format_why, need_model = 1, why, True
         while True:
             for tc in pending:
+                if parser is not None and tc.id is None:
+                    self._pending_note = ("", {"action_parser": parser.name})
                 try:
                     res = self.call_tool(tc.name, tc.arguments, tc.id)
                 except PolicyDenied as exc:
                     res = ToolResult(error=ErrorInfo(type="PolicyDenied", message=str(exc)))
+                finally:
+                    self._pending_note = None
                 if parser is not None and tc.id is None:
-                    self._tag_parsed(tc.name)
                     transcript.append(parser.observation(res, transcript))
                 else:
                     transcript.append(tool_message(tc.id, tc.name, res))
@@ -1718,12 +1761,19 @@ class ReplayEngine:
                 stop=b.request.stop,
                 options=b.request.options,
             )
+            if transient:
+                assert parser is not None  # only the parser's loop makes format-error turns
+                self._pending_note = (
+                    f"format-error turn: the previous reply had no action the {parser.name} parser could read "
+                    f"({format_why}); the agent re-asks the model, as it would have, without keeping that reply",
+                    {"format_error_turn": format_why},
+                )
             try:
                 resp = self.call_model(b.model, req)
             except ModelCallError:
                 return "model_error", None
-            if transient:
-                self._mark_format_turn(format_why)
+            finally:
+                self._pending_note = None
             last_response = resp
             made = self.last_request
             assert made is not None  # call_model sets it before answering
@@ -1757,9 +1807,7 @@ class ReplayEngine:
         the conversation's stop marker (``###STOP###``), ends it. Otherwise the base's own
         turn at this step, if any, is heard (the user-turn rule)."""
         if self._turns.conversation:
-            if self._conv_from is None:
-                self._conv_from = step
-            turn = self._turns.next_spoken(self._conv_from, self._user_steps)
+            turn = self._turns.next_spoken(self._conv_from if self._conv_from is not None else step, self._user_steps)
             if turn is None:
                 return None
             heard = self._user_turn(step, ended=True, turn=turn)
@@ -1786,28 +1834,6 @@ class ReplayEngine:
         except ActionFormatError:
             return []
 
-    def _tag_parsed(self, tool: str) -> None:
-        """Mark the tool event just made from a parsed action with the parser's name
-        (``meta.action_parser``, as the importer marks the base's)."""
-        assert self._parser is not None  # only the parser's loop parses actions
-        for rec in reversed(self._events):
-            if type(rec) is ToolRecord:
-                if rec.tool == tool:
-                    rec.meta = {**(rec.meta or {}), "action_parser": self._parser.name}
-                return
-
-    def _mark_format_turn(self, why: str) -> None:
-        """Say on the model call just made that it followed the format's format-error
-        turn (its reason and ``meta.format_error_turn``)."""
-        rec = self._events[-1]
-        assert self._parser is not None  # only the parser's loop makes format-error turns
-        note = (
-            f"format-error turn: the previous reply had no action the {self._parser.name} parser could read "
-            f"({why}); the agent re-asks the model, as it would have, without keeping that reply"
-        )
-        self._reasons[rec.seq] = f"{self._reasons[rec.seq]}; {note}" if self._reasons.get(rec.seq) else note
-        rec.meta = {**(rec.meta or {}), "format_error_turn": why}
-
     def _format_error_of(self, resp: ModelResponse) -> str | None:
         """Why the action parser cannot read ``resp`` (``None``: it can, or no parser)."""
         if self._parser is None or resp.message.tool_calls:
@@ -1821,6 +1847,35 @@ class ReplayEngine:
     def _models_before_cp(self) -> int:
         """How many base model calls come before the checkpoint."""
         return sum(1 for r in self.base_calls[: self.cp_pos] if type(r) is ModelRecord)
+
+    def _policy_problem(self) -> str | None:
+        """What makes this policy impossible with this executor, checked before anything
+        runs (``None``: nothing): with an executor that only answers calls (the provider
+        executor), live tool calls (it runs no tools) and a live model call of a recording
+        whose model is ``unknown`` without ``live_model``; ``user_model`` with an executor
+        that runs its own agent (that agent builds its own requests, so the simulator
+        would see no conversation)."""
+        if self.executor is None:
+            return None
+        if self.policy.user_model and self._runs_agent:
+            return (
+                "the policy's user_model needs an executor that only answers calls (provider:openai or "
+                "provider:anthropic): an executor running its own agent builds its own requests"
+            )
+        if self._runs_agent:
+            return None
+        if self.policy.tool == "live":
+            return (
+                "the provider executor runs no tools, so the policy's tool source cannot be live "
+                "(use recorded or fixture: tool calls answer from the recording, fixtures or requirements)"
+            )
+        later = self.base_models[self._models_before_cp() :] or self.base_models[-1:]
+        if self.policy.model == "live" and not self.policy.live_model and any(m.model == "unknown" for m in later):
+            return (
+                "the recording does not name its model ('unknown'), so a live call cannot ask it: "
+                "set the policy's live_model (the model to continue with)"
+            )
+        return None
 
     def _base_shape(self) -> list[str]:
         """What in the base the generic chat loop cannot model: tool calls no preceding
@@ -1903,20 +1958,10 @@ class ReplayEngine:
         self._reporting = self.on_event is not None or self.on_progress is not None or self.cancel is not None
         if self.on_progress is not None:
             self.on_progress(ReplayProgress(kind="started", calls_answered=0, base_calls=len(self.base_calls)))
-        unknown_model = (
-            self.policy.model == "live"
-            and not self.policy.live_model
-            and self.executor is not None
-            and not self._runs_agent
-            and any(m.model == "unknown" for m in self.base_models[self._models_before_cp() :])
-        )
-        if unknown_model:
+        problem = self._policy_problem()
+        if problem is not None:
             status, stop_reason = "failed", "error"
-            error = ReplayErrorInfo(
-                type="BranchError",
-                message="the recording does not name its model ('unknown'), so a live call cannot ask it: "
-                "set the policy's live_model (the model to continue with); nothing ran",
-            )
+            error = ReplayErrorInfo(type="BranchError", message=problem + "; nothing ran")
         elif self.policy.wants_live and self.executor is None:
             which = " and ".join(
                 [f"{b}=live" for b in ("model", "tool") if getattr(self.policy, b) == "live"]
@@ -1925,8 +1970,8 @@ class ReplayEngine:
             status, stop_reason = "failed", "error"
             error = ReplayErrorInfo(
                 type="NoExecutor",
-                message=f"policy {which} needs a wired executor (--executor module:function "
-                f"or --executor recorded); none was given, so nothing ran",
+                message=f"policy {which} needs a wired executor (--executor module:function, provider:openai "
+                f"or recorded); none was given, so nothing ran",
             )
         else:
             try:
@@ -2117,7 +2162,7 @@ class ReplayEngine:
             except Exception:  # noqa: BLE001 — what an executor says of its run is optional
                 pass
         # the base's final-output rule (core.analysis.final_output) judges the replay alike
-        for k in ("task", "executor", "agent", "model", "dataset", "final_output_rule"):
+        for k in ("task", "executor", "agent", "model", "dataset", "final_output_rule", "action_parser", "user_turns"):
             if k in self.base.metadata:
                 meta[k] = self.base.metadata[k]
         if output is not None:

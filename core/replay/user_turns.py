@@ -40,6 +40,9 @@ from ..record.recording import ChatMessage, InterruptRecord, ModelRecord, Record
 
 __all__ = ["UserTurn", "UserTurns", "person_text"]
 
+#: the shortest stop marker honoured (tau-bench's is ``###STOP###``)
+MIN_MARKER = 4
+
 #: fields of an interrupt value that hold what the person typed, in order of preference
 TEXT_FIELDS = ("input", "content", "text", "message")
 
@@ -171,7 +174,8 @@ class UserTurns:
         (``metadata.user_turns.stop_marker``: tau-bench's ``###STOP###``), or ``None``."""
         spec = self.base.metadata.get("user_turns")
         marker = spec.get("stop_marker") if isinstance(spec, dict) else None
-        return marker if isinstance(marker, str) and marker else None
+        # metadata is not sealed: a marker of a letter or two would end every conversation
+        return marker if isinstance(marker, str) and len(marker.strip()) >= MIN_MARKER else None
 
     def continues_with_person(self, step: int) -> bool:
         """Whether the base's next request after model step ``step - 1`` carried a

@@ -209,6 +209,10 @@ def register(app: typer.Typer) -> None:
         """Lineage of the final output: contributing and unused calls, redactions."""
         if json and markdown:
             raise AnalysisError("--json and --markdown cannot be used together")
+        if live_model is not None and executor is None:
+            raise typer.BadParameter(
+                "--live-model is the model a live knockout asks: use it with --executor", param_hint="--live-model"
+            )
         rec = load_any(file)
         if executor is not None:
             from core.effects.knockout import knockout_runner

@@ -157,6 +157,10 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Replay one branch per candidate call and rank which calls change the outcome."""
+        if live_model is not None and executor is None:
+            raise typer.BadParameter(
+                "--live-model is the model live calls ask: use it with --executor", param_hint="--live-model"
+            )
         rec = load_any(base)
         ws_dir = None if no_store else (workspace if workspace is not None else Path(DEFAULT_DIR))
 

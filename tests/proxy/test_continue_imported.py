@@ -199,7 +199,8 @@ def test_a_live_user_simulator_plays_the_customer(tmp_path: Path, upstream: Upst
 
 
 class _Failing(Upstream):
-    """Answers every chat request with ``status`` (or an HTML page when ``status`` is 200)."""
+    """Answers every chat request with ``status`` (an HTML page when ``status`` is 200; as
+    the stand-in does when it is 0)."""
 
     def __init__(self, status: int) -> None:
         super().__init__()
@@ -208,6 +209,8 @@ class _Failing(Upstream):
     async def chat(self, request):  # type: ignore[override]
         from aiohttp import web
 
+        if self.status == 0:  # healthy again
+            return await super().chat(request)
         self.requests.append(("openai.chat", await request.json()))
         if self.status == 200:
             return web.Response(body=b"<html>gateway</html>", content_type="text/html")
@@ -381,3 +384,108 @@ def test_a_multi_agent_who_and_when_branch_is_not_continued_and_says_why(
     assert status.startswith("status          completed — not comparable: ")
     assert "a multi-agent log (2 agents speak in turn: Orchestrator, WebSurfer); nothing in it says" in status
     assert "so it is not continued" in status
+
+
+# ---------------------------------------------------------------------- what the review found
+
+
+def test_the_customers_turns_are_offered_from_where_the_branch_left_the_base(tmp_path: Path, upstream: Upstream):
+    # a branch at the one-stop search (seq 8) whose agent first calculates (recorded at
+    # seq 11), then asks: the customer's next recorded message is the one after seq 8
+    path = _copy(TAU, tmp_path)
+    upstream.script = [(None, [("calculate", {"expression": "152 + 103"})]), ("Which flight would you like?", [])]
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, out = _start(ws, path, upstream, at=8, result='[{"flight_number": "HAT136"}]')
+    assert rec.status == "paused" and out.requirement.kind == "user"
+    assert out.requirement.default == "I'll go with the first option, Flight HAT136."
+    assert out.sources[out.events.records[-1].seq] == "live"  # the question, asked live
+
+
+def test_a_replay_failed_on_a_provider_outage_resumes_once_it_is_over(tmp_path: Path, monkeypatch) -> None:
+    import core.proxy.provider as provider
+
+    monkeypatch.setattr(provider.time, "sleep", lambda s: None)
+    up = _Failing(503).start()
+    path = _copy(SWE, tmp_path)
+    try:
+        with Workspace.open(tmp_path / "ws") as ws:
+            rec, _ = _start(ws, path, up, at=11, result=ACCEPTED, live_model="gpt-4o")
+            assert rec.status == "failed" and len(up.requests) == 4
+            up.status = 0  # the outage is over: answers come from the script again
+            up.script = [("Submitting.\n```\nsubmit\n```", [])]
+            rec2, out2 = resume_replay(ws, rec.id)
+    finally:
+        up.stop()
+    assert rec2.status == "completed", rec2.error
+    assert len(up.requests) == 5  # the failed call was asked again, not reused
+    # the events carry what a branch of them needs to continue too
+    assert out2.events.metadata["action_parser"]["name"] == "swe_agent.thought_action"
+
+
+def test_policies_the_provider_cannot_serve_fail_before_anything_runs(tmp_path: Path, upstream: Upstream) -> None:
+    from core.proxy.provider import ProviderExecutor
+    from core.replay.engine import ReplayEngine
+
+    base = Recording.load(TAU)
+    iv = [ToolResultIntervention(seq=14, result=ToolResult(content=BOOKED))]
+    branch = new_branch(base, str(TAU), at=14, interventions=iv, policy=Policy(model="live", tool="live"))
+    out = ReplayEngine(base, branch, executor=ProviderExecutor("openai", upstream.openai_url)).run()
+    assert out.status == "failed" and "runs no tools, so the policy's tool source cannot be live" in out.error.message
+    assert out.events.records == [] and upstream.requests == []
+
+    class OwnAgent:  # an executor that runs its own agent loop
+        def run(self, runtime, task):  # pragma: no cover - never reached
+            raise AssertionError
+
+    branch = new_branch(base, str(TAU), at=14, interventions=iv, policy=Policy(model="live", user_model="sim"))
+    out = ReplayEngine(base, branch, executor=OwnAgent()).run()
+    assert out.status == "failed" and "user_model needs an executor that only answers calls" in out.error.message
+
+
+def test_the_live_view_sees_the_parser_and_format_error_marks(tmp_path: Path, upstream: Upstream) -> None:
+    from core.proxy.provider import ProviderExecutor
+    from core.replay.engine import ReplayEngine
+
+    base = Recording.load(SWE)
+    upstream.script = [("hmm", []), ("Run it.\n```\npython reproduce_bug.py\n```", []), ("```\nsubmit\n```", [])]
+    iv = [ToolResultIntervention(seq=11, result=ToolResult(content=ACCEPTED))]
+    branch = new_branch(base, str(SWE), at=11, interventions=iv, policy=Policy(model="live", live_model="m"))
+    seen: list[tuple[Any, str]] = []
+    out = ReplayEngine(
+        base, branch, executor=ProviderExecutor("openai", upstream.openai_url), on_event=lambda r, s: seen.append((r, s))
+    ).run()
+    assert out.status == "completed", out.error
+    live = [r for r, s in seen if r.kind == "model" and s == "live"]
+    assert "format_error_turn" in live[1].meta  # as reported, not only as stored
+    tools = [r for r, s in seen if r.kind == "tool" and r.seq > 11]
+    assert tools and all(r.meta and r.meta.get("action_parser") == "swe_agent.thought_action" for r in tools)
+    assert [e.meta for e in out.events.records if e.kind == "tool" and e.seq > 11] == [r.meta for r in tools]
+
+
+def test_a_parser_the_bases_tool_records_do_not_name_is_not_trusted(tmp_path: Path, upstream: Upstream) -> None:
+    from core.proxy.provider import ProviderExecutor
+    from core.replay.engine import ReplayEngine
+
+    base = Recording.load(TAU)
+    base.metadata["action_parser"] = {"name": "swe_agent.thought_action", "commands": []}  # not sealed: anyone can
+    upstream.script = [("All booked, goodbye.", [])]
+    iv = [ToolResultIntervention(seq=14, result=ToolResult(content=BOOKED))]
+    branch = new_branch(base, str(TAU), at=14, interventions=iv, policy=Policy(model="live"))
+    out = ReplayEngine(base, branch, executor=ProviderExecutor("openai", upstream.openai_url)).run()
+    # a final text answer stays one (no format-error re-ask): the customer is asked next
+    assert out.status == "paused" and out.requirement.kind == "user" and len(upstream.requests) == 1
+
+
+def test_hostile_observations_and_markers_are_cheap_and_harmless() -> None:
+    from core.importers.actions import SweAgentThoughtAction
+    from core.record.recording import ChatMessage
+    from core.replay.user_turns import UserTurns
+
+    hostile = "(Open file: x" * 40_000  # 520 KB on one line: a quadratic search would take minutes
+    msg = ChatMessage(role="user", content=hostile + "\n(Open file: a.py)\n(Current directory: /r)\nbash-$")
+    made = SweAgentThoughtAction().observation(ToolResult(content="ok"), [msg])
+    assert made.text == "ok\n(Open file: a.py)\n(Current directory: /r)\nbash-$"
+    base = Recording.load(TAU)
+    for marker, honoured in (("###STOP###", True), ("x", False), ("   ", False), (7, False)):
+        base.metadata["user_turns"] = {"stop_marker": marker}
+        assert (UserTurns(base).stop_marker() is not None) is honoured
