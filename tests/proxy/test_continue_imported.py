@@ -452,7 +452,10 @@ def test_the_live_view_sees_the_parser_and_format_error_marks(tmp_path: Path, up
     branch = new_branch(base, str(SWE), at=11, interventions=iv, policy=Policy(model="live", live_model="m"))
     seen: list[tuple[Any, str]] = []
     out = ReplayEngine(
-        base, branch, executor=ProviderExecutor("openai", upstream.openai_url), on_event=lambda r, s: seen.append((r, s))
+        base,
+        branch,
+        executor=ProviderExecutor("openai", upstream.openai_url),
+        on_event=lambda r, s: seen.append((r, s)),
     ).run()
     assert out.status == "completed", out.error
     live = [r for r, s in seen if r.kind == "model" and s == "live"]
