@@ -175,9 +175,10 @@ class SweAgentThoughtAction(ActionParser):
 
 
 def _swe_agent(settings: dict[str, Any]) -> ActionParser:
-    cmds = settings.get("commands")
-    commands = tuple(c for c in cmds if isinstance(c, str)) if isinstance(cmds, list) else ()
-    return SweAgentThoughtAction(commands=commands)
+    cmds = settings.get("commands", [])
+    if not isinstance(cmds, list) or not all(isinstance(c, str) and c for c in cmds):
+        raise ValueError("metadata.action_parser.commands is not a list of command names")
+    return SweAgentThoughtAction(commands=tuple(cmds))
 
 
 #: parser name → builder from ``metadata.action_parser``
@@ -190,12 +191,17 @@ def parser_for(metadata: dict[str, Any]) -> ActionParser | None:
 
     Raises:
         ValueError: the metadata names a parser this version does not have (the message
-            lists those it has).
+            lists those it has), or is malformed (not an object with a ``name``; SWE-agent's
+            ``commands`` not a list of names).
     """
     spec = metadata.get("action_parser")
-    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+    if spec is None:
         return None
-    build = PARSERS.get(spec["name"])
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        raise ValueError('metadata.action_parser is not {"name": PARSER, …}: the replies cannot be parsed')
+    name = spec["name"]
+    build = PARSERS.get(name)
     if build is None:
-        raise ValueError(f"unknown action parser {spec['name']!r} (known: {', '.join(sorted(PARSERS))})")
+        shown = name if len(name) <= 60 else name[:59] + "…"
+        raise ValueError(f"unknown action parser {shown!r} (known: {', '.join(sorted(PARSERS))})")
     return build(spec)

@@ -9,11 +9,16 @@ Gemini's OpenAI endpoint…). It runs no agent loop (``runs_agent = False``): th
 generic chat loop walks the branch, and tool calls are answered by the recording,
 fixtures or requirements — never executed.
 
+It follows no redirect (the key would go along), cuts an answer that has not fully come
+within the timeout or holds more than :data:`MAX_ANSWER` bytes, and waits at most
+:data:`MAX_WAIT` seconds between retries.
+
 Where it sends: ``provider:openai`` — ``OPENAI_BASE_URL`` (default
 ``https://api.openai.com/v1``) with ``OPENAI_API_KEY``; ``provider:anthropic`` —
 ``ANTHROPIC_BASE_URL`` (default ``https://api.anthropic.com``) with ``ANTHROPIC_API_KEY``;
 ``provider:openai@URL`` names the base URL in the spec. The key is sent as a header and
-never stored. Timeouts (``CHASSIS_PROVIDER_TIMEOUT`` seconds, default 600); up to
+never stored. Timeouts (``CHASSIS_PROVIDER_TIMEOUT`` seconds for the whole answer,
+default 600); up to
 :data:`RETRIES` retries on HTTP 429 and 5xx with exponential backoff (honouring
 ``retry-after``; the sleep is injectable, so tests never wait); a provider error is the
 call's model error. docs/replay.md, "The provider executor".
@@ -30,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from ..errors import InspectorError
 from ..importers._llm_api import render_request
@@ -43,6 +49,7 @@ __all__ = [
     "ProviderExecutor",
     "RETRIES",
     "parse_provider_spec",
+    "provider_timeout",
     "provider_url",
 ]
 
@@ -82,6 +89,62 @@ def parse_provider_spec(spec: str) -> tuple[str, str | None]:
     if name not in _DEFAULTS:
         raise ValueError(f"executor {spec!r}: unknown provider {name!r} (provider:openai or provider:anthropic)")
     return name, url or None
+
+
+#: the most bytes one answer may hold (a provider answering more is broken or hostile)
+MAX_ANSWER = 64 * 1024 * 1024
+#: the longest wait between two retries, whatever ``retry-after`` asks (seconds)
+MAX_WAIT = 20.0
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse every redirect: it surfaces as the 3xx HTTPError it is."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def _read_by(r: Any, deadline: float, timeout: float) -> bytes:
+    """The answer's body, read as it comes (``read1``), until ``deadline``
+    (``time.monotonic()``) and :data:`MAX_ANSWER`.
+
+    Raises:
+        ProviderError: the deadline passed or the body is too large."""
+    chunks: list[bytes] = []
+    size = 0
+    read = getattr(r, "read1", None) or r.read
+    while True:
+        if time.monotonic() > deadline:
+            raise ProviderError(f"timed out: the whole answer did not come within {timeout:g} s")
+        chunk = read(65536)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_ANSWER:
+            raise ProviderError(f"the answer is larger than {MAX_ANSWER // (1024 * 1024)} MiB: not read further")
+        chunks.append(chunk)
+
+
+def provider_timeout(env: Any = None) -> float:
+    """``CHASSIS_PROVIDER_TIMEOUT`` (seconds one live call may take in all; default 600).
+
+    Raises:
+        ValueError: not a finite number of seconds greater than 0 (names the variable).
+    """
+    e = os.environ if env is None else env
+    raw = e.get("CHASSIS_PROVIDER_TIMEOUT") or "600"
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value < 1e7):  # NaN fails every comparison
+        raise ValueError(
+            f"CHASSIS_PROVIDER_TIMEOUT must be a number of seconds greater than 0 (and finite), not {raw[:40]!r}"
+        )
+    return value
 
 
 def provider_url(spec: str, env: dict[str, str] | None = None) -> str:
@@ -127,7 +190,7 @@ class ProviderExecutor:
         self.provider = provider
         self.base_url = (base_url or e.get(url_var) or default).rstrip("/")
         self._key = e.get(key_var) or None
-        self.timeout = float(e.get("CHASSIS_PROVIDER_TIMEOUT") or 600)
+        self.timeout = provider_timeout(e)
         self.sleep = sleep
         self.endpoint, self.path = _ENDPOINT[provider]
         self.calls = 0  # requests sent (retries included)
@@ -145,17 +208,33 @@ class ProviderExecutor:
         return h
 
     def _post(self, body: dict[str, Any]) -> tuple[int, bytes, str, dict[str, str]]:
+        """POST ``body``; ``(status, body, content type, headers)``. Redirects are not
+        followed (the key would go to wherever they point); the whole answer must come
+        within :attr:`timeout` seconds (a slow drip is cut) and hold at most
+        :data:`MAX_ANSWER` bytes.
+
+        Raises:
+            ProviderError: a redirect, the deadline passed, or the answer too large.
+            urllib.error.URLError, OSError, http.client.HTTPException: not reachable.
+        """
         req = urllib.request.Request(
             self.base_url + self.path, data=orjson.dumps(body), headers=self._headers(), method="POST"
         )
         self.calls += 1
+        deadline = time.monotonic() + self.timeout
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:  # noqa: S310 — the user's endpoint
-                return r.status, r.read(), r.headers.get("Content-Type", ""), dict(r.headers)
+            with _OPENER.open(req, timeout=self.timeout) as r:
+                return r.status, _read_by(r, deadline, self.timeout), r.headers.get("Content-Type", ""), dict(r.headers)
         except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                where = exc.headers.get("Location", "?") if exc.headers else "?"
+                raise ProviderError(
+                    f"http_{exc.code}: the provider redirects to {where}; redirects are not followed (the API key "
+                    "would be sent there): point the base URL at the final address"
+                ) from None
             return (
                 exc.code,
-                exc.read(),
+                _read_by(exc, deadline, self.timeout),
                 exc.headers.get("Content-Type", "") if exc.headers else "",
                 dict(exc.headers or {}),
             )
@@ -182,11 +261,17 @@ class ProviderExecutor:
             if (status == 429 or status >= 500) and attempt < RETRIES:
                 after = headers.get("retry-after") or headers.get("Retry-After")
                 wait = float(after) if after and after.replace(".", "", 1).isdigit() else delay
-                self.sleep(min(wait, 60.0))
+                self.sleep(min(wait, MAX_WAIT))
                 delay *= 2
                 continue
-            parsed = parse_proxy_response(self.endpoint, status, data, ctype).parsed
-            resp = model_response(parsed)
+            try:
+                parsed = parse_proxy_response(self.endpoint, status, data, ctype).parsed
+                resp = model_response(parsed)
+            except ValidationError as exc:  # JSON, but not a chat answer (a tool call id that is a number…)
+                errors = exc.errors()
+                where = ".".join(str(x) for x in errors[0]["loc"]) if errors else ""
+                msg = errors[0]["msg"] if errors else "invalid"
+                raise ProviderError(f"malformed answer (HTTP {status}): {where or 'the answer'}: {msg}") from None
             if resp is None:
                 err = parsed.error
                 raise ProviderError(f"{err.type}: {err.message}" if err else f"http_{status}: no response")

@@ -86,12 +86,16 @@ class ExecutorChoice:
 
 def _check_spec(spec: str, what: str) -> str:
     if spec.startswith("provider:"):
-        from ..proxy.provider import parse_provider_spec
+        from ..proxy.provider import parse_provider_spec, provider_timeout
 
         try:
             parse_provider_spec(spec)
         except ValueError as exc:  # its message starts "executor 'provider:…'"
             raise BranchError(str(exc) if what == "executor" else f"{what}: {exc}") from None
+        try:
+            provider_timeout()
+        except ValueError as exc:  # said before anything is stored
+            raise BranchError(f"{what} {spec!r}: {exc}") from None
         return spec
     if spec.startswith("cmd:"):
         if not spec[4:].strip():

@@ -1256,6 +1256,9 @@ class ReplayEngine:
         executor = self.executor
         if not model or executor is None or call.request is None or not hasattr(executor, "live_model"):
             return None
+        if len(self._user_simulated) >= self.step_limit:
+            # a simulator that never says the stop marker: as many person's turns as model calls at most
+            raise _Halt("max_steps")
         reason = f"answered live by the user simulator {model} (policy user_model): a model playing the person"
         cached = self._live_cache.get(("user", call.key + self._simulator_key(model, call.request)))
         if cached:
@@ -1817,6 +1820,8 @@ class ReplayEngine:
             marker = self._turns.stop_marker()
             if marker and marker in heard[0].text:
                 return None
+            if not heard[0].text.strip() and self._user_simulated and self._user_simulated[-1] is turn:
+                return None  # the simulator said nothing: the person has nothing more to say
             return heard
         if step >= len(self.base_models) or self._turns.before(step) is None:
             return None

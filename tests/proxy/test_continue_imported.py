@@ -492,3 +492,134 @@ def test_hostile_observations_and_markers_are_cheap_and_harmless() -> None:
     for marker, honoured in (("###STOP###", True), ("x", False), ("   ", False), (7, False)):
         base.metadata["user_turns"] = {"stop_marker": marker}
         assert (UserTurns(base).stop_marker() is not None) is honoured
+
+
+def test_a_user_simulator_that_says_nothing_ends_the_conversation(tmp_path: Path, upstream: Upstream) -> None:
+    path = _copy(TAU, tmp_path)
+    upstream.script = [("Booked. Anything else?", []), (None, [("lookup", {"q": "x"})])]  # no text from the simulator
+    with Workspace.open(tmp_path / "ws") as ws:
+        rec, out = _start(ws, path, upstream, at=14, result=BOOKED, user_model="gpt-sim")
+    assert rec.status == "completed" and out.stop_reason == "final", (rec.error, out.requirement)
+    assert out.output == "Booked. Anything else?" and len(upstream.requests) == 2
+
+
+class _Hostile(Upstream):
+    """A provider that misbehaves: ``redirect`` (301 to another origin), ``drip`` (a valid
+    answer one byte every 0.2 s), ``huge`` (a body beyond the cap), ``bad_id`` (a tool call
+    whose id is a number)."""
+
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        self.mode = mode
+        self.auths: list[str] = []
+
+    async def chat(self, request):  # type: ignore[override]
+        import asyncio
+        import json
+
+        from aiohttp import web
+
+        self.auths.append(request.headers.get("Authorization", ""))
+        if request.path.startswith("/elsewhere"):
+            return web.json_response({"error": {"message": "you followed", "type": "x"}}, status=400)
+        self.requests.append(("openai.chat", await request.json()))
+        ok = {
+            "id": "c1",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        }
+        if self.mode == "redirect":
+            raise web.HTTPMovedPermanently(location=f"http://localhost:{self.port}/elsewhere/v1/chat/completions")
+        if self.mode == "bad_id":
+            ok["choices"][0]["message"]["tool_calls"] = [
+                {"id": 1, "type": "function", "function": {"name": "t", "arguments": "{}"}}
+            ]
+            return web.json_response(ok)
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        if self.mode == "huge":
+            chunk = b" " * (1024 * 1024)
+            for _ in range(70):  # 70 MiB of whitespace, then the answer: larger than the cap
+                await resp.write(chunk)
+            await resp.write(json.dumps(ok).encode())
+        else:  # drip
+            for b in json.dumps(ok).encode():
+                await resp.write(bytes([b]))
+                await asyncio.sleep(0.2)
+        await resp.write_eof()
+        return resp
+
+
+@pytest.mark.parametrize(
+    ("mode", "expect"),
+    [
+        ("redirect", "redirects are not followed (the API key would be sent there)"),
+        ("drip", "timed out: the whole answer did not come within 1 s"),
+        ("huge", "the answer is larger than 64 MiB"),
+        ("bad_id", "malformed answer (HTTP 200): id: Input should be a valid string"),
+    ],
+)
+def test_a_hostile_provider_fails_the_replay_cleanly(tmp_path: Path, monkeypatch, mode: str, expect: str) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-KEEPMEHERE-0123456789abcdef")
+    monkeypatch.setenv("CHASSIS_PROVIDER_TIMEOUT", "1")
+    up = _Hostile(mode).start()
+    path = _copy(TAU, tmp_path)
+    try:
+        with Workspace.open(tmp_path / "ws") as ws:
+            rec, _ = _start(ws, path, up, at=14, result=BOOKED)
+    finally:
+        up.stop()
+    assert rec.status == "failed" and expect in rec.error.message, rec.error.message
+    # the key went only where it was sent: never to the redirect's target
+    assert len(up.auths) == 1 and up.auths[0].endswith("KEEPMEHERE-0123456789abcdef")
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf"])
+def test_a_bad_provider_timeout_is_named_before_anything_is_stored(tmp_path, capsys, monkeypatch, value) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CHASSIS_PROVIDER_TIMEOUT", value)
+    path = _copy(TAU, tmp_path)
+    Path("b.json").write_text(
+        json.dumps(
+            {
+                "base": {"path": str(path)},
+                "checkpoint": 14,
+                "interventions": [{"kind": "tool_result", "seq": 14, "result": {"content": BOOKED}}],
+                "policy": {"model": "live"},
+            }
+        )
+    )
+    code, out = _cli(
+        capsys, "replay", path, "--branch", "b.json", "--executor", "provider:openai@http://127.0.0.1:9/v1"
+    )
+    assert code == 2 and "CHASSIS_PROVIDER_TIMEOUT must be a number of seconds greater than 0" in out
+    assert not (tmp_path / ".chassis-inspector").exists()
+
+
+def test_retry_waits_are_capped(tmp_path: Path) -> None:
+    from core.proxy.provider import MAX_WAIT, ProviderExecutor
+    from core.replay.engine import ReplayEngine
+
+    waits: list[float] = []
+
+    class SlowDown(_Failing):
+        async def chat(self, request):  # type: ignore[override]
+            from aiohttp import web
+
+            self.requests.append(("openai.chat", await request.json()))
+            return web.json_response(
+                {"error": {"message": "later", "type": "x"}}, status=503, headers={"retry-after": "99999"}
+            )
+
+    up = SlowDown(503).start()
+    base = Recording.load(TAU)
+    iv = [ToolResultIntervention(seq=14, result=ToolResult(content=BOOKED))]
+    branch = new_branch(base, str(TAU), at=14, interventions=iv, policy=Policy(model="live"))
+    try:
+        out = ReplayEngine(base, branch, executor=ProviderExecutor("openai", up.openai_url, sleep=waits.append)).run()
+    finally:
+        up.stop()
+    assert out.status == "failed" and waits == [MAX_WAIT] * 3

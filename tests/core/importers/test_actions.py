@@ -87,10 +87,18 @@ def test_the_last_top_level_block_is_the_action() -> None:
     assert p.parse(nested)[0].arguments["command"].startswith("edit 1:2\n```python")
 
 
-def test_an_unknown_parser_is_named() -> None:
-    assert parser_for({}) is None and parser_for({"action_parser": "x"}) is None
+def test_an_unknown_or_malformed_parser_is_named() -> None:
+    assert parser_for({}) is None and parser_for({"action_parser": None}) is None
     with pytest.raises(ValueError, match="unknown action parser 'future.parser'"):
         parser_for({"action_parser": {"name": "future.parser"}})
+    with pytest.raises(ValueError, match=r"unknown action parser 'xxxx.*…' \(known"):
+        parser_for({"action_parser": {"name": "x" * 1_000_000}})  # not echoed whole
+    for bad in ("x", {"name": 5}, [1]):
+        with pytest.raises(ValueError, match="is not"):
+            parser_for({"action_parser": bad})
+    for cmds in ("submit", [None, "submit"], [""]):
+        with pytest.raises(ValueError, match="commands is not a list of command names"):
+            parser_for({"action_parser": {"name": "swe_agent.thought_action", "commands": cmds}})
 
 
 def test_the_format_error_turn_and_the_end_of_the_run() -> None:
