@@ -119,7 +119,8 @@ def choose_executor(
     ``metadata.executor``), ``module:function`` or ``cmd:CMD ARGS…`` (named by the user)
     or an :class:`ExecutorChoice` as it is. An executor named by a file — the
     recording's ``metadata.executor`` or the branch policy's ``executor`` — needs
-    ``trust_recorded`` (the user's consent) and is imported as a recording's is.
+    ``trust_recorded`` (the user's consent) and is imported as a recording's is — except
+    a built-in provider executor (``provider:openai``), which runs no code of the file's.
 
     Raises:
         BranchError: ``recorded`` when the base names no executor, or without
@@ -128,6 +129,9 @@ def choose_executor(
     """
     if spec is None and policy_executor is not None:
         _check_spec(policy_executor, "the branch policy's executor")
+        if policy_executor.startswith("provider:"):
+            # built in: no code of the file's runs (it names where model calls go live)
+            return ExecutorChoice(policy_executor, "command line")
         if not trust_recorded:
             raise BranchError(
                 f"the branch policy names the executor {policy_executor!r} (policy.executor), code that would "

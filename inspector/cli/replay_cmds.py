@@ -188,6 +188,27 @@ def _print_live_cost(est: dict[str, Any], prices: Path | None) -> None:
         )
 
 
+def _person_message_file(path: Path, req_id: str) -> str:
+    """A person's message from a fixture file: a JSON string, or an object whose
+    ``content`` (a tool result's shape), ``text`` or ``answer`` is one.
+
+    Raises:
+        FixtureError: unreadable, not JSON, or neither shape (names the file and why).
+    """
+    data = read_input(path, what="fixture file", limit=USER_JSON_LIMIT, error=FixtureError)
+    doc = loads_user_json(data, str(path), FixtureError)
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, dict):
+        for key in ("content", "text", "answer"):
+            if isinstance(doc.get(key), str):
+                return doc[key]
+    raise FixtureError(
+        f"{path}: requirement {req_id} is a person's turn, answered with their message: a JSON string, or "
+        f'{{"content": "the message"}} — or answer it with \'requirements --answer {req_id} TEXT\''
+    )
+
+
 def _note_side_effects(executor: str | None, base: Any, policy_executor: str | None) -> None:
     """Say once, on stderr, that a command executor runs the agent's own tools again."""
     spec = executor
@@ -635,9 +656,25 @@ def register(app: typer.Typer) -> None:
         workspace: WorkspaceOpt = None,
         json: JsonOpt = False,
     ) -> None:
-        """Answer a requirement with a fixture from FILE and mark it satisfied."""
+        """Answer a requirement with a fixture from FILE and mark it satisfied (a person's
+        turn: FILE holds their message, pinned as the answer)."""
         with Workspace.open(workspace, create=False) as ws:
             req = ws.get_requirement(req_id)
+            if req.kind == "user":
+                text = _person_message_file(file, req_id)
+                if scope is not None:
+                    raise FixtureError(
+                        f"requirement {req_id} is a person's turn: its answer is pinned, it has no scope"
+                    )
+                pinned = ws.decide_requirement(req_id, "satisfied", answer=text)
+                if json:
+                    print_json(pinned.to_json_obj())
+                    return
+                typer.echo(
+                    f"answer pinned for {req_id} (a person's turn): {dumps(text).decode()[:80]}; resume with: "
+                    + command_hint(f"replay resume {req.replay_id}", workspace)
+                )
+                return
             kind = "tool" if req.kind == "approval" else req.kind
             # approvals and a person's turns take no fixture: the workspace says what to do instead
             out = load_output_file(file, kind) if req.kind not in ("approval", "user") else None

@@ -623,3 +623,38 @@ def test_retry_waits_are_capped(tmp_path: Path) -> None:
     finally:
         up.stop()
     assert out.status == "failed" and waits == [MAX_WAIT] * 3
+
+
+def test_fixture_attach_answers_the_customers_turn(tmp_path: Path, upstream: Upstream, capsys, monkeypatch) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    path = _copy(TAU, tmp_path)
+    upstream.script = [("Booked. Anything else?", []), ("Bye!", [])]
+    with Workspace.open(tmp_path / ".chassis-inspector") as ws:
+        rec, out = _start(ws, path, upstream, at=14, result=BOOKED)
+    req = out.requirement
+    Path("said.json").write_text(json.dumps({"content": "No, thanks. ###STOP###"}))
+    code, said = _cli(capsys, "fixture", "attach", req.id, "said.json")
+    assert code == 0 and f"answer pinned for {req.id} (a person's turn)" in said
+    code, said = _cli(capsys, "replay", "resume", rec.id)
+    assert code == 0, said
+    # the stop marker in the pinned message ended the conversation
+    assert "completed (final)" in said and "answers         recorded 14, intervention 1, live 1, user 1" in said
+
+
+def test_a_branch_policy_may_name_the_provider_executor(tmp_path: Path, upstream: Upstream, capsys, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    path = _copy(TAU, tmp_path)
+    Path("iv.json").write_text(json.dumps({"kind": "tool_result", "seq": 14, "result": {"content": BOOKED}}))
+    policy = {"model": "live", "executor": f"provider:openai@{upstream.openai_url}", "user_model": "sim"}
+    Path("pol.json").write_text(json.dumps(policy))
+    assert _cli(capsys, "branch", "new", path, "--at", 14, "--intervention", "iv.json", "--policy", "pol.json")[0] == 0
+    [branch] = Workspace.open(tmp_path / ".chassis-inspector").list_branches()
+    upstream.script = [("Booked.", []), ("Thanks ###STOP###", [])]
+    # built in, so no --trust-executor: no code of the branch file's runs
+    code, out = _cli(capsys, "replay", path, "--branch", branch.id)
+    assert code == 0, out
+    assert f"executor        provider:openai@{upstream.openai_url}" in out and len(upstream.requests) == 2

@@ -407,10 +407,10 @@ def test_cli_answers_a_user_requirement_and_resumes(cwd: Path, capsys: Any, how:
     assert f"{rid}  open      user" in out and "a person's turn before model step 1" in out
     assert 'recorded answer (seq 2), offered: "yes"' in out
     assert f"requirements --answer {rid} TEXT" in out
-    # a fixture is not how a person answers
+    # a fixture file answers a person's turn only with their message (a policy is none)
     shutil.copy(cwd / "pol.json", cwd / "out.json")
     code, _, err = cli(capsys, "fixture", "attach", rid, "out.json")
-    assert code == 2 and f"requirements --answer {rid} TEXT" in err
+    assert code == 2 and f"requirements --answer {rid} TEXT" in err and "out.json" in err
     if how == "--answer":
         code, out, err = cli(capsys, "requirements", "--answer", rid, "yes, book it")
         text = "yes, book it"
