@@ -49,6 +49,7 @@ __all__ = [
     "ProviderExecutor",
     "RETRIES",
     "parse_provider_spec",
+    "provider_spec",
     "provider_timeout",
     "provider_url",
 ]
@@ -145,6 +146,19 @@ def provider_timeout(env: Any = None) -> float:
             f"CHASSIS_PROVIDER_TIMEOUT must be a number of seconds greater than 0 (and finite), not {raw[:40]!r}"
         )
     return value
+
+
+def provider_spec(spec: str, base_url: str = "") -> str:
+    """``provider:NAME`` with ``base_url`` as its ``@URL`` (none when empty).
+
+    Raises:
+        ValueError: a base URL not starting ``http://`` or ``https://``.
+    """
+    if not base_url:
+        return spec
+    if not base_url.startswith(("http://", "https://")):
+        raise ValueError(f"the provider URL must start with http:// or https://, not {base_url[:60]!r}")
+    return f"{spec.partition('@')[0]}@{base_url}"
 
 
 def provider_url(spec: str, env: dict[str, str] | None = None) -> str:

@@ -38,7 +38,10 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
             seen_runs.add(r.run_id)
             runs.append(r.run_id)
         if isinstance(r, ModelRecord):
-            models[r.model] = models.get(r.model, 0) + 1
+            swapped = r.meta.get("live_model") if r.meta else None
+            # a replay's live call the policy's live_model answered: as the timeline names it
+            name = f"{r.model} → {swapped}" if isinstance(swapped, str) else r.model
+            models[name] = models.get(name, 0) + 1
             if r.response and r.response.usage:
                 usage_seen = True
                 tokens_in += r.response.usage.input_tokens

@@ -63,7 +63,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from core.errors import InspectorError, WorkspaceError
-from core.proxy.provider import PROVIDER_ENV, PROVIDERS
+from core.proxy.provider import PROVIDER_ENV, PROVIDERS, provider_spec
 from core.record.recording import ModelRecord, Recording, ToolRecord
 from core.record.recording_redaction import ensure_redacted
 from core.replay.boundary import ExecutorChoice
@@ -150,6 +150,7 @@ class _Snapshot:
     executor: str  # "recording", "none", or a built-in provider executor ("provider:openai")
     live_model: str = ""
     user_model: str = ""
+    provider_url: str = ""  # with a provider executor: its base URL (empty: the environment's)
 
 
 class ConsentScreen(ModalScreen[bool]):
@@ -547,6 +548,13 @@ class BranchEditorScreen(Screen[str | None]):
                             value="recording" if self.offer is not None else "none",
                         )
                         yield Static("", id="pol-executor-note", classes="note")
+                        yield Label("provider URL", classes="field-label", id="pol-provider-url-label")
+                        yield Input(
+                            compact=True,
+                            value="",
+                            id="pol-provider-url",
+                            placeholder="empty: from the environment, else the provider's",
+                        )
                         yield Label("live model", classes="field-label")
                         yield Input(
                             compact=True, value=pol.live_model or "", id="pol-live-model", placeholder="as recorded"
@@ -972,7 +980,7 @@ class BranchEditorScreen(Screen[str | None]):
         self._edited()
 
     @on(Select.Changed, "#pol-model, #pol-tool, #pol-drift")
-    @on(Input.Changed, "#pol-max-steps, #pol-temperature, #pol-live-model, #pol-user-model")
+    @on(Input.Changed, "#pol-max-steps, #pol-temperature, #pol-live-model, #pol-user-model, #pol-provider-url")
     def _policy_changed(self) -> None:
         if not self._ready:
             return
@@ -996,6 +1004,8 @@ class BranchEditorScreen(Screen[str | None]):
 
     def _refresh_policy_notes(self) -> None:
         executor = self.query_one("#pol-executor", Select).value
+        for wid in ("#pol-provider-url", "#pol-provider-url-label"):
+            self.query_one(wid).display = executor in PROVIDERS
         note = self.query_one("#pol-executor-note", Static)
         if executor == "recording" and self.offer is not None:
             module, _, function = self.offer.spec.partition(":")
@@ -1011,7 +1021,11 @@ class BranchEditorScreen(Screen[str | None]):
             )
         elif executor in PROVIDERS:
             url_var, default, key_var = PROVIDER_ENV[str(executor)]
-            url = os.environ.get(url_var) or default
+            typed = self.query_one("#pol-provider-url", Input).value.strip()
+            url = typed or os.environ.get(url_var) or default
+            if typed and not typed.startswith(("http://", "https://")):
+                note.update(Text("the provider URL must start with http:// or https://", style="#ff5f5f"))
+                return
             note.update(
                 Text(
                     f"built in: model calls the recording cannot answer are sent to {line(url)} ({url_var}; "
@@ -1153,6 +1167,7 @@ class BranchEditorScreen(Screen[str | None]):
             executor=str(self.query_one("#pol-executor", Select).value),
             live_model=self.query_one("#pol-live-model", Input).value,
             user_model=self.query_one("#pol-user-model", Input).value,
+            provider_url=self.query_one("#pol-provider-url", Input).value.strip(),
         )
 
     def _schedule(self, *, at_once: bool = False) -> None:
@@ -1461,6 +1476,11 @@ class BranchEditorScreen(Screen[str | None]):
                 "the branch is not valid yet" + (f": {problem}" if problem else ""), severity="error", timeout=5
             )
             return False
+        executor = self.query_one("#pol-executor", Select).value
+        url = self.query_one("#pol-provider-url", Input).value.strip()
+        if executor in PROVIDERS and url and not url.startswith(("http://", "https://")):
+            self.notify("the provider URL must start with http:// or https://", severity="error", timeout=5)
+            return False
         return True
 
     def action_save(self, launch: bool = False, file: Path | None = None) -> None:
@@ -1515,7 +1535,7 @@ class BranchEditorScreen(Screen[str | None]):
         self._refresh_buttons()
         choice = self.offer if snap.executor == "recording" and self.consented else None
         if snap.executor in PROVIDERS:
-            choice = ExecutorChoice(snap.executor, "command line")
+            choice = ExecutorChoice(provider_spec(snap.executor, snap.provider_url), "command line")
         self.app.run_worker(
             partial(self._save_job, snap, launch, file, choice),
             name="branch-save",

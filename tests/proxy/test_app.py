@@ -95,7 +95,7 @@ async def test_an_imported_swe_agent_run_continues_from_the_branch_editor(
     from inspector.widgets.json_editor import JsonEditor
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_BASE_URL", upstream.openai_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # the field below wins over it
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-stored-0123456789abcdef")
     upstream.script = [("Let me check.\n\n```\npython -c 'print(42)'\n```", [])]
     app = InspectorApp(load_for_view(default_recording_path()), workspace=tmp_path / "ws")
@@ -124,9 +124,14 @@ async def test_an_imported_swe_agent_run_continues_from_the_branch_editor(
         assert set(PROVIDERS) <= {value for _, value in executor._options}
         note = str(editor.query_one("#pol-live-model-note", Static).render())
         assert "required for live calls" in note  # SWE-agent 0.x files do not name the model
+        assert not editor.query_one("#pol-provider-url").display  # only for a provider executor
         executor.value = "provider:openai"
         await settled()
         assert editor.query_one("#pol-model").value == "live"
+        assert editor.query_one("#pol-provider-url").display
+        assert "http://127.0.0.1:9/v1 (OPENAI_BASE_URL" in str(editor.query_one("#pol-executor-note", Static).render())
+        editor.query_one("#pol-provider-url").value = upstream.openai_url
+        await settled()
         assert upstream.openai_url in str(editor.query_one("#pol-executor-note", Static).render())
         # without a live model the dry run says the replay would fail at once
         assert editor.last.dry_run["status"] == "failed" and "live_model" in editor.last.dry_run["reason"]
@@ -146,6 +151,6 @@ async def test_an_imported_swe_agent_run_continues_from_the_branch_editor(
     assert upstream.model_requests() == 1 and upstream.requests[0][1]["model"] == "gpt-4o"
     with Workspace.open(tmp_path / "ws", create=False) as ws:
         rec = ws.get_replay(state.replay_id)
-        assert rec.executor == "provider:openai" and rec.policy.live_model == "gpt-4o"
+        assert rec.executor == f"provider:openai@{upstream.openai_url}" and rec.policy.live_model == "gpt-4o"
         [req] = ws.requirements(open_only=True, replay_id=rec.id)
     assert (req.kind, req.name, req.arguments) == ("tool", "bash", {"command": "python -c 'print(42)'"})

@@ -52,7 +52,7 @@ def _sent(up: Upstream) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------- SWE-agent 0.x: text actions
 
 
-def test_a_swe_agent_branch_goes_on_through_parsed_actions(tmp_path: Path, upstream: Upstream) -> None:
+def test_a_swe_agent_branch_goes_on_through_parsed_actions(tmp_path: Path, upstream: Upstream, capsys) -> None:
     path = _copy(SWE, tmp_path)
     upstream.script = [
         ("Let me check the edit.\n\n```\npython -c 'import pydicom; print(pydicom.__version__)'\n```", []),
@@ -98,6 +98,9 @@ def test_a_swe_agent_branch_goes_on_through_parsed_actions(tmp_path: Path, upstr
 
     names = TimelineIndex(out2.events).names
     assert names[12] == names[14] == "unknown → gpt-4o" and names[10] == "unknown"
+    out2.events.save(tmp_path / "events.json")
+    code, info = _cli(capsys, "info", tmp_path / "events.json")
+    assert code == 0 and "models          unknown ×6, unknown → gpt-4o ×2" in info
     # the outcome line says the submitted patch is the base's recorded answer, not a new one
     from core.analysis.outcome import compare_outcomes
 
