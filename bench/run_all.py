@@ -36,6 +36,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "compare_bench": ([], ["--records", "2000", "--presses", "30", "--repeat", "1"]),
     "effects_screen_bench": ([], ["--replays", "1000", "--candidates", "50", "--presses", "20", "--repeat", "1"]),
     "proxy_bench": ([], ["--calls", "300"]),
+    "claude_code_bench": ([], ["--mb", "2", "--repeat", "1"]),
 }
 
 

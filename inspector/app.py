@@ -158,7 +158,7 @@ class InspectorApp(App[None]):
         super()._print_error_renderables()
 
     def on_mount(self) -> None:
-        if self.loaded.has_runs and not self.loaded.run_requested:
+        if self.loaded.has_runs and not self.loaded.run_requested and not self.loaded.one_top_run:
             # a file of several runs and none named: the picker first
             self.push_screen(self._picker(current=None))
             return

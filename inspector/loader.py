@@ -56,6 +56,13 @@ class LoadedRecording:
         """Whether the file holds several runs (the app offers its run picker)."""
         return self.opened is not None and len(self.opened.runs) > 1
 
+    @property
+    def one_top_run(self) -> bool:
+        """Whether the file holds one top-level run and only runs that belong to it
+        (sub-agents, recorded alternative paths): the app opens that run, not the
+        picker."""
+        return self.opened is not None and sum(1 for r in self.opened.runs if r.parent is None) == 1
+
     def for_run(self, run: str | int) -> LoadedRecording:
         """The same file at another run (id, or index in run order), built from the runs
         imported when it was opened: the file is not parsed again.

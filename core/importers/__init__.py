@@ -31,11 +31,16 @@ from pathlib import Path
 from ..errors import FormatError, InspectorError, SourceImportError
 from ..record.io import load_recording
 from ._source import TruncatedSourceError, read_head
+from .atif import AtifImporter
 from .base import ImportedRun, Importer, ImportWarning
+from .claude_code import ClaudeCodeImporter, session_files
+from .codex import CodexImporter
 from .inspect_ai import InspectAIImporter
+from .langfuse import LangfuseImporter
 from .mini_swe_agent import MiniSweAgentImporter
 from .opened import Opened, RunRef, natural_key, order_runs, run_label, run_order, run_score, select_run
 from .openhands import OpenHandsImporter
+from .openinference import OpenInferenceImporter
 from .otel import OtelImporter
 from .swe_agent import SweAgentImporter
 from .tau_bench import TauBenchImporter
@@ -65,13 +70,18 @@ __all__ = [
 
 #: The registry, tried in this order by :func:`detect`. One line per importer.
 IMPORTERS: list[Importer] = [
+    ClaudeCodeImporter(),
     InspectAIImporter(),
     MiniSweAgentImporter(),
     SweAgentImporter(),
     OpenHandsImporter(),
     TauBenchImporter(),
+    AtifImporter(),
     WhoAndWhenImporter(),
+    CodexImporter(),
+    LangfuseImporter(),
     VcrImporter(),
+    OpenInferenceImporter(),
     OtelImporter(),
 ]
 
@@ -97,7 +107,8 @@ def get_importer(name: str) -> Importer:
 def detect(path: str | Path) -> str:
     """Name of the format of ``path``: :data:`NATIVE` or an importer's name.
 
-    A native recording is recognised first (``"format": "chassis.replay"``, a
+    A folder holding Claude Code sessions (``~/.claude/projects/<project>/``) is
+    ``claude_code``, whose importer lists its sessions as runs. A native recording is recognised first (``"format": "chassis.replay"``, a
     ``"format_version"`` or the 0.8.1 legacy header in the first 4 KiB — loading then
     reports precisely what is wrong with it); then each importer's ``sniff`` in
     registry order.
@@ -114,6 +125,8 @@ def detect(path: str | Path) -> str:
     from ..record.reader import check_input
 
     p = Path(path)
+    if p.is_dir() and session_files(p):
+        return ClaudeCodeImporter.name  # a Claude Code project folder: its sessions
     check_input(p)  # missing, a directory, a FIFO or a device: one line, nothing read
     head = read_head(p)
     if not head.strip():

@@ -149,12 +149,22 @@ def group_warnings(warnings: list[ImportWarning]) -> list[str]:
 
 @dataclass
 class ImportedRun:
-    """One run imported from a source: the recording, its id in the source, warnings."""
+    """One run imported from a source: the recording, its id in the source, warnings.
+
+    ``parent``: the id of the run of the same source this one belongs to — a sub-agent's
+    run, or a recorded alternative path of a session — else ``None`` (a top-level run).
+    ``forks``: the recorded alternative paths that leave this run
+    (:class:`core.importers.claude_code.RecordedFork`: each names its run, the last
+    record both share and the prompts where they part); data only — storing them as
+    branches is the workspace's (:mod:`core.recorded_forks`).
+    """
 
     run_id: str
     recording: Recording
     warnings: list[ImportWarning] = field(default_factory=list)
     incomplete: bool = False
+    parent: str | None = None
+    forks: list[Any] = field(default_factory=list)
 
 
 class Importer:

@@ -184,7 +184,9 @@ class RunRef:
       text; ``None`` when not recorded;
     * ``outcome`` — ``metadata.outcome`` (``success``, ``failure``…) or ``None``;
     * ``score`` — :func:`run_score` or ``None``;
-    * ``records`` — its number of records; ``incomplete`` — cut short with the source.
+    * ``records`` — its number of records; ``incomplete`` — cut short with the source;
+    * ``parent`` — the id of the run this one belongs to (a sub-agent's or a recorded
+      alternative path's run), ``None`` for a top-level run.
 
     Every text is recorded data: a frontend shows it, never interprets it.
     """
@@ -199,6 +201,7 @@ class RunRef:
     score: str | None = None
     records: int = 0
     incomplete: bool = False
+    parent: str | None = None
 
     @classmethod
     def of(cls, run: ImportedRun, index: int, file_index: int) -> RunRef:
@@ -215,6 +218,7 @@ class RunRef:
             score=run_score(run.recording),
             records=len(run.recording.records),
             incomplete=run.incomplete,
+            parent=run.parent,
         )
 
 

@@ -73,6 +73,15 @@ from ..record.recording import (
 from ..record.recording_redaction import redacted_copy
 from ._llm_api import CarriedResult, Warnings, parse_args, simplify_parts, text_part
 from ._source import read_source
+from ._spans import (
+    attributes,
+    id_text,
+    nanos_to_rfc3339,
+    otlp_spans,
+    read_documents,
+    span_duration,
+    tree_order,
+)
 from .base import ImportedRun, Importer
 from .vcr import ToolPairer, finalize_recording
 
@@ -120,57 +129,6 @@ def _any(v: Any) -> dict[str, Any]:
     if isinstance(v, dict):
         return {"kvlistValue": {"values": [{"key": str(k), "value": _any(x)} for k, x in v.items()]}}
     return {"stringValue": str(v)}
-
-
-def _from_any(v: Any) -> Any:
-    """An OTLP ``AnyValue`` (JSON form, camelCase or snake_case) as a Python value."""
-    if not isinstance(v, dict):
-        return v
-    for k in ("stringValue", "string_value"):
-        if k in v:
-            return v[k]
-    for k in ("boolValue", "bool_value"):
-        if k in v:
-            return bool(v[k])
-    for k in ("intValue", "int_value"):
-        if k in v:
-            try:
-                return int(v[k])
-            except (TypeError, ValueError):
-                return v[k]
-    for k in ("doubleValue", "double_value"):
-        if k in v:
-            x = v[k]
-            if isinstance(x, str):
-                try:
-                    return float(x.replace("Infinity", "inf"))
-                except ValueError:
-                    return x
-            return x
-    for k in ("arrayValue", "array_value"):
-        if k in v:
-            return [_from_any(x) for x in (v[k] or {}).get("values") or []]
-    for k in ("kvlistValue", "kvlist_value"):
-        if k in v:
-            return {kv.get("key"): _from_any(kv.get("value")) for kv in (v[k] or {}).get("values") or []}
-    for k in ("bytesValue", "bytes_value"):
-        if k in v:
-            try:
-                return base64.b64decode(v[k])
-            except (ValueError, TypeError):
-                return v[k]
-    return None
-
-
-def _attrs(items: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(items, list):
-        for kv in items:
-            if isinstance(kv, dict) and "key" in kv:
-                out[kv["key"]] = _from_any(kv.get("value"))
-    elif isinstance(items, dict):  # already a plain map (some exporters)
-        out.update(items)
-    return out
 
 
 def _kv(key: str, value: Any) -> dict[str, Any]:
@@ -549,17 +507,6 @@ def _message_in(m: Any, place: str, warnings: Warnings) -> ChatMessage | None:
     )
 
 
-def _nanos_to_rfc3339(v: Any) -> str | None:
-    try:
-        n = int(v)
-    except (TypeError, ValueError):
-        return None
-    if n <= 0:
-        return None
-    dt = datetime.fromtimestamp(n // 1_000_000_000, tz=UTC).replace(microsecond=(n % 1_000_000_000) // 1000)
-    return dt.isoformat().replace("+00:00", "Z")
-
-
 _LEGACY_EVENT_ROLES = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -641,29 +588,6 @@ def _operation(a: dict[str, Any], span_name: str) -> str | None:
     return None
 
 
-def _iter_documents(data: bytes, source: str) -> list[Any]:
-    text = data.strip()
-    try:
-        doc, _ = load_json_lenient(data, source=source)
-        return doc if isinstance(doc, list) else [doc]
-    except FormatError as first:
-        lines = [ln for ln in text.split(b"\n") if ln.strip()]
-        if len(lines) < 2:
-            raise
-        docs: list[Any] = []
-        for n, ln in enumerate(lines):
-            try:
-                d, _ = load_json_lenient(ln, source=source)
-            except FormatError as exc:
-                if n == len(lines) - 1 and docs:
-                    raise FormatError(
-                        f"truncated JSON Lines: the last line is cut ({exc.reason})", file=source, line=n + 1
-                    ) from None
-                raise first from None
-            docs.append(d)
-        return docs
-
-
 class OtelImporter(Importer):
     """OTLP JSON traces following the OpenTelemetry GenAI semantic conventions."""
 
@@ -681,27 +605,7 @@ class OtelImporter(Importer):
         path = Path(path)
         source = str(path)
         data = read_source(path).data
-        docs = _iter_documents(data, source)
-        spans: list[tuple[dict[str, Any], dict[str, Any], str]] = []  # (span, resource attrs, place)
-        for d, doc in enumerate(docs):
-            if not isinstance(doc, dict):
-                raise FormatError(
-                    "not an OTLP JSON trace export: a document is not an object", file=source, path=f"/{d}"
-                )
-            prefix = f"[{d}]." if len(docs) > 1 else ""  # document (JSON Lines: line d+1)
-            rss = doc.get("resourceSpans", doc.get("resource_spans"))
-            if not isinstance(rss, list):
-                raise FormatError(
-                    "not an OTLP JSON trace export: no 'resourceSpans' list", file=source, path="/resourceSpans"
-                )
-            for i, rs in enumerate(rss):
-                res_attrs = _attrs(((rs or {}).get("resource") or {}).get("attributes"))
-                for j, ss in enumerate((rs or {}).get("scopeSpans", (rs or {}).get("scope_spans")) or []):
-                    for k, sp in enumerate((ss or {}).get("spans") or []):
-                        if isinstance(sp, dict):
-                            spans.append((sp, res_attrs, f"{prefix}resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"))
-        if not spans:
-            raise FormatError("OTLP JSON export holds no spans", file=source, path="/resourceSpans")
+        spans = otlp_spans(read_documents(data, source), source)
         traces: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {}
         for item in spans:
             tid = str(item[0].get("traceId", item[0].get("trace_id", "")) or "no-trace")
@@ -723,7 +627,7 @@ class OtelImporter(Importer):
         warnings = Warnings()
         decorated = []
         for sp, _res, place in items:
-            a = _attrs(sp.get("attributes"))
+            a = attributes(sp.get("attributes"))
             seq = a.get("chassis.seq")
             try:
                 start = int(sp.get("startTimeUnixNano", sp.get("start_time_unix_nano", 0)) or 0)
@@ -734,8 +638,13 @@ class OtelImporter(Importer):
             d[0] is not None for d in decorated if _operation(d[4], d[3].get("name", "")) not in ("invoke_agent", None)
         ):
             decorated.sort(key=lambda d: (d[0] if d[0] is not None else -1, d[1]))
-        else:
-            decorated.sort(key=lambda d: d[1])
+        else:  # by start time, a parent before its children on ties (file order otherwise)
+            decorated = tree_order(
+                decorated,
+                lambda d: d[1],
+                lambda d: id_text(d[3].get("spanId", d[3].get("span_id"))),
+                lambda d: id_text(d[3].get("parentSpanId", d[3].get("parent_span_id"))),
+            )
         records: list[Any] = []
         keyless: set[int] = set()
         metadata: dict[str, Any] = {}
@@ -797,7 +706,7 @@ class OtelImporter(Importer):
             if isinstance(a.get("chassis.at"), str):
                 rec.at = a["chassis.at"]
             elif rec.at is None and not a.get("chassis.synthetic_time"):
-                rec.at = _nanos_to_rfc3339(sp.get("startTimeUnixNano", sp.get("start_time_unix_nano")))
+                rec.at = nanos_to_rfc3339(sp.get("startTimeUnixNano", sp.get("start_time_unix_nano")))
             if rec.kind in ("tool", "model"):
                 if isinstance(a.get("chassis.duration_seconds"), (int, float)):
                     rec.duration_seconds = float(a["chassis.duration_seconds"])
@@ -845,7 +754,7 @@ class OtelImporter(Importer):
         inp = a.get("gen_ai.input.messages")
         outp = a.get("gen_ai.output.messages")
         events = [
-            (e.get("name", ""), _attrs(e.get("attributes")), n)
+            (e.get("name", ""), attributes(e.get("attributes")), n)
             for n, e in enumerate(sp.get("events") or [])
             if isinstance(e, dict)
         ]
@@ -955,7 +864,7 @@ class OtelImporter(Importer):
             model=model,
             request=ModelRequest(messages=messages, tools=tools, stop=stop, options=options),
             response=response,
-            duration_seconds=_span_duration(sp),
+            duration_seconds=span_duration(sp),
             error=error,
         )
 
@@ -1004,7 +913,7 @@ class OtelImporter(Importer):
             result=ToolResult(
                 content=content, artifact=artifact, error=err, redacted=a.get("chassis.tool.redacted") is True
             ),
-            duration_seconds=_span_duration(sp),
+            duration_seconds=span_duration(sp),
         ), known
 
     def _recover_tools(self, records: list[Any], warnings: Warnings) -> list[Any]:
@@ -1049,19 +958,6 @@ class OtelImporter(Importer):
         return out
 
 
-def _span_duration(sp: dict[str, Any]) -> float | None:
-    start: Any = sp.get("startTimeUnixNano", sp.get("start_time_unix_nano"))
-    end: Any = sp.get("endTimeUnixNano", sp.get("end_time_unix_nano"))
-    try:
-        s = int(start)
-        e = int(end)
-    except (TypeError, ValueError):
-        return None
-    if s <= 0 or e <= s:
-        return None
-    return (e - s) / 1e9
-
-
 def _span_error(sp: dict[str, Any], a: dict[str, Any]) -> ErrorInfo | None:
     status = sp.get("status") or {}
     code = status.get("code")
@@ -1072,7 +968,7 @@ def _span_error(sp: dict[str, Any], a: dict[str, Any]) -> ErrorInfo | None:
     etype = a.get("error.type")
     for e in sp.get("events") or []:
         if isinstance(e, dict) and e.get("name") in ("exception", "gen_ai.execute_tool.exception"):
-            ea = _attrs(e.get("attributes"))
+            ea = attributes(e.get("attributes"))
             etype = etype or ea.get("exception.type")
             msg = msg or ea.get("exception.message") or ""
     return ErrorInfo(type=str(etype or "error"), message=str(msg))

@@ -15,7 +15,7 @@ import typer
 
 from core.analysis.audit import audit as audit_run
 from core.analysis.audit import audit_markdown
-from core.analysis.compare import changed_strings
+from core.analysis.compare import changed_strings, common_prefix
 from core.analysis.diff import (
     ALL_KINDS,
     CALL_KINDS,
@@ -78,7 +78,51 @@ def diff_document(a_path: Path, b_path: Path, *, all_kinds: bool = False) -> dic
     doc["tool_diffs"] = [t.to_json() for t in tool_diffs(a, b, trace)]
     doc["state_diffs"] = [s.to_json() for s in state_diff(a, b) if s.status != "same"]
     doc["output_diff"] = output_diff(final_output(a), final_output(b)).to_json()
+    fd = doc.get("first_divergence")
+    if isinstance(fd, dict) and fd.get("dimension") == "request":
+        fd["request_changes"] = _request_changes(a, b, fd.get("base_seq"), fd.get("replay_seq"))
     return doc
+
+
+#: at most this many request differences are listed under the first divergence, each
+#: string cut to this many characters around its first difference (``old_chars`` /
+#: ``new_chars`` give the whole lengths, ``from_character`` where they first differ)
+MAX_REQUEST_CHANGES = 20
+REQUEST_TEXT_CHARS = 200
+
+
+def _request_changes(a: Any, b: Any, base_seq: int | None, other_seq: int | None) -> list[dict[str, Any]]:
+    """Where the two model requests of a first divergence in ``request`` differ: the
+    payload diff of the requests (JSON Pointer paths, RFC 6901), at most
+    :data:`MAX_REQUEST_CHANGES` — e.g. the prompt a person typed differently."""
+    from core.analysis.payload_diff import payload_diff
+
+    ra = next((r for r in a.records if r.seq == base_seq), None)
+    rb = next((r for r in b.records if r.seq == other_seq), None)
+    if ra is None or rb is None or ra.kind != "model" or rb.kind != "model":
+        return []
+    out = []
+    for c in payload_diff(ra.request.to_json_obj(), rb.request.to_json_obj())[:MAX_REQUEST_CHANGES]:
+        j = c.to_json()
+        for side in ("old", "new"):
+            v = j.get(side)
+            if isinstance(v, str) and len(v) > REQUEST_TEXT_CHARS:
+                j[side] = v[:REQUEST_TEXT_CHARS] + "…"
+                j[f"{side}_chars"] = len(v)
+        old_v, new_v = c.to_json().get("old"), c.to_json().get("new")
+        if isinstance(old_v, str) and isinstance(new_v, str):
+            j["from_character"] = common_prefix(old_v, new_v)
+            if j["from_character"] > REQUEST_TEXT_CHARS // 2:
+                _, _, at = changed_strings(old_v, new_v)
+                lo = max(0, at - 20)
+                j["old"] = (
+                    "…" + old_v[lo : lo + REQUEST_TEXT_CHARS] + ("…" if len(old_v) > lo + REQUEST_TEXT_CHARS else "")
+                )
+                j["new"] = (
+                    "…" + new_v[lo : lo + REQUEST_TEXT_CHARS] + ("…" if len(new_v) > lo + REQUEST_TEXT_CHARS else "")
+                )
+        out.append(j)
+    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -110,6 +154,15 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 f"first divergence: {fd['dimension']} at base seq {_seq(fd['base_seq'])}, other seq {_seq(fd['replay_seq'])}"
             )
+            for ch in fd.get("request_changes") or []:
+                text = _change_text(ch)
+                if "from_character" in ch and ("old_chars" in ch or "new_chars" in ch or ch["from_character"] > 0):
+                    n_old = ch.get("old_chars", len(ch.get("old") or ""))
+                    n_new = ch.get("new_chars", len(ch.get("new") or ""))
+                    text = text.split(" (from character")[0] + (
+                        f" (from character {ch['from_character']:,} of {n_old:,} → {n_new:,})"
+                    )
+                typer.echo(f"  request {ch['op']} {cell(short_pointer(ch['path'] or '/'))}: " + text)
         changes = [o for o in doc["ops"] if o["op"] != "same"]
         if changes:
             typer.echo("")

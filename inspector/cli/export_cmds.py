@@ -2,7 +2,8 @@
 
 ``chassis-inspector export FILE --to otlp -o OUT.json`` writes the run as OpenTelemetry
 OTLP JSON with GenAI semantic-convention spans (see :mod:`core.importers.otel`), for
-Langfuse, Phoenix, Logfire or any OTLP collector. ``FILE`` may be a Chassis recording
+Langfuse, Phoenix, Logfire or any OTLP collector; ``--to atif`` writes it as an ATIF-v1.7
+trajectory (Harbor's Agent Trajectory Interchange Format, see :mod:`core.importers.atif`). ``FILE`` may be a Chassis recording
 or any format ``import`` reads (``--run`` picks a run of a multi-run source).
 """
 
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import orjson
 import typer
 
 from core.analysis.safe_text import json_safe
@@ -21,7 +23,7 @@ from core.record.recording import Recording
 
 from .common import check_output, opened_notices_each, print_json
 
-EXPORT_FORMATS = ("otlp",)
+EXPORT_FORMATS = ("otlp", "atif")
 
 
 def _open(path: Path, run: str | None, fmt: str | None) -> tuple[Recording, list[str]]:
@@ -52,7 +54,11 @@ def register(app: typer.Typer) -> None:
     def export(
         file: Annotated[Path, typer.Argument(help="A recording, or any file `import` reads.")],
         to: Annotated[
-            str, typer.Option("--to", help="Output format: otlp (OpenTelemetry GenAI spans, OTLP JSON).")
+            str,
+            typer.Option(
+                "--to",
+                help="Output format: otlp (OpenTelemetry GenAI spans, OTLP JSON) or atif (ATIF-v1.7 trajectory).",
+            ),
         ] = "otlp",
         output: Annotated[
             Path | None, typer.Option("--output", "-o", help="Output file (default: standard output).")
@@ -63,8 +69,10 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary (with -o).")] = False,
         force: Annotated[bool, typer.Option("--force", help="Overwrite OUTPUT if it exists.")] = False,
     ) -> None:
-        """Export a run to another format (OTLP JSON for Langfuse / Phoenix / Logfire)."""
+        """Export a run to another format (OTLP JSON for Langfuse / Phoenix / Logfire, or an ATIF trajectory)."""
+        from core.importers.atif import atif_summary, recording_to_atif
         from core.importers.otel import export_otlp, recording_to_otlp
+        from core.record.nesting import dumps
 
         if to.lower() not in EXPORT_FORMATS:
             raise SourceImportError(f"unknown export format {to!r} (known: {', '.join(EXPORT_FORMATS)})")
@@ -75,9 +83,22 @@ def register(app: typer.Typer) -> None:
         rec, notices = _open(file, run, source_format)
         for n in notices:
             typer.echo(f"chassis-inspector: {n}", err=True)
-        doc = recording_to_otlp(rec)
-        data = export_otlp(rec, indent=not compact)
-        summary = export_summary(doc)
+        if to.lower() == "atif":
+            doc = recording_to_atif(rec)
+            data = dumps(doc, orjson.OPT_INDENT_2 if not compact else 0)
+            summary = atif_summary(doc)
+            wrote = (
+                f"{summary['steps']} ATIF steps ({summary['agent_steps']} agent steps, "
+                f"{summary['tool_calls']} tool calls)"
+            )
+        else:
+            doc = recording_to_otlp(rec)
+            data = export_otlp(rec, indent=not compact)
+            summary = export_summary(doc)
+            wrote = (
+                f"{summary['spans']} spans in {summary['traces']} trace(s) "
+                f"({summary['model_spans']} model calls, {summary['tool_spans']} tool calls)"
+            )
         if output is None:
             # as text, through the output filter: json_safe escapes what the encoder left raw
             sys.stdout.write(json_safe(data.decode()) + "\n")
@@ -90,7 +111,4 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json({"output": str(output), "format": to.lower(), **summary})
         else:
-            typer.echo(
-                f"wrote {output}: {summary['spans']} spans in {summary['traces']} trace(s) "
-                f"({summary['model_spans']} model calls, {summary['tool_spans']} tool calls)"
-            )
+            typer.echo(f"wrote {output}: {wrote}")

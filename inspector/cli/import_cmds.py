@@ -49,8 +49,28 @@ def _summary(run: ImportedRun, out: Path | None, index: int) -> dict[str, Any]:
         "counts": counts,
         "outcome": rec.metadata.get("outcome"),
         "incomplete": run.incomplete,
+        "parent": run.parent,
         "warnings": [str(w) for w in run.warnings],
     }
+
+
+def _store_forks(workspace: Path, runs: list[ImportedRun], src: Path, *, quiet: bool) -> None:
+    """Store the recorded alternative paths of ``runs`` in ``workspace`` and say what was
+    stored (on stderr, so ``--json`` stays one document)."""
+    from core.recorded_forks import store_recorded_forks
+    from core.workspace import Workspace
+
+    with Workspace.open(workspace) as ws:
+        stored = store_recorded_forks(ws, runs, str(src))
+    if not stored:
+        echo_err(f"notice: {src} holds no recorded alternative path; nothing stored in {workspace}")
+        return
+    for f in stored:
+        what = "stored" if f.created else "already stored"
+        echo_err(
+            f"notice: {what}: branch {f.branch_id} (checkpoint {f.checkpoint}, {cell(f.label)}) "
+            f"and its replay {f.replay_id} in {workspace}"
+        )
 
 
 def _print_warnings(run: ImportedRun, prefix: str) -> None:
@@ -81,9 +101,17 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--recover", help="From a truncated source, write the runs before the damage.")
         ] = False,
         json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")] = False,
+        workspace: Annotated[
+            Path | None,
+            typer.Option(
+                "--workspace",
+                help="Store the source's recorded alternative paths (Claude Code /rewind forks) in this workspace "
+                "as branches with their replays.",
+            ),
+        ] = None,
     ) -> None:
-        """Convert an agent-run file (Inspect AI, SWE-agent, tau-bench, ...) into recordings."""
-        if not list_ and output is None:
+        """Convert an agent-run file (Inspect AI, SWE-agent, tau-bench, Claude Code, ...) into recordings."""
+        if not list_ and output is None and workspace is None:
             echo_err("missing -o/--output (a file, or a directory with --all)")
             raise typer.Exit(2)
         if all_ and run is not None:
@@ -93,6 +121,10 @@ def register(app: typer.Typer) -> None:
         # order --list prints, --run N counts in and the app's picker shows
         runs = order_runs(import_file(src, from_, recover=recover))
         fmt = runs[0].recording.metadata.get("source", {}).get("format", from_) if runs else from_
+        if workspace is not None:
+            _store_forks(workspace, runs, src, quiet=json)
+            if output is None and not list_:
+                return
         if list_:
             rows = [_summary(r, None, i) for i, r in enumerate(runs)]
             if json:
@@ -102,7 +134,9 @@ def register(app: typer.Typer) -> None:
                 c = row["counts"]
                 typer.echo(
                     f"{row['index']:>4}  {cell(row['run']):<40} model {c['model']:>4}  tool {c['tool']:>4}  "
-                    f"outcome {cell(row['outcome'] or '-')}" + ("  (incomplete)" if row["incomplete"] else "")
+                    f"outcome {cell(row['outcome'] or '-')}"
+                    + ("  (incomplete)" if row["incomplete"] else "")
+                    + (f"  (of {cell(row['parent'])})" if row["parent"] else "")
                 )
             return
         assert output is not None
@@ -115,6 +149,14 @@ def register(app: typer.Typer) -> None:
                 echo_err(f"{output} is not a directory (--all writes one file per run into a directory)")
                 raise typer.Exit(2)
         else:
+            top = [r for r in runs if r.parent is None]
+            if len(runs) > 1 and run is None and len(top) == 1:
+                # one run and what belongs to it (sub-agents, recorded alternative paths)
+                run = top[0].run_id
+                echo_err(
+                    f"notice: {src} holds {len(runs) - 1} more run(s) of this one (sub-agents, recorded alternative "
+                    "paths); import them with --run ID or --all -o DIR (--list names them)"
+                )
             if len(runs) > 1 and run is None:
                 ids = ", ".join(cell(r.run_id) for r in runs[:5]) + (", …" if len(runs) > 5 else "")
                 echo_err(

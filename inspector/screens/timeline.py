@@ -678,11 +678,32 @@ class TimelineScreen(Screen[None]):
             return False
         return self.jump_to(p)
 
+    def _open_sub_run(self, here: int) -> bool:
+        """A call that started a sub-agent (``meta.sub_run``, e.g. Claude Code's ``Agent``
+        tool) opens the sub-agent's run of the same file; ``True`` when it did."""
+        try:
+            rec = self.index.record(here)
+        except FormatError:
+            return False
+        meta = getattr(rec, "meta", None)
+        sub = meta.get("sub_run") if isinstance(meta, dict) else None
+        opened = self.loaded.opened
+        if not isinstance(sub, str) or opened is None or not any(r.id == sub for r in opened.runs):
+            return False
+        open_run = getattr(self.app, "open_run", None)
+        if not callable(open_run):
+            return False
+        open_run(sub)
+        return True
+
     def action_follow_link(self) -> None:
         """From a tool call to the model call that requested it, and from a model call to
-        the tool calls that answered it (repeated presses cycle through them)."""
+        the tool calls that answered it (repeated presses cycle through them); from a call
+        that started a sub-agent, to the sub-agent's run."""
         here = self.table.cursor_position
         if here is None:
+            return
+        if self._open_sub_run(here):
             return
         try:
             links = self.index.linked(here)

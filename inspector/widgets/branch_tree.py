@@ -533,6 +533,7 @@ class BranchTreePanel(Vertical):
         self.loaded = loaded
         self._generation = 0
         self._loading = False
+        self._forks_stored = False
         self._dirty = False
         #: whether the tree drawn is the workspace's current one
         self.fresh = False
@@ -713,6 +714,22 @@ class BranchTreePanel(Vertical):
             exit_on_error=False,
         )
 
+    def _store_recorded_forks(self, path) -> None:
+        """The recorded alternative paths of the run shown (a Claude Code ``/rewind``),
+        stored once in the workspace as branches with their replays
+        (:func:`core.recorded_forks.store_recorded_forks`), so the tree shows them."""
+        opened = self.loaded.opened
+        if opened is None or self._forks_stored:
+            return
+        runs = [r for r in opened.imported if r.run_id == opened.run_id and r.forks]
+        if not runs:
+            return
+        from core.recorded_forks import store_recorded_forks
+
+        with open_workspace(path, create=True) as ws:
+            store_recorded_forks(ws, list(opened.imported), str(self.loaded.path))
+        self._forks_stored = True
+
     def _read(self, generation: int) -> None:
         """Worker: the tree of this recording's digest (its own workspace connection)."""
         name = self.loaded.path.name
@@ -724,6 +741,7 @@ class BranchTreePanel(Vertical):
                     None, name, {}, note="the recording is still being verified: its digest is not known yet"
                 )
             else:
+                self._store_recorded_forks(path)
                 with open_workspace(path) as ws:
                     tree = ws.branch_tree(digest)
                     reqs: dict[str, list[tuple[str, str]]] = {}
