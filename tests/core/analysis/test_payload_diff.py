@@ -87,7 +87,8 @@ def test_types_are_exact():
     assert [c.op for c in payload_diff({"a": 1}, {"a": 1.0})] == ["changed"]
     assert [c.op for c in payload_diff([True], [1])] == ["changed"]
     assert [c.op for c in payload_diff([1, 2], [1.0, 2])] == ["changed"]
-    assert plain_deepdiff([True], [1]) == []  # deepdiff's difflib pass uses ==, where True == 1
+    # (plain_deepdiff is deepdiff's own answer, which changed here between deepdiff 9.1 and 9.2:
+    # whatever it says, our diff keeps the types exact)
     assert subtree_digest({"a": 1}) != subtree_digest({"a": True})
     assert subtree_digest({"a": 1, "b": [1]}) == subtree_digest({"b": [1], "a": 1})
 
