@@ -1046,10 +1046,15 @@ class JsonImporter:
 
     Subclasses implement :meth:`convert` (document → runs) and may implement
     :meth:`recover` (salvaged :class:`~._source.Truncation` → runs, each marked
-    ``incomplete``).
+    ``incomplete``), :meth:`parse_otherwise` (a source that is not one JSON document,
+    e.g. JSON Lines) and :meth:`value_warnings` (which of the parser's non-standard-value
+    warnings the runs get).
     """
 
     name: ClassVar[str] = ""
+    #: whether a source that is a JSON array holds one run per element (its value
+    #: warnings then go to the run of their element); ``False`` for an array of parts
+    array_of_runs: ClassVar[bool] = True
 
     def load(self, path: Any) -> list[ImportedRun]:
         """Import every run; see :meth:`core.importers.base.Importer.load`.
@@ -1072,13 +1077,27 @@ class JsonImporter:
                 except (FormatError, KeyError, TypeError, ValueError, AttributeError):
                     recovered = []
             raise truncated_error(exc, recovered) from None
+        except FormatError as exc:
+            doc, value_warnings = self.parse_otherwise(src, exc), []
         runs = self.convert(src, doc)
         if value_warnings:
-            attach_value_warnings(runs, value_warnings, by_index=isinstance(doc, list))
+            attach_value_warnings(
+                runs, self.value_warnings(doc, value_warnings), by_index=self.array_of_runs and isinstance(doc, list)
+            )
         return runs
 
     def convert(self, src: SourceFile, doc: Any) -> list[ImportedRun]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def parse_otherwise(self, src: SourceFile, error: FormatError) -> Any:
+        """The document of a source that is not one JSON document (default: none —
+        ``error``, the parser's, is raised)."""
+        raise error
+
+    def value_warnings(self, doc: Any, warnings: list[Any]) -> list[Any]:
+        """The parser's non-standard-value warnings the runs of ``doc`` get (default:
+        all of them)."""
+        return warnings
 
     def recover(self, src: SourceFile, partial: Any) -> list[ImportedRun]:
         """Runs recoverable from a truncated document (default: none)."""

@@ -86,12 +86,10 @@ from ._build import (
     JsonImporter,
     PendingCall,
     RunBuilder,
-    attach_value_warnings,
     openai_message,
     parse_arguments,
-    truncated_error,
 )
-from ._source import SourceFile, TruncatedSourceError, Truncation, parse_source_json, read_source
+from ._source import SourceFile, Truncation
 from ._spans import attributes, id_text, nanos_to_rfc3339, otlp_spans, read_documents, to_nanos, tree_order
 from .base import ImportedRun, Importer, ImportWarning
 
@@ -460,6 +458,7 @@ class OpenInferenceImporter(JsonImporter, Importer):
     """OpenInference spans: OTLP JSON or a span list (module docstring)."""
 
     name = "openinference"
+    array_of_runs = False  # a bare span list: its spans make the runs (one per trace)
     description = "OpenInference spans (openinference.span.kind): OTLP JSON or a span list such as any-agent's dump"
 
     def sniff(self, path: Path, head: bytes) -> str | None:
@@ -477,35 +476,15 @@ class OpenInferenceImporter(JsonImporter, Importer):
     def sniff_truncated(self, head: bytes) -> bool:
         return bool(_HEAD_KIND.search(head))
 
-    def load(self, path: Any) -> list[ImportedRun]:
-        """Import every trace of ``path`` as a run.
+    def parse_otherwise(self, src: SourceFile, error: FormatError) -> Any:
+        """OTLP as JSON Lines (the collector's file exporter); else the parser's error."""
+        return read_documents(src.data, src.name)
 
-        Raises:
-            FormatError: damaged, or neither OTLP JSON nor a span list.
-            TruncatedSourceError: the file ends early (complete spans of a span list
-                before the damage in ``recovered``).
-        """
-        src = read_source(path)
-        try:
-            doc, value_warnings = parse_source_json(src)
-        except TruncatedSourceError as exc:
-            recovered: list[ImportedRun] = []
-            if exc.partial is not None:
-                try:
-                    recovered = self.recover(src, exc.partial)
-                except (FormatError, KeyError, TypeError, ValueError, AttributeError):
-                    recovered = []
-            raise truncated_error(exc, recovered) from None
-        except FormatError:
-            # OTLP as JSON Lines (the collector's file exporter); else the parser's error
-            doc, value_warnings = read_documents(src.data, src.name), []
-        runs = self.convert(src, doc)
-        if value_warnings:
-            # ids and times (decimal integers beyond 2**53 in a span list) are read from
-            # their $bigint tags, and a big integer left in a record is warned when the run
-            # is built: only NaN/Infinity and invalid Unicode are warned here, each one
-            attach_value_warnings(runs, _odd_values(doc), by_index=False)
-        return runs
+    def value_warnings(self, doc: Any, warnings: list[Any]) -> list[Any]:
+        """Ids and times (decimal integers beyond 2**53 in a span list) are read from
+        their $bigint tags, and a big integer left in a record is warned when the run is
+        built: only NaN/Infinity and invalid Unicode are warned here, each one."""
+        return _odd_values(doc)
 
     def convert(self, src: SourceFile, doc: Any, *, incomplete: bool = False) -> list[ImportedRun]:
         spans, extra = _spans_of(doc, src.name)
