@@ -54,12 +54,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, name_text
-from ..record.recording import ChatMessage, ErrorInfo, ToolCall
-from ._build import RunBuilder
-from ._jsonl import BadLine, Line, read_jsonl
+from ..record.recording import ChatMessage, ErrorInfo, RunLink, ToolCall
+from ._build import PendingCall, RunBuilder
+from ._jsonl import Line, read_jsonl
 from ._llm_api import _thinking_part, simplify_parts, text_part
 from ._source import SourceFile, TruncatedSourceError, as_object, read_source
-from .base import ImportedRun, Importer
+from .base import ImportedRun, Importer, ImportWarning
 
 #: the top-level ``type`` values of Claude Code session lines (CLI 2.0 – 2.1)
 LINE_TYPES = frozenset(
@@ -309,22 +309,15 @@ class _Session:
         for r in out[1:]:
             if r.parent == session_id and "~rewind-" not in r.run_id:
                 seq = r.recording.metadata.get("spawned_at_seq")
-                links.append(
-                    _link(
-                        "sub-run",
-                        r.run_id,
-                        seq if isinstance(seq, int) else None,
-                        r.recording.metadata.get("agent", {}).get("description")
-                        if isinstance(r.recording.metadata.get("agent"), dict)
-                        else None,
-                    )
-                )
+                agent = r.recording.metadata.get("agent")
+                title = agent.get("description") if isinstance(agent, dict) else None
+                links.append(_link("sub-run", r.run_id, seq if isinstance(seq, int) else None, title))
         main.recording.links = links or None
         main.forks = forks
-        for r in out:
+        for i, r in enumerate(out):
             src_meta = r.recording.metadata.get("source")
             if isinstance(src_meta, dict):
-                src_meta["index"] = self.index + out.index(r)
+                src_meta["index"] = self.index + i
         return out
 
     # -- sub-agents --------------------------------------------------------------------
@@ -341,7 +334,7 @@ class _Session:
             run_id = f"agent-{agent_id}"
             if not f.is_file():
                 main.warnings.append(
-                    _warning(
+                    ImportWarning(
                         f"record {rec.seq}",
                         f"the sub-agent transcript subagents/agent-{agent_id}.jsonl is not beside the session; "
                         "the call is kept without it",
@@ -354,7 +347,7 @@ class _Session:
                 runs = sub.runs()
             except FormatError as exc:
                 main.warnings.append(
-                    _warning(f"record {rec.seq}", f"the sub-agent transcript is unreadable ({exc}); skipped")
+                    ImportWarning(f"record {rec.seq}", f"the sub-agent transcript is unreadable ({exc}); skipped")
                 )
                 continue
             first = runs[0]
@@ -430,7 +423,6 @@ class _Builder:
         self.b = b
         self.path = path
         self.transcript: list[ChatMessage] = []
-        self.pending: dict[str, tuple[ToolCall, str, str | None]] = {}  # id -> (call, place, at)
         self.skipped: dict[str, int] = {}
         self.models: list[str] = []
 
@@ -463,7 +455,7 @@ class _Builder:
                 self.skipped[t or "untyped"] = self.skipped.get(t or "untyped", 0) + 1
             prev_time = path[i].time or prev_time
             i += 1
-        self._unanswered()
+        self.b.unanswered("end of the session")
         for t, k in self.skipped.items():
             self.b.warn(
                 "lines", f"{k} {t} line(s) skipped (hook progress and CLI bookkeeping, not part of the conversation)"
@@ -474,12 +466,6 @@ class _Builder:
         return meta
 
     # -- lines ---------------------------------------------------------------------------
-
-    def _unanswered(self) -> None:
-        for cid, (call, place, at) in list(self.pending.items()):
-            self.b.warn(place, f"tool call {cid} ({call.name}) has no recorded result")
-            self.b.tool(tool=call.name, arguments=call.arguments, tool_call_id=cid, content=None, at=at, place=place)
-        self.pending.clear()
 
     def _model(self, group: list[_Node], prev_time: str | None) -> None:
         b = self.b
@@ -540,7 +526,7 @@ class _Builder:
             text = "".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text")
             error = ErrorInfo(type="api_error", message=text or str(last.value.get("error") or "API error"))
         msg = b.message("assistant", simplify_parts(parts), tool_calls=calls or None, place=place)
-        self._unanswered_before_call()
+        self.b.unanswered(place)  # calls still pending when the model is asked again were never answered
         rec = b.model(
             model=model,
             messages=list(self.transcript),
@@ -557,12 +543,7 @@ class _Builder:
             self.models.append(model)
         self.transcript.append(msg)
         for c in calls:
-            self.pending[c.id] = (c, f"line {first.line}", first.time or None)
-
-    def _unanswered_before_call(self) -> None:
-        """Calls still pending when the model is asked again were never answered."""
-        if self.pending:
-            self._unanswered()
+            b.pairer.add(PendingCall(c.id, c.name, c.arguments, bool(c.raw_arguments), place, at=first.time or None))
 
     def _user(self, n: _Node) -> None:
         b = self.b
@@ -609,7 +590,7 @@ class _Builder:
         b = self.b
         raw_id = blk.get("tool_use_id")
         cid: str = raw_id if isinstance(raw_id, str) else ""
-        pending = self.pending.pop(cid, None)
+        pending = b.pairer.take(cid or None, None, place)  # by tool_use_id (else warned)
         content = blk.get("content")
         text = _text_of(content)
         error = None
@@ -630,19 +611,18 @@ class _Builder:
                 identity_known=False,
             )
         else:
-            call = pending[0]
             rec = b.tool(
-                tool=call.name,
-                arguments=call.arguments,
-                tool_call_id=cid,
+                tool=pending.name,
+                arguments=pending.arguments,
+                tool_call_id=cid or pending.id,
                 content=None if error else content,
                 error=error,
                 at=at,
-                duration=_seconds(pending[2], at),
+                duration=_seconds(pending.at, at),
                 place=place,
             )
             tur = v.get("toolUseResult")
-            if call.name in _AGENT_TOOLS and isinstance(tur, dict):
+            if pending.name in _AGENT_TOOLS and isinstance(tur, dict):
                 aid = tur.get("agentId")
                 if isinstance(aid, str) and _AGENT_ID.fullmatch(aid):
                     rec.meta = {"agent_id": aid}
@@ -824,16 +804,8 @@ def _fork_of(main: ImportedRun, alt: ImportedRun) -> RecordedFork:
     return RecordedFork(alt.run_id, main.run_id, shared, prompt(al), prompt(ma))
 
 
-def _link(rel: str, target: str, seq: int | None, title: str | None) -> Any:
-    from ..record.recording import RunLink
-
+def _link(rel: str, target: str, seq: int | None, title: Any) -> RunLink:
     return RunLink(rel=rel, target=target, seq=seq, title=title if isinstance(title, str) else None)
-
-
-def _warning(place: str, message: str) -> Any:
-    from .base import ImportWarning
-
-    return ImportWarning(place, message)
 
 
 def _agent_meta(path: Path) -> dict[str, Any]:
@@ -850,4 +822,4 @@ def _agent_meta(path: Path) -> dict[str, Any]:
     return {k: data[k] for k in ("agentType", "description", "worktreePath") if isinstance(data.get(k), str)}
 
 
-__all__ = ["ClaudeCodeImporter", "RecordedFork", "BadLine", "session_files"]
+__all__ = ["ClaudeCodeImporter", "RecordedFork", "session_files"]
