@@ -63,13 +63,15 @@ def _store_forks(workspace: Path, runs: list[ImportedRun], src: Path, *, quiet: 
     with Workspace.open(workspace) as ws:
         stored = store_recorded_forks(ws, runs, str(src))
     if not stored:
-        echo_err(f"notice: {src} holds no recorded alternative path; nothing stored in {workspace}")
+        echo_err(
+            f"notice: {cell(str(src))} holds no recorded alternative path; nothing stored in {cell(str(workspace))}"
+        )
         return
     for f in stored:
         what = "stored" if f.created else "already stored"
         echo_err(
             f"notice: {what}: branch {f.branch_id} (checkpoint {f.checkpoint}, {cell(f.label)}) "
-            f"and its replay {f.replay_id} in {workspace}"
+            f"and its replay {f.replay_id} in {cell(str(workspace))}"
         )
 
 
@@ -154,7 +156,7 @@ def register(app: typer.Typer) -> None:
                 # one run and what belongs to it (sub-agents, recorded alternative paths)
                 run = top[0].run_id
                 echo_err(
-                    f"notice: {src} holds {len(runs) - 1} more run(s) of this one (sub-agents, recorded alternative "
+                    f"notice: {cell(str(src))} holds {len(runs) - 1} more run(s) of this one (sub-agents, recorded alternative "
                     "paths); import them with --run ID or --all -o DIR (--list names them)"
                 )
             if len(runs) > 1 and run is None:

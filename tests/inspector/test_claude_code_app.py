@@ -55,3 +55,19 @@ async def test_a_rewind_fork_shows_in_the_branch_tree(tmp_path, monkeypatch):
         texts = "\n".join(row_texts(panel))
         assert "rewind: I very much like this idea" in texts, texts
         assert "completed" in texts
+
+
+async def test_a_hostile_rewound_prompt_is_drawn_as_text_in_the_tree(tmp_path, monkeypatch):
+    from tests.core.importers.test_claude_code import hostile_session
+    from tests.hostile import unsafe_in
+
+    monkeypatch.chdir(tmp_path)
+    f = hostile_session(tmp_path)
+    app = InspectorApp(load_for_view(f.name), workspace="ws")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        panel = await open_tree(pilot, app)
+        await idle(pilot, app)
+        texts = "\n".join(row_texts(panel))
+        assert "rewind: [bold]" in texts, texts
+        assert unsafe_in(texts) == [], texts

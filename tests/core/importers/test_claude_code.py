@@ -374,3 +374,36 @@ def test_an_unknown_file_names_every_format_tried_the_new_ones_included(tmp_path
     with pytest.raises(SourceImportError) as e:
         detect(jsonl)
     assert "claude_code: no Claude Code session line" in str(e.value)
+
+
+def hostile_session(folder: Path) -> Path:
+    """The rewind session with its session id and the rewound prompt made of markup and
+    terminal control codes."""
+    from tests.hostile import HOSTILE, MARKUP_TOOL
+
+    lines = []
+    for ln in _lines(REWIND):
+        if "sessionId" in ln:
+            ln["sessionId"] = f"{MARKUP_TOOL}{HOSTILE}"
+        msg = ln.get("message")
+        if isinstance(msg, dict) and isinstance(msg.get("content"), str) and msg["content"].startswith("I very much"):
+            msg["content"] = f"[bold]{HOSTILE}[/bold] I very much like this"
+        lines.append(json.dumps(ln))
+    f = folder / "hostile.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    return f
+
+
+def test_hostile_prompts_and_session_ids_stay_text(tmp_path: Path, capsys) -> None:
+    from tests.hostile import unsafe_in
+
+    f = hostile_session(tmp_path)
+    ws_dir = tmp_path / "ws"
+    assert main(["import", str(f), "--list", "--workspace", str(ws_dir)]) == 0
+    cap = capsys.readouterr()
+    assert "stored: branch rewind-" in cap.err and "[bold]" in cap.err
+    for text in (cap.out, cap.err):
+        assert unsafe_in(text) == [], text
+    with Workspace.open(ws_dir) as ws:
+        (branch,) = ws.list_branches()
+        assert branch.label.startswith("rewind: [bold]\x1b[2J")  # stored as recorded; shown escaped
