@@ -357,6 +357,8 @@ class _Session:
             md["agent"] = _agent_meta(f.with_suffix(".meta.json"))
             md["spawned_at_seq"] = rec.seq
             md["parent_run"] = main.run_id
+            if isinstance(md.get("source"), dict):
+                md["source"]["run"] = run_id
             for r in first.recording.records:
                 r.run_id = run_id
             first.recording.links = [_link("parent", main.run_id, rec.seq, "the call that started this sub-agent")]

@@ -186,6 +186,7 @@ def test_sub_agents_are_nested_runs_linked_from_their_calls() -> None:
         assert sub.recording.links[0].rel == "parent" and sub.recording.links[0].seq == call.seq
         assert sub.recording.metadata["agent"]["agentType"] == "general-purpose"
         assert all(r.run_id == sub.run_id for r in sub.recording.records)
+        assert sub.recording.metadata["source"]["run"] == sub.run_id  # what the header names
     sub_links = [lk for lk in rec.links if lk.rel == "sub-run"]
     assert sorted(lk.target for lk in sub_links) == sorted(subs)
     total = Counter()
