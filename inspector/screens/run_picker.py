@@ -42,8 +42,10 @@ COLUMNS = (
 
 def run_matches(run: RunRef, words: list[str]) -> bool:
     """Whether every word of ``words`` (already case-folded) occurs in the run's id,
-    sample id, epoch, outcome or score (case ignored). No words: every run matches."""
-    hay = " ".join(str(v) for v in (run.id, run.sample_id, run.epoch, run.outcome, run.score) if v is not None)
+    sample id, epoch, outcome, score or the id of the run it belongs to (case ignored). No words: every run matches."""
+    hay = " ".join(
+        str(v) for v in (run.id, run.sample_id, run.epoch, run.outcome, run.score, run.parent) if v is not None
+    )
     hay = hay.casefold()
     return all(w in hay for w in words)
 
@@ -59,7 +61,9 @@ def run_row(run: RunRef, current: bool) -> list[Text]:
     return [
         Text("●", style="bold #d7af00") if current else Text(" "),
         Text(str(run.index), style="dim", justify="right"),
-        line_text(run.id, style="bold"),
+        Text.assemble(Text("↳ ", style="dim"), line_text(run.id, style="bold"))
+        if run.parent is not None  # a run that belongs to another (a sub-agent, a recorded alternative)
+        else line_text(run.id, style="bold"),
         line_text(run.sample_id) if run.sample_id is not None else dash,
         line_text(run.epoch) if run.epoch is not None else dash,
         outcome,
