@@ -125,8 +125,14 @@ def detect(path: str | Path) -> str:
     from ..record.reader import check_input
 
     p = Path(path)
-    if p.is_dir() and session_files(p):
-        return ClaudeCodeImporter.name  # a Claude Code project folder: its sessions
+    if p.is_dir():
+        if session_files(p):
+            return ClaudeCodeImporter.name  # a Claude Code project folder: its sessions
+        raise FormatError(
+            "is a directory with no Claude Code session (*.jsonl) in it: a directory opens as a Claude Code "
+            "project folder; every other format is read from its file",
+            file=str(p),
+        )
     check_input(p)  # missing, a directory, a FIFO or a device: one line, nothing read
     head = read_head(p)
     if not head.strip():

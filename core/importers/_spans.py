@@ -47,7 +47,9 @@ SpanItem = tuple[dict[str, Any], dict[str, Any], str]  # (span, resource attribu
 
 
 def from_any(v: Any) -> Any:
-    """An OTLP ``AnyValue`` (JSON form, camelCase or snake_case) as a Python value."""
+    """An OTLP ``AnyValue`` (JSON form, camelCase or snake_case) as a JSON value; a
+    ``bytesValue`` (base64) as the text its bytes hold when they are UTF-8, else its
+    base64 text as written."""
     if not isinstance(v, dict):
         return v
     for k in ("stringValue", "string_value"):
@@ -82,10 +84,10 @@ def from_any(v: Any) -> Any:
                 if isinstance(kv, dict) and _scalar(kv.get("key"))
             }
     for k in ("bytesValue", "bytes_value"):
-        if k in v:
+        if k in v:  # a record holds JSON values only: never Python bytes
             try:
-                return base64.b64decode(v[k])
-            except (ValueError, TypeError):
+                return base64.b64decode(v[k], validate=True).decode("utf-8")
+            except (ValueError, TypeError):  # binascii.Error, UnicodeDecodeError: the base64 text as written
                 return v[k]
     return None
 

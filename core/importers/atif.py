@@ -48,8 +48,13 @@ resolved):
   the source (in its folder, never outside it) or an embedded trajectory is imported as
   a further run of the same import, linked (format v2 ``links``: ``sub-run`` / ``next``
   from the referring run, with the seq of the record that referred to it; ``parent`` /
-  ``prev`` back); a reference that cannot be resolved is warned (naming it) and listed
-  in ``metadata.unresolved_refs``;
+  ``prev`` back); a reference that cannot be resolved (no such file, outside the
+  folder, not a trajectory this importer reads, a cycle, too deep) is warned (naming it)
+  and listed in ``metadata.unresolved_refs``; an embedded trajectory no reference names
+  is warned and not imported;
+* ``tool_calls``, ``reasoning_content``, ``metrics``, ``model_name``,
+  ``reasoning_effort``, ``llm_call_count`` on a user or system step are warned as not
+  mapped (the RFC gives them to agent steps);
 * ``final_metrics`` → ``metadata.final_metrics`` and ``metadata.usage_totals``
   ``{input_tokens, output_tokens, cost, source: "atif final_metrics"}``;
   ``agent``, ``session_id``, ``schema_version``, ``notes``, ``extra`` →
@@ -63,7 +68,8 @@ Export (:func:`recording_to_atif`): any recording → an ``ATIF-v1.7`` trajector
 records → agent steps, tool records → their observation results, new user / system
 messages of a request → user / system steps, interrupts → system steps. What ATIF has no
 field for (request options, stop, per-step tools, finish reason, errors, durations, a
-request whose history is not the steps before it, tool results that are not text) is
+request whose history is not the steps before it, tool results that are not text, a tool
+record whose arguments are not its call's) is
 kept under ``extra.chassis`` so that importing the export gives the same calls, keys and
 usage back (see :func:`recording_to_atif`).
 """
@@ -75,12 +81,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
 
-import orjson
 from pydantic import ValidationError
 
 from ..errors import FormatError, name_text
 from ..record.canonical import canonical_json
-from ..record.nesting import dumps
 from ..record.recording import (
     ChatMessage,
     ErrorInfo,
@@ -131,6 +135,8 @@ _STEP_FIELDS = {
     "llm_call_count",
     "is_copied_context",
 }
+#: step fields ATIF defines for agent steps only
+_AGENT_ONLY = ("tool_calls", "reasoning_content", "metrics", "model_name", "reasoning_effort", "llm_call_count")
 _ATTRIBUTION = ("logprobs", "prompt_token_ids", "completion_token_ids")
 #: meta members of a model record that map to ATIF step fields (the rest go to extra.chassis.meta)
 _STEP_META = {
@@ -152,6 +158,32 @@ def _is_count(v: Any) -> bool:
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _version_problem(ver: Any) -> str | None:
+    """Why ``schema_version`` ``ver`` is not read (``None`` for ``ATIF-v1.N``)."""
+    m = _VERSION.match(ver) if isinstance(ver, str) else None
+    if m is None:
+        return f"schema_version {ver!r} is not an ATIF version ('ATIF-v1.N')"
+    if int(m.group(1)) != 1:
+        return (
+            f"schema_version {ver!r}: ATIF major version {m.group(1)} is not supported "
+            f"(this importer reads ATIF-v1.0 to {SCHEMA_VERSION})"
+        )
+    return None
+
+
+def _unreadable(doc: Any) -> str | None:
+    """Why a referenced trajectory cannot be imported (what :meth:`_Trajectory.convert`
+    would refuse: its ``schema_version``, no ``steps`` array), else ``None``."""
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    problem = _version_problem(doc.get("schema_version"))
+    if problem is not None:
+        return problem
+    if not isinstance(doc.get("steps"), list):
+        return "'steps' is missing or not an array"
+    return None
 
 
 def _chassis(obj: Any) -> dict[str, Any]:
@@ -302,6 +334,12 @@ class _Loader:
                 unresolved.append({**ref.describe(), "reason": why})
             else:
                 resolved.append((ref, target))
+        for i, emb in enumerate(as_array(doc.get("subagent_trajectories"))):
+            if id(emb) not in self.embedded_done:
+                conv.b.warn(
+                    f"{prefix}/subagent_trajectories/{i}",
+                    "embedded trajectory is named by no subagent_trajectory_ref; not imported (skipped)",
+                )
         run = conv.finish(unresolved, incomplete)
         if value_warnings:
             attach_value_warnings([run], value_warnings, by_index=False)
@@ -335,6 +373,9 @@ class _Loader:
                     continue
                 if any(r.get(k) and emb.get(k) == r.get(k) for k in ("trajectory_id", "session_id")):
                     self.embedded_done.add(id(emb))
+                    why = _unreadable(emb)
+                    if why is not None:
+                        return None, f"the embedded trajectory (/subagent_trajectories/{i}) is not read: {why}"
                     return (src, emb, f"{prefix}/subagent_trajectories/{i}", []), ""
             path = r.get("trajectory_path")
         else:
@@ -368,6 +409,9 @@ class _Loader:
             isinstance(t_doc.get("schema_version"), str) and str(t_doc["schema_version"]).startswith("ATIF-v")
         ):
             return None, "the referenced file is not an ATIF trajectory"
+        why = _unreadable(t_doc)
+        if why is not None:
+            return None, f"the referenced file is not read: {why}"
         self.files.add(target)
         return (t_src, t_doc, "", t_warnings), ""
 
@@ -392,17 +436,11 @@ class _Trajectory:
     def convert(self) -> list[_Ref]:
         doc, p = self.doc, self.prefix
         ver = doc.get("schema_version")
-        m = _VERSION.match(ver) if isinstance(ver, str) else None
-        if m is None:
-            raise self.err(f"schema_version {ver!r} is not an ATIF version ('ATIF-v1.N')", f"{p}/schema_version")
-        major, minor = int(m.group(1)), int(m.group(2))
-        if major != 1:
-            raise self.err(
-                f"schema_version {ver!r}: ATIF major version {major} is not supported "
-                f"(this importer reads ATIF-v1.0 to {SCHEMA_VERSION})",
-                f"{p}/schema_version",
-            )
-        if minor > _NEWEST_MINOR:
+        problem = _version_problem(ver)
+        if problem is not None:
+            raise self.err(problem, f"{p}/schema_version")
+        m = _VERSION.match(str(ver))
+        if m is not None and int(m.group(2)) > _NEWEST_MINOR:
             self.b.warn(
                 f"{p}/schema_version",
                 f"schema_version {ver!r} is newer than {SCHEMA_VERSION}, the newest this importer knows; "
@@ -471,6 +509,9 @@ class _Trajectory:
             if ch.get("inside_step") is None:  # else the agent step it names holds it
                 b.interrupt(ch["interrupt"], at=at, place=place)
             return
+        ignored = sorted(k for k in _AGENT_ONLY if st.get(k) is not None)
+        if ignored:
+            b.warn(place, f"field(s) {', '.join(ignored)} of a {role} step not mapped (ATIF gives them to agent steps)")
         results = as_array(as_object(st.get("observation")).get("results"))
         has_refs = any(isinstance(r, dict) and r.get("subagent_trajectory_ref") for r in results)
         copied = st.get("is_copied_context") is True
@@ -528,7 +569,10 @@ class _Trajectory:
                 calls.append(b.tool_call(tc.get("tool_call_id"), name, tc.get("arguments"), tp))
             if st.get("tool_calls") is not None and not isinstance(st.get("tool_calls"), list):
                 b.warn(f"{place}/tool_calls", "tool_calls is not an array; skipped")
-            content = response_content(st.get("message"), st.get("reasoning_content"))
+            rc = st.get("reasoning_content")
+            if rc is not None and not isinstance(rc, str):
+                b.warn(f"{place}/reasoning_content", f"reasoning_content is {type(rc).__name__}, not a string; skipped")
+            content = response_content(st.get("message"), rc)
             response = b.message("assistant", content, tool_calls=calls, place=f"{place}/message")
         calls = list(response.tool_calls or [])
         copied = st.get("is_copied_context") is True
@@ -598,8 +642,9 @@ class _Trajectory:
                 seq = rec.seq if rec is not None else None
                 self.refs.append(_Ref("subagent", f"{rp}/subagent_trajectory_ref/{k}", ref, seq, st.get("step_id")))
             content = r.get("content")
-            if call is not None:
-                self._tool(call.name, call.arguments, call.id, r, rch, rp, copied)
+            if call is not None:  # the record's own arguments when they were not the call's (an export)
+                args = rch["arguments"] if "arguments" in rch else call.arguments
+                self._tool(call.name, args, call.id, r, rch, rp, copied)
                 msg = self._override(r, "message", rp) or b.message(
                     "tool", content, tool_call_id=call.id, name=call.name, place=rp
                 )
@@ -882,7 +927,8 @@ def recording_to_atif(rec: Recording) -> dict[str, Any]:
     rebuild it from the ATIF fields alone: request ``options``, ``stop`` and ``tools``
     (``agent.tool_definitions`` when every model call had the same), ``finish_reason``,
     ``duration_seconds``, ``error``, other ``meta``; a chat message that the ATIF fields do
-    not give back exactly (``message``); the whole request when its history is not the
+    not give back exactly (``message``); a tool record's arguments when they are not its
+    call's (``arguments``); the whole request when its history is not the
     steps before it (``request_messages``); a tool result that is not the observation
     text (``result``); the recording's metadata and session. So importing the export
     gives every model and tool call back with the same keys, arguments and usage.
@@ -914,6 +960,7 @@ def recording_to_atif(rec: Recording) -> dict[str, Any]:
     seen_agent = False
     last_agent: dict[str, Any] | None = None
     last_calls: dict[str, str] = {}
+    last_args: dict[str, Any] = {}
 
     def add(step: dict[str, Any]) -> dict[str, Any]:
         out = {"step_id": len(steps) + 1, **step}
@@ -1018,6 +1065,7 @@ def recording_to_atif(rec: Recording) -> dict[str, Any]:
             history = list(req) + [resp.to_json_obj()]
             last_agent = add(step)
             last_calls = {tc.id: tc.name for tc in resp.tool_calls or []}
+            last_args = {tc.id: tc.arguments for tc in resp.tool_calls or []}
             seen_agent = True
             for reply in as_array(meta.get("harness_reply")):
                 last_agent.setdefault("observation", {"results": []})["results"].append({"content": reply})
@@ -1039,10 +1087,10 @@ def recording_to_atif(rec: Recording) -> dict[str, Any]:
             answers = r.tool_call_id in last_calls and last_calls[r.tool_call_id] == r.tool
             if not answers:
                 rch["tool"] = {"tool": r.tool, "arguments": r.arguments}
+            elif r.arguments != last_args.get(r.tool_call_id or ""):
+                rch["arguments"] = r.arguments  # the tool ran with other arguments than the call's
             if r.key is None:
                 rch["no_key"] = True  # its identity was not in its source: no key on import either
-            elif not isinstance(r.arguments, dict):
-                pass  # raw arguments come back from the step's message (extra.chassis.message)
             if (
                 r.result.content != content
                 or r.result.error is not None
@@ -1143,11 +1191,6 @@ def recording_to_atif(rec: Recording) -> dict[str, Any]:
     return doc
 
 
-def export_atif(rec: Recording, *, indent: bool = True) -> bytes:
-    """:func:`recording_to_atif` serialized as JSON bytes."""
-    return dumps(recording_to_atif(rec), orjson.OPT_INDENT_2 if indent else 0)
-
-
 def atif_summary(doc: dict[str, Any]) -> dict[str, int]:
     """Counts of an ATIF trajectory: steps, agent steps, tool calls."""
     steps = [s for s in as_array(doc.get("steps")) if isinstance(s, dict)]
@@ -1158,4 +1201,4 @@ def atif_summary(doc: dict[str, Any]) -> dict[str, int]:
     }
 
 
-__all__ = ["SCHEMA_VERSION", "AtifImporter", "atif_summary", "export_atif", "recording_to_atif", "response_content"]
+__all__ = ["SCHEMA_VERSION", "AtifImporter", "atif_summary", "recording_to_atif", "response_content"]

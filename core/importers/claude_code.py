@@ -173,11 +173,22 @@ def _session_reason(head: bytes) -> str | None:
     objs = [v for v in lines if isinstance(v, dict)]
     if len(objs) < len(lines):
         return "not a Claude Code session (a line is not a JSON object)"
-    if not any("sessionId" in v and v.get("type") in LINE_TYPES for v in objs):
+    if not any(v.get("type") in LINE_TYPES and _claude_line(v) for v in objs):
         return "no Claude Code session line (type user/assistant/… with a sessionId) near the start"
     if any("payload" in v and "sessionId" not in v for v in objs):
         return "lines of {timestamp, type, payload} (a Codex rollout, not a Claude Code session)"
     return None
+
+
+#: line types only Claude Code writes (bookkeeping beside the conversation)
+_OWN_TYPES = frozenset(LINE_TYPES - {"user", "assistant", "system", "summary"})
+
+
+def _claude_line(v: dict[str, Any]) -> bool:
+    """A line as Claude Code writes it: a conversation line with a ``sessionId`` or
+    ``uuid``, or one of the CLI's own bookkeeping types (``file-history-snapshot``,
+    ``queue-operation``, …)."""
+    return "sessionId" in v or "uuid" in v or v.get("type") in _OWN_TYPES
 
 
 class ClaudeCodeImporter(Importer):
@@ -208,8 +219,26 @@ class ClaudeCodeImporter(Importer):
             runs: list[ImportedRun] = []
             for f in files:
                 runs.extend(_Session(read_source(f), folder_index=len(runs)).runs())
+            others = sorted(x.name for x in p.glob("*.jsonl") if x.is_file() and x not in files)
+            if others:
+                shown = ", ".join(name_text(n) for n in others[:5]) + (" …" if len(others) > 5 else "")
+                runs[0].warnings.append(
+                    ImportWarning(
+                        name_text(p.name), f"{len(others)} .jsonl file(s) not read: not Claude Code sessions ({shown})"
+                    )
+                )
             return runs
-        return _Session(read_source(p)).runs()
+        session = _Session(read_source(p))
+        runs = session.runs()
+        if session.bad and session.bad[-1].truncated:
+            # the last line cut short — often a session still being written: what is
+            # complete is imported (warned, line named) and marked incomplete
+            for r in runs:
+                r.incomplete = True
+                src_meta = r.recording.metadata.get("source")
+                if isinstance(src_meta, dict):
+                    src_meta["incomplete"] = True
+        return runs
 
 
 # ------------------------------------------------------------------------------ a session
@@ -232,6 +261,13 @@ class _Session:
                     f"truncated: {self.bad[-1].message}", file=src.name, line=self.bad[-1].number
                 )
             raise FormatError("no line of the file is a JSON object: not a Claude Code session", file=src.name)
+        if not any(ln.value.get("type") in LINE_TYPES and _claude_line(ln.value) for ln in objs):
+            first = objs[0].value.get("type")
+            raise FormatError(
+                "not a Claude Code session: no line has a Claude Code type with a sessionId or uuid "
+                f"(line {objs[0].number} has type {str(first)[:40]!r})",
+                file=src.name,
+            )
         session_id = next(
             (ln.value["sessionId"] for ln in objs if isinstance(ln.value.get("sessionId"), str)),
             name_text(src.path.stem),
@@ -336,8 +372,8 @@ class _Session:
                 main.warnings.append(
                     ImportWarning(
                         f"record {rec.seq}",
-                        f"the sub-agent transcript subagents/agent-{agent_id}.jsonl is not beside the session; "
-                        "the call is kept without it",
+                        f"the sub-agent transcript {name_text(self.src.path.stem)}/subagents/agent-{agent_id}.jsonl "
+                        "is not beside the session; the call is kept without it",
                     )
                 )
                 meta["sub_run_missing"] = True
@@ -355,6 +391,14 @@ class _Session:
             first.parent = main.run_id
             md = first.recording.metadata
             md["agent"] = _agent_meta(f.with_suffix(".meta.json"))
+            raw_args = getattr(rec, "arguments", None)
+            args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+            name = args.get("name") if isinstance(args.get("name"), str) else None
+            if name:
+                md["agent"]["name"] = name
+            described = [x for x in (name, md["agent"].get("description")) if x]
+            if described:
+                md["title"] = _title(": ".join(described))
             md["spawned_at_seq"] = rec.seq
             md["parent_run"] = main.run_id
             if isinstance(md.get("source"), dict):
@@ -403,6 +447,17 @@ class _Session:
                 skipped[kind] = skipped.get(kind, 0) + 1
         for kind, k in skipped.items():
             b.warn("lines", f"{k} {kind} line(s) skipped (bookkeeping of the CLI, not part of the conversation)")
+        if not isinstance(meta.get("title"), str):
+            prompt = next(
+                (
+                    r.value["content"]
+                    for r in b.records
+                    if r.kind == "interrupt" and isinstance(r.value, dict) and r.value.get("role") == "user"
+                ),
+                None,
+            )
+            if isinstance(prompt, str) and prompt.strip():
+                meta["title"] = _title(prompt)
         first = next((n.value for n in path), {})
         meta.update(
             {
@@ -504,6 +559,14 @@ class _Builder:
                     parts.append(blk)
         last = group[-1]
         msg_obj = as_object(last.value.get("message"))
+        # each line of a response carries the usage the CLI knew when it wrote it: the
+        # largest output figure of the lines is the closest to the whole response's
+        outs = [
+            o
+            for n in group
+            if isinstance(o := as_object(as_object(n.value.get("message")).get("usage")).get("output_tokens"), int)
+            and not isinstance(o, bool)
+        ]
         raw_model = msg_obj.get("model")
         model: str = raw_model if isinstance(raw_model, str) else "unknown"
         u = as_object(msg_obj.get("usage"))
@@ -519,7 +582,7 @@ class _Builder:
                     int(nums[k] or 0)
                     for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
                 )
-                usage = (inp, int(nums["output_tokens"] or 0))
+                usage = (inp, max([int(nums["output_tokens"] or 0), *outs]))
                 meta["usage"] = {k: v for k, v in nums.items() if v is not None}
         if isinstance(last.value.get("requestId"), str):
             meta["request_id"] = last.value["requestId"]
@@ -808,6 +871,13 @@ def _fork_of(main: ImportedRun, alt: ImportedRun) -> RecordedFork:
 
 def _link(rel: str, target: str, seq: int | None, title: Any) -> RunLink:
     return RunLink(rel=rel, target=target, seq=seq, title=title if isinstance(title, str) else None)
+
+
+def _title(text: str, n: int = 80) -> str:
+    """A run's title for a picker: the first non-empty line of ``text``, at most ``n``
+    characters."""
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    return line if len(line) <= n else line[: n - 1] + "…"
 
 
 def _agent_meta(path: Path) -> dict[str, Any]:

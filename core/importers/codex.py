@@ -18,10 +18,13 @@ CLI"):
   Output items: ``assistant`` messages, ``reasoning``, ``function_call``,
   ``custom_tool_call``, ``web_search_call``, ``local_shell_call``. Inputs: ``user`` /
   ``developer`` / ``system`` messages and ``function_call_output`` /
-  ``custom_tool_call_output``. The model record's request = every item before the call
-  (``base_instructions`` first, as the system message), its response = one assistant
-  message holding the output items in order (text parts, reasoning as ``thinking`` parts
-  whose ``signature`` is the ``encrypted_content`` as written, tool calls);
+  ``custom_tool_call_output``. The call's ``token_count`` also ends it (Codex writes it
+  once the response is complete): output items after it with no input between are the
+  next call (never the case in the real rollout). The model record's request = every
+  item before the call (``base_instructions`` first, as the system message), its
+  response = one assistant message holding the output items in order (text parts,
+  reasoning as ``thinking`` parts whose ``signature`` is the ``encrypted_content`` as
+  written, tool calls);
 * model = the ``model`` of the ``turn_context`` before the call; usage =
   ``last_token_usage`` (``input_tokens``, ``output_tokens``; the rest in
   ``meta.token_usage``) of the ``token_count`` event that follows its output (Codex writes
@@ -106,7 +109,11 @@ def _rollout_line(value: Any) -> bool:
 
 def _text_parts(content: Any) -> list[Any]:
     """Responses message content (a string, or ``input_text`` / ``output_text`` parts and
-    others) as our content parts: texts as ``{"type": "text", "text"}``, others kept."""
+    others) as our content parts: texts as ``{"type": "text", "text"}``, other objects
+    kept, anything else (a string or number in the list, a non-list value) as one
+    ``{"type": "json", "json": value}`` part. A list rather than
+    :func:`._llm_api._responses_text_parts`' simplified content, since a model call's
+    response joins the parts of several output items."""
     if content is None:
         return []
     if isinstance(content, str) or is_tagged(content):
@@ -117,9 +124,19 @@ def _text_parts(content: Any) -> list[Any]:
     for p in content:
         if isinstance(p, dict) and p.get("type") in ("input_text", "output_text", "text") and "text" in p:
             out.append(text_part(p["text"]))
-        else:
+        elif isinstance(p, dict):
             out.append(p)
+        else:
+            out.append({"type": "json", "json": p})
     return out
+
+
+def _texts(value: Any) -> list[str]:
+    """The ``text`` of each object of a reasoning item's ``summary`` / ``content`` list
+    (anything else: none)."""
+    if not isinstance(value, list):
+        return []
+    return [s["text"] for s in value if isinstance(s, dict) and isinstance(s.get("text"), str)]
 
 
 def _seconds(start: str | None, end: str | None) -> float | None:
@@ -342,7 +359,11 @@ class _Conversion:
             meta["usage_totals"] = {
                 "input_tokens": inp,
                 "output_tokens": out,
-                **{k: total[k] for k in ("cached_input_tokens", "reasoning_output_tokens") if _count(total.get(k))},
+                **{
+                    k: total[k]
+                    for k in ("cached_input_tokens", "reasoning_output_tokens")
+                    if _count(total.get(k)) is not None
+                },
                 "source": "codex token_count total_token_usage",
             }
         return meta
@@ -394,7 +415,7 @@ class _Conversion:
             if t == "message":
                 self.history.append(b.message(str(item.get("role") or "user"), self._content(item), place=ip))
             elif t in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
-                tc, _ = self._tool_call(item, ip)
+                tc, _ = self._tool_call(item, ip, live=False)
                 self.history.append(b.message("assistant", None, tool_calls=[tc], place=ip))
             elif t in INPUT_ITEMS:
                 cid = item.get("call_id")
@@ -441,14 +462,13 @@ class _Conversion:
         self.last_item_at = at or self.last_item_at
 
     def _thinking(self, p: dict[str, Any]) -> dict[str, Any]:
-        texts = [s["text"] for s in p.get("summary") or [] if isinstance(s, dict) and isinstance(s.get("text"), str)]
-        content = p.get("content")
-        if isinstance(content, list):
-            texts += [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+        texts = _texts(p.get("summary")) + _texts(p.get("content"))
         return _thinking_part("\n\n".join(texts), p.get("encrypted_content"))
 
-    def _tool_call(self, p: dict[str, Any], place: str) -> tuple[ToolCall, str]:
-        """The tool call an output item stands for, and its kind (the item type)."""
+    def _tool_call(self, p: dict[str, Any], place: str, *, live: bool = True) -> tuple[ToolCall, str]:
+        """The tool call an output item stands for, and its kind (the item type).
+        ``live=False`` (an item of a compacted history, already answered): a web search
+        takes no ``web_search_end`` event, which belong to the searches still to come."""
         t = str(p.get("type"))
         cid = p.get("call_id")
         if t == "function_call":
@@ -469,7 +489,7 @@ class _Conversion:
             ), t
         if t == "web_search_call":
             action = p.get("action")
-            end = self._search_end(action)
+            end = self._search_end(action) if live else None
             sid = end.get("call_id") if end else p.get("id")
             args = action if isinstance(action, dict) else {"action": action}
             return ToolCall.model_construct(
@@ -500,6 +520,11 @@ class _Conversion:
         return None
 
     def _open(self, at: str | None, place: str) -> _OpenCall:
+        """The model call an output item belongs to: the open one, unless its
+        ``token_count`` was read (Codex writes it when the call's response is complete;
+        output after it, with no input between, is the next call's)."""
+        if self.open is not None and self.open.usage is not None:
+            self._close()
         if self.open is None:
             self.open = _OpenCall(place=place, at=at, start=self.last_item_at)
         self.open.end = at or self.open.end
@@ -707,6 +732,8 @@ class _Conversion:
         if usage is None:
             self.b.warn(place, "token_count without input/output token counts in last_token_usage; no usage")
             return
+        if self.open is not None and self.open.usage is not None:
+            self._close()  # a second count for one call: the call is complete, this count is no one's
         if self.open is not None:
             self.open.usage = usage
             self.open.token_usage = last

@@ -37,7 +37,8 @@ Mapping (rules of this importer; the shapes are Langfuse's):
   :mod:`core.importers._llm_api`; one message object; a string as one user message;
   anything else as one user message holding its JSON text, warned); ``output`` → the
   response (Anthropic message, OpenAI message or completion, a string);
-  ``modelParameters`` → options; ``usageDetails`` ``input``/``output`` → usage;
+  ``modelParameters`` → options; ``usageDetails`` ``input``/``output`` → usage (whole
+  numbers from 0 to 2**53-1; another value is warned and left out, a missing one is 0);
   ``model``; ``endTime - startTime`` (else ``latency``) → duration; level ``ERROR`` →
   error ``model_error`` with ``statusMessage``; the observation's ``toolCalls`` stand in
   for tool calls the output does not show;
@@ -73,7 +74,8 @@ Mapping (rules of this importer; the shapes are Langfuse's):
 * ``trace.input`` → ``metadata.task``; ``trace.output`` → ``metadata.final_output`` (the
   harness's statement of what the run produced: the text of an assistant message, else
   the decoded value); the rest of the trace → ``metadata.trace``; the sums of
-  ``usageDetails`` and ``costDetails.total`` → ``metadata.usage_totals``.
+  ``usageDetails`` (the counts above) and ``costDetails.total`` →
+  ``metadata.usage_totals`` (a cost sum that is not finite is left out, warned).
 
 Duplicates: an observation id seen again (``trace.observations`` repeating the top-level
 list) is read once, the top-level copy first; a copy only under ``trace.observations``
@@ -91,6 +93,7 @@ the observations complete before the damage.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from datetime import UTC, datetime
@@ -98,7 +101,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, name_text
-from ..record.jsonvalues import display_text, is_tagged, load_json_lenient
+from ..record.jsonvalues import SAFE_INT_MAX, display_text, is_tagged, load_json_lenient
 from ..record.recording import ChatMessage, ErrorInfo, ToolCall
 from ._build import JsonImporter, PendingCall, RunBuilder, id_text, json_text
 from ._llm_api import Warnings, parse_request, parse_response, simplify_parts
@@ -201,7 +204,8 @@ class LangfuseImporter(JsonImporter, Importer):
                     file=src.name,
                     path="/observations",
                 )
-            return [self._run(src, doc, [(o, f"/observations/{i}") for i, o in enumerate(doc["observations"])], False)]
+            items = [(o, f"/observations/{i}") for i, o in enumerate(doc["observations"])]
+            return [self._run(src, doc, items, False, base="")]
         if "observations" in trace and not isinstance(trace["observations"], list):
             raise FormatError(
                 f"'trace.observations' is a {_kind(trace['observations'])}, not an array",
@@ -231,7 +235,7 @@ class LangfuseImporter(JsonImporter, Importer):
         items = [(o, f"/observations/{i}") for i, o in enumerate(top)]
         if "trace" in doc:
             items += [(o, f"/trace/observations/{i}") for i, o in enumerate(inner)]
-        return [self._run(src, trace, items, True)]
+        return [self._run(src, trace, items, True, base="/trace" if "trace" in doc else "")]
 
     def _from_list(self, src: SourceFile, obs: list[Any], incomplete: bool) -> list[ImportedRun]:
         groups: dict[str, list[tuple[Any, str]]] = {}
@@ -241,7 +245,7 @@ class LangfuseImporter(JsonImporter, Importer):
         if not groups:
             groups[""] = []
         return [
-            self._run(src, {"id": tid} if tid else {}, items, incomplete, index=n)
+            self._run(src, {"id": tid} if tid else {}, items, incomplete, index=n, base="")
             for n, (tid, items) in enumerate(groups.items())
         ]
 
@@ -254,7 +258,11 @@ class LangfuseImporter(JsonImporter, Importer):
         items: list[tuple[Any, str]],
         incomplete: bool,
         index: int = 0,
+        base: str = "/trace",
     ) -> ImportedRun:
+        """One run: the observations of ``items`` (each with its JSON Pointer) under
+        ``trace``, whose own JSON Pointer is ``base`` (``""`` for a bare trace object at
+        the document's root)."""
         tid = trace.get("id")
         run_id = id_text(tid) if tid not in (None, "") else (name_text(src.path.name).split(".", 1)[0] or "trace")
         b = RunBuilder(self.name, src, run_id, index)
@@ -262,8 +270,8 @@ class LangfuseImporter(JsonImporter, Importer):
         by_id = {id_text(o["id"]): o for o, _ in obs if o.get("id") is not None}
         paths = _ancestry(b, obs, by_id)
         order = sorted(range(len(obs)), key=lambda k: _order_key(obs[k][0], k))
-        trace_input = _decode(b, trace.get("input"), "/trace/input")
-        trace_output = _decode(b, trace.get("output"), "/trace/output")
+        trace_input = _decode(b, trace.get("input"), f"{base}/input")
+        trace_output = _decode(b, trace.get("output"), f"{base}/output")
         spans: list[dict[str, Any]] = []
         beneath: dict[str, list[int]] = {}  # structure observation id -> seqs of records beneath
         skipped: Counter[str] = Counter()
@@ -275,14 +283,15 @@ class LangfuseImporter(JsonImporter, Importer):
             otype = o.get("type")
             before = len(b.records)
             if otype == "GENERATION":
-                self._generation(b, o, place, paths)
-                u, c = as_object(o.get("usageDetails")), as_object(o.get("costDetails"))
-                for key, field in (("input", "input_tokens"), ("output", "output_tokens")):
-                    if _is_num(u.get(key)):
-                        totals[field] += int(u[key])
+                counts = _usage_counts(b, o, place)
+                self._generation(b, o, place, paths, counts)
+                for n, field in zip(counts, ("input_tokens", "output_tokens")):
+                    if n is not None:
+                        totals[field] += n
                         has_usage = True
-                if _is_num(c.get("total")):
-                    totals["cost"] += float(c["total"])
+                cost: Any = as_object(o.get("costDetails")).get("total")
+                if _is_num(cost):
+                    totals["cost"] += float(cost)
                     has_cost = True
             elif otype == "TOOL":
                 self._tool(b, o, place, paths)
@@ -336,20 +345,29 @@ class LangfuseImporter(JsonImporter, Importer):
             seqs = beneath.get(id_text(span.get("id")), [])
             if seqs:
                 span["seq_from"], span["seq_to"] = min(seqs), max(seqs)
-        meta = self._metadata(b, trace, trace_input, trace_output, spans)
-        if has_usage or has_cost:
+        meta = self._metadata(b, trace, trace_input, trace_output, spans, base)
+        if has_usage or (has_cost and math.isfinite(totals["cost"])):
             ut: dict[str, Any] = {"source": "langfuse usageDetails/costDetails"}
             if has_usage:
                 ut["input_tokens"], ut["output_tokens"] = totals["input_tokens"], totals["output_tokens"]
-            if has_cost:
+            if has_cost and math.isfinite(totals["cost"]):
                 ut["cost"] = round(totals["cost"], 12)
+            elif has_cost:
+                b.warn("/observations", "the sum of costDetails.total is not finite (too large a cost); left out")
             meta["usage_totals"] = ut
         created = b.time(trace.get("timestamp"))
         return b.build(meta, created_at=created, incomplete=incomplete)
 
     # -- observations -----------------------------------------------------------------
 
-    def _generation(self, b: RunBuilder, o: dict[str, Any], place: str, paths: dict[int, Any]) -> None:
+    def _generation(
+        self,
+        b: RunBuilder,
+        o: dict[str, Any],
+        place: str,
+        paths: dict[int, Any],
+        counts: tuple[int | None, int | None],
+    ) -> None:
         w = Warnings()
         model = o.get("model")
         if not isinstance(model, str) or not model:
@@ -368,13 +386,13 @@ class LangfuseImporter(JsonImporter, Importer):
         raw_out = _decode(b, o.get("output"), f"{place}/output")
         response, finish, usage, error = _response(b, raw_out, place, w)
         response = _with_tool_calls(b, response, o, place, w)
-        u = as_object(o.get("usageDetails"))
-        if _is_num(u.get("input")) or _is_num(u.get("output")):
-            usage = (_count(u.get("input")), _count(u.get("output")))
+        if counts != (None, None):
+            usage = (counts[0] or 0, counts[1] or 0)
         level = o.get("level")
         if level == "ERROR":
             msg = o.get("statusMessage")
-            error = ErrorInfo(type="model_error", message=msg if isinstance(msg, str) else "level ERROR")
+            text = b.scrub(msg, f"{place}/statusMessage") if isinstance(msg, str) else "level ERROR"
+            error = ErrorInfo(type="model_error", message=text)  # RunBuilder.model does not scrub errors
         for wn in w:
             b.warn(wn.place or place, wn.message)
         rec = b.model(
@@ -406,7 +424,8 @@ class LangfuseImporter(JsonImporter, Importer):
             ((key, inner),) = raw_in.items()
             if key in _WRAPPERS:
                 candidates.insert(0, _decode(b, inner, f"{place}/input/{key}"))
-        hint = _call_id_hint(b, o, place)
+        meta = _record_meta(b, o, place, paths)  # decodes the metadata, once
+        hint = _call_id_hint(meta.get("metadata"))
         call = self._pair(b, name, candidates, hint, place)
         extra: dict[str, Any] = {}
         if call is not None:
@@ -438,7 +457,6 @@ class LangfuseImporter(JsonImporter, Importer):
             duration=_duration(o),
             place=place,
         )
-        meta = _record_meta(b, o, place, paths)
         meta.update(extra)
         rec.meta = b.scrub({"langfuse": meta}, place)
 
@@ -469,7 +487,7 @@ class LangfuseImporter(JsonImporter, Importer):
     # -- metadata ---------------------------------------------------------------------
 
     def _metadata(
-        self, b: RunBuilder, trace: dict[str, Any], task: Any, output: Any, spans: list[dict[str, Any]]
+        self, b: RunBuilder, trace: dict[str, Any], task: Any, output: Any, spans: list[dict[str, Any]], base: str
     ) -> dict[str, Any]:
         meta: dict[str, Any] = {}
         info = {
@@ -483,7 +501,7 @@ class LangfuseImporter(JsonImporter, Importer):
             "release": trace.get("release"),
             "version": trace.get("version"),
             "latency_seconds": trace.get("latency"),
-            "metadata": _decode(b, trace.get("metadata"), "/trace/metadata"),
+            "metadata": _decode(b, trace.get("metadata"), f"{base}/metadata"),
         }
         info = {k: v for k, v in info.items() if v is not None}
         if info:
@@ -497,7 +515,7 @@ class LangfuseImporter(JsonImporter, Importer):
         scores = []
         for i, s in enumerate(as_array(trace.get("scores"))):
             if not isinstance(s, dict):
-                b.warn(f"/trace/scores/{i}", "score is not an object; kept as written")
+                b.warn(f"{base}/scores/{i}", "score is not an object; kept as written")
                 scores.append(s)
                 continue
             keep = {
@@ -510,7 +528,7 @@ class LangfuseImporter(JsonImporter, Importer):
                 "observation_id": s.get("observationId"),
                 "timestamp": s.get("timestamp"),
                 "id": s.get("id"),
-                "metadata": _decode(b, s.get("metadata"), f"/trace/scores/{i}/metadata"),
+                "metadata": _decode(b, s.get("metadata"), f"{base}/scores/{i}/metadata"),
             }
             scores.append({k: v for k, v in keep.items() if v is not None})
         if scores:
@@ -527,7 +545,7 @@ class LangfuseImporter(JsonImporter, Importer):
                     meta["outcome_reason"] = reason
                 else:
                     names = ", ".join(str(s.get("name")) for s, _ in decided)
-                    b.warn("/trace/scores", f"outcome scores disagree ({names}); no outcome recorded")
+                    b.warn(f"{base}/scores", f"outcome scores disagree ({names}); no outcome recorded")
         return meta
 
 
@@ -544,9 +562,27 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
 
 
-def _count(v: Any) -> int:
-    """A token count: ``v`` as an integer when it is a finite number, else 0."""
-    return int(v) if _is_num(v) else 0
+def _count(v: Any) -> int | None:
+    """A token count: ``v`` as an integer when it is a whole number from 0 to 2**53-1 (an
+    integral float such as ``12.0`` included), else ``None``. A larger count (``1e308``)
+    could not be saved: RFC 8785 canonical JSON has no form for it."""
+    if not _is_num(v) or v < 0 or v > SAFE_INT_MAX or v != int(v):
+        return None
+    return int(v)
+
+
+def _usage_counts(b: RunBuilder, o: dict[str, Any], place: str) -> tuple[int | None, int | None]:
+    """``(input, output)`` token counts of an observation's ``usageDetails`` (``None``
+    for a missing one); a value present that is no count is warned and left out."""
+    u = as_object(o.get("usageDetails"))
+    out: list[int | None] = []
+    for key in ("input", "output"):
+        v = u.get(key)
+        n = _count(v)
+        if n is None and v is not None:
+            b.warn(f"{place}/usageDetails/{key}", f"{display_text(v)} is not a token count; left out")
+        out.append(n)
+    return out[0], out[1]
 
 
 def _complete(items: list[Any], open_path: list[Any], at: list[str]) -> list[Any]:
@@ -642,8 +678,11 @@ def _ancestry(
                     )
                 break
             if id(parent) in visited:
-                if cur is o:
-                    b.warn(f"{place}/parentObservationId", "observations are their own ancestors (a cycle); cut here")
+                b.warn(
+                    f"{place}/parentObservationId",
+                    "the observation's ancestors form a cycle (parentObservationId); its path is cut where the "
+                    "cycle closes",
+                )
                 break
             visited.add(id(parent))
             names.append(str(parent.get("name") or parent.get("type") or "?"))
@@ -707,9 +746,8 @@ def _record_meta(b: RunBuilder, o: dict[str, Any], place: str, paths: dict[int, 
     return {k: v for k, v in meta.items() if v is not None}
 
 
-def _call_id_hint(b: RunBuilder, o: dict[str, Any], place: str) -> str | None:
-    """The tool-call id a TOOL observation names in its metadata, if any."""
-    md = _decode(b, o.get("metadata"), f"{place}/metadata")
+def _call_id_hint(md: Any) -> str | None:
+    """The tool-call id a TOOL observation names in its (decoded) metadata, if any."""
     if not isinstance(md, dict):
         return None
     attrs = as_object(md.get("attributes"))

@@ -185,6 +185,8 @@ class RunRef:
     * ``outcome`` — ``metadata.outcome`` (``success``, ``failure``…) or ``None``;
     * ``score`` — :func:`run_score` or ``None``;
     * ``records`` — its number of records; ``incomplete`` — cut short with the source;
+    * ``title`` — ``metadata.title`` when the source names the run (a Claude Code
+      session's first prompt or title, a sub-agent's name and task), else ``None``;
     * ``parent`` — the id of the run this one belongs to (a sub-agent's or a recorded
       alternative path's run), ``None`` for a top-level run.
 
@@ -202,6 +204,7 @@ class RunRef:
     records: int = 0
     incomplete: bool = False
     parent: str | None = None
+    title: str | None = None
 
     @classmethod
     def of(cls, run: ImportedRun, index: int, file_index: int) -> RunRef:
@@ -219,6 +222,7 @@ class RunRef:
             records=len(run.recording.records),
             incomplete=run.incomplete,
             parent=run.parent,
+            title=title if isinstance(title := run.recording.metadata.get("title"), str) else None,
         )
 
 

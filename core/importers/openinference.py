@@ -20,8 +20,10 @@ JSON form (``context.trace_id``/``span_id`` as decimal integers or hex strings,
 8601, ``status.status_code``, ``attributes`` as a map; attributes nested as objects are
 read as their dotted keys).
 
-One run per trace (id: the trace id as hex). Spans are taken by start time, a parent
-before its children on ties (:func:`._spans.tree_order`).
+One run per trace (id: the trace id as hex); a trace with no LLM or TOOL span makes no
+run, and an item of a span list that is not an object is skipped (both warned in every
+run). Spans are taken by start time, a parent before its children on ties
+(:func:`._spans.tree_order`).
 
 * LLM span → model record: input messages → request (``input.value`` when the span has
   no ``llm.input_messages``: a list of chat messages, ``{"messages": [...]}``, or
@@ -29,8 +31,9 @@ before its children on ties (:func:`._spans.tree_order`).
   output message 0 → response (tool-call arguments the flattened attributes lack are
   taken from ``output.value``, the chat message litellm returned; without output
   messages, ``output.value`` itself); ``llm.model_name``; prompt/completion token counts
-  → usage (``total`` is not needed); ``llm.invocation_parameters`` → options (``stop`` /
-  ``stop_sequences`` → stop); ``llm.tools`` → request tools; status ERROR → model error.
+  → usage (``total`` is not needed); ``llm.invocation_parameters`` → options (not a JSON object:
+  warned; the first of ``stop`` / ``stop_sequences`` that is a text or a list of texts →
+  stop, anything else stays an option); ``llm.tools`` → request tools; status ERROR → model error.
 * **A nested LLM span that repeats its call is counted once**: smolagents wraps each
   model call in nested ``Model.__call__`` spans (``LiteLLMModel.__call__`` three deep)
   that carry the same attributes. An LLM span whose nearest LLM ancestor has the same
@@ -80,15 +83,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
-from ..record.jsonvalues import BIGINT_TAG, is_tagged, load_json_lenient
+from ..record.jsonvalues import BIGINT_TAG, display_text, is_tagged, load_json_lenient
 from ..record.recording import ChatMessage, ErrorInfo
 from ._build import (
     JsonImporter,
     PendingCall,
     RunBuilder,
+    attach_value_warnings,
     openai_message,
     parse_arguments,
 )
+from ._build import id_text as value_text
 from ._source import SourceFile, Truncation
 from ._spans import attributes, id_text, nanos_to_rfc3339, otlp_spans, read_documents, to_nanos, tree_order
 from .base import ImportedRun, Importer, ImportWarning
@@ -112,21 +117,34 @@ _HEAD_KIND = re.compile(
 _TOKENS = ("llm.token_count.prompt", "llm.token_count.completion", "llm.token_count.total")
 
 
-def _odd_values(doc: Any, limit: int = 50) -> list[ImportWarning]:
-    """A warning for each ``$nonfinite`` / ``$invalid_unicode`` tag in ``doc`` (JSON
-    Pointer; the first ``limit``, then a count)."""
+#: fields of a span list that hold ids and times: an integer beyond 2**53 there is read
+#: from its $bigint tag (:func:`._spans.id_text`, :func:`._spans.to_nanos`), not warned
+_ID_TIME_FIELDS = frozenset({"trace_id", "span_id", "parent_id", "start_time", "end_time"})
+
+
+def _odd_values(doc: Any, given: dict[str, str], limit: int = 50) -> list[ImportWarning]:
+    """A warning for each tagged value in ``doc`` (``$nonfinite``, ``$invalid_unicode``,
+    ``$bigint``; JSON Pointer; the parser's message for it when ``given`` has one),
+    except a ``$bigint`` in one of :data:`_ID_TIME_FIELDS`; the first ``limit``, then a
+    count."""
     out: list[ImportWarning] = []
     more = 0
     stack: list[tuple[str, Any]] = [("", doc)]
     while stack:
         ptr, v = stack.pop()
         if is_tagged(v):
-            if BIGINT_TAG not in v:
-                if len(out) < limit:
-                    tag = next(iter(v))
-                    out.append(ImportWarning(ptr or "/", f"non-standard JSON value kept tagged as {{{tag!r}: ...}}"))
-                else:
-                    more += 1
+            if BIGINT_TAG in v and ptr.rsplit("/", 1)[-1] in _ID_TIME_FIELDS:
+                continue
+            if len(out) < limit:
+                tag = next(iter(v))
+                shown = display_text(v)[:40]
+                out.append(
+                    ImportWarning(
+                        ptr or "/", given.get(ptr) or f"non-standard value {shown!r} kept as {{{tag!r}: ...}}"
+                    )
+                )
+            else:
+                more += 1
         elif isinstance(v, dict):
             stack.extend((f"{ptr}/{str(k).replace('~', '~0').replace('/', '~1')}", x) for k, x in reversed(v.items()))
         elif isinstance(v, list):
@@ -134,6 +152,12 @@ def _odd_values(doc: Any, limit: int = 50) -> list[ImportWarning]:
     if more:
         out.append(ImportWarning("/", f"... and {more} more non-standard value(s)"))
     return out
+
+
+def _name(v: Any) -> str:
+    """A span or tool name as text: a tagged value (invalid Unicode) as its display
+    text, ``""`` for null."""
+    return "" if v is None else value_text(v)
 
 
 @dataclass(eq=False)
@@ -210,7 +234,7 @@ def _events(raw: Any) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for e in raw if isinstance(raw, list) else []:
         if isinstance(e, dict):
-            out.append((str(e.get("name") or ""), _flatten(attributes(e.get("attributes")))))
+            out.append((_name(e.get("name")), _flatten(attributes(e.get("attributes")))))
     return out
 
 
@@ -223,7 +247,7 @@ def _from_otlp(sp: dict[str, Any], place: str) -> _Span:
         trace=id_text(sp.get("traceId", sp.get("trace_id")), 32) or "no-trace",
         id=id_text(sp.get("spanId", sp.get("span_id"))),
         parent=id_text(sp.get("parentSpanId", sp.get("parent_span_id"))),
-        name=str(sp.get("name") or ""),
+        name=_name(sp.get("name")),
         kind=_kind(attrs, sp),
         start=start,
         end=end,
@@ -247,7 +271,7 @@ def _from_readable(sp: dict[str, Any], place: str) -> _Span:
         trace=id_text(ctx.get("trace_id", sp.get("trace_id")), 32) or "no-trace",
         id=id_text(ctx.get("span_id", sp.get("span_id"))),
         parent=id_text(parent),
-        name=str(sp.get("name") or ""),
+        name=_name(sp.get("name")),
         kind=_kind(attrs, sp),
         start=to_nanos(sp.get("start_time")) or 0,
         end=to_nanos(sp.get("end_time")) or 0,
@@ -259,16 +283,17 @@ def _from_readable(sp: dict[str, Any], place: str) -> _Span:
     )
 
 
-def _spans_of(doc: Any, source: str) -> tuple[list[_Span], dict[str, Any]]:
-    """The spans of a parsed document and what the document says about the run
-    (any-agent's ``final_output``).
+def _spans_of(doc: Any, source: str) -> tuple[list[_Span], dict[str, Any], list[ImportWarning]]:
+    """The spans of a parsed document, what the document says about the run
+    (any-agent's ``final_output``) and a warning for each item of a span list that is
+    not an object (skipped).
 
     Raises:
         FormatError: neither OTLP JSON nor a span list (the JSON Pointer).
     """
     docs = doc if isinstance(doc, list) else [doc]
     if docs and all(isinstance(d, dict) and ("resourceSpans" in d or "resource_spans" in d) for d in docs):
-        return [_from_otlp(sp, place) for sp, _res, place in otlp_spans(docs, source)], {}
+        return [_from_otlp(sp, place) for sp, _res, place in otlp_spans(docs, source)], {}, []
     extra: dict[str, Any] = {}
     if isinstance(doc, dict):
         spans = doc.get("spans")
@@ -289,7 +314,12 @@ def _spans_of(doc: Any, source: str) -> tuple[list[_Span], dict[str, Any]]:
     out = [_from_readable(sp, f"{prefix}[{k}]") for k, sp in enumerate(spans) if isinstance(sp, dict)]
     if not out:
         raise FormatError("the span list holds no span objects", file=source, path=f"/{prefix}")
-    return out, extra
+    skipped = [
+        ImportWarning(f"{prefix}[{k}]", f"span is {type(sp).__name__}, not an object; skipped")
+        for k, sp in enumerate(spans)
+        if not isinstance(sp, dict)
+    ]
+    return out, extra, skipped
 
 
 # --------------------------------------------------------------------------- values
@@ -325,8 +355,7 @@ def _unflatten(attrs: dict[str, Any], prefix: str) -> dict[Any, Any]:
                 break
             node = nxt
         else:
-            if not isinstance(node.get(parts[-1]), dict):
-                node[parts[-1]] = v
+            node[parts[-1]] = v
     return root
 
 
@@ -355,7 +384,8 @@ def _message_dict(node: Any) -> dict[str, Any] | None:
                 parts.append({"type": "text", "text": mc.get("text", "")})
             elif t == "image":
                 img = mc.get("image")
-                url = img.get("image", {}).get("url") if isinstance(img, dict) else None
+                inner = img.get("image") if isinstance(img, dict) else None
+                url = inner.get("url") if isinstance(inner, dict) else None
                 parts.append({"type": "image_url", "image_url": {"url": url}})
             else:
                 parts.append({"type": str(t or "unknown"), **{k: v for k, v in mc.items() if k != "type"}})
@@ -481,14 +511,18 @@ class OpenInferenceImporter(JsonImporter, Importer):
         return read_documents(src.data, src.name)
 
     def value_warnings(self, doc: Any, warnings: list[Any]) -> list[Any]:
-        """Ids and times (decimal integers beyond 2**53 in a span list) are read from
-        their $bigint tags, and a big integer left in a record is warned when the run is
-        built: only NaN/Infinity and invalid Unicode are warned here, each one."""
-        return _odd_values(doc)
+        """Every non-standard value of the document (NaN, invalid Unicode, integers beyond
+        2**53), except the integers of ids and times (:func:`_odd_values`). The
+        document is walked again because the parser stops listing after its first
+        warnings, and a span list's ids and times alone pass that number."""
+        return _odd_values(doc, {str(w.place): str(w.message) for w in warnings})
 
     def convert(self, src: SourceFile, doc: Any, *, incomplete: bool = False) -> list[ImportedRun]:
-        spans, extra = _spans_of(doc, src.name)
-        return self._runs(src, spans, extra, incomplete)
+        spans, extra, skipped = _spans_of(doc, src.name)
+        runs = self._runs(src, spans, extra, incomplete)
+        if skipped:
+            attach_value_warnings(runs, skipped, by_index=False)
+        return runs
 
     def recover(self, src: SourceFile, partial: Truncation) -> list[ImportedRun]:
         """The complete spans of a span list cut short, as incomplete runs."""
@@ -512,12 +546,18 @@ class OpenInferenceImporter(JsonImporter, Importer):
         for s in spans:
             traces.setdefault(s.trace, []).append(s)
         runs = []
+        without: list[ImportWarning] = []
         for index, (tid, items) in enumerate(traces.items()):
             if not any(s.kind in ("LLM", "TOOL") for s in items):
+                without.append(
+                    ImportWarning(f"trace {tid}", f"{len(items)} span(s), none of kind LLM or TOOL; no run (skipped)")
+                )
                 continue
             runs.append(self._trace(src, tid, items, extra, index, incomplete))
         if not runs:
             raise FormatError("no OpenInference LLM or TOOL span (openinference.span.kind) in any trace", file=src.name)
+        if without:  # said in every run: they belong to none
+            attach_value_warnings(runs, without, by_index=False)
         return runs
 
     # -- one trace --------------------------------------------------------------------
@@ -555,6 +595,10 @@ class OpenInferenceImporter(JsonImporter, Importer):
                 chain.append(outer)
                 top = outer
             rep[id(s)] = top
+        for s in items:  # LLM spans whose parents form a cycle: keep the one another points to
+            top = rep.get(id(s), s)
+            if rep.get(id(top), top) is not top:
+                rep[id(s)] = s
         merged = 0
         for s in items:
             top = rep.get(id(s), s)
@@ -678,9 +722,20 @@ class OpenInferenceImporter(JsonImporter, Importer):
             model = "unknown"
         pt, ct = _int(a.get("llm.token_count.prompt")), _int(a.get("llm.token_count.completion"))
         usage = (pt or 0, ct or 0) if pt is not None or ct is not None else None
-        options = _json(a.get("llm.invocation_parameters"))
-        options = dict(options) if isinstance(options, dict) and not is_tagged(options) else {}
-        stop = options.pop("stop", options.pop("stop_sequences", None))
+        raw_options = a.get("llm.invocation_parameters")
+        options = _json(raw_options)
+        if isinstance(options, dict) and not is_tagged(options):
+            options = dict(options)
+        else:
+            if raw_options is not None:
+                b.warn(f"{place}.llm.invocation_parameters", "invocation parameters are not a JSON object; not mapped")
+            options = {}
+        stop = None
+        for k in ("stop", "stop_sequences"):  # the first that is text or a list of texts; else it stays an option
+            v = options.get(k)
+            if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                stop = options.pop(k)
+                break
         tools = []
         for n, t in enumerate(_indexed(_unflatten(a, "llm.tools"))):
             schema = (
@@ -739,6 +794,8 @@ class OpenInferenceImporter(JsonImporter, Importer):
     def _tool(self, b: RunBuilder, s: _Span, meta: dict[str, Any]) -> None:
         a, place = s.attrs, s.place
         name = a.get("tool.name")
+        if is_tagged(name):
+            name = _name(name)
         if not isinstance(name, str) or not name:
             name = s.name or "unknown"
         own_id = a.get("tool_call.id", a.get("tool.call_id"))

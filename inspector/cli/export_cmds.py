@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Export a run to another format (OTLP JSON for Langfuse / Phoenix / Logfire, or an ATIF trajectory)."""
         from core.importers.atif import atif_summary, recording_to_atif
-        from core.importers.otel import export_otlp, recording_to_otlp
+        from core.importers.otel import recording_to_otlp
         from core.record.nesting import dumps
 
         if to.lower() not in EXPORT_FORMATS:
@@ -83,9 +83,10 @@ def register(app: typer.Typer) -> None:
         rec, notices = _open(file, run, source_format)
         for n in notices:
             typer.echo(f"chassis-inspector: {n}", err=True)
+        option = orjson.OPT_INDENT_2 if not compact else 0
         if to.lower() == "atif":
             doc = recording_to_atif(rec)
-            data = dumps(doc, orjson.OPT_INDENT_2 if not compact else 0)
+            data = dumps(doc, option)
             summary = atif_summary(doc)
             wrote = (
                 f"{summary['steps']} ATIF steps ({summary['agent_steps']} agent steps, "
@@ -93,7 +94,7 @@ def register(app: typer.Typer) -> None:
             )
         else:
             doc = recording_to_otlp(rec)
-            data = export_otlp(rec, indent=not compact)
+            data = dumps(doc, option)  # what export_otlp writes, without converting twice
             summary = export_summary(doc)
             wrote = (
                 f"{summary['spans']} spans in {summary['traces']} trace(s) "

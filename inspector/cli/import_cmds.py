@@ -60,8 +60,10 @@ def _store_forks(workspace: Path, runs: list[ImportedRun], src: Path, *, quiet: 
     from core.recorded_forks import store_recorded_forks
     from core.workspace import Workspace
 
-    with Workspace.open(workspace) as ws:
-        stored = store_recorded_forks(ws, runs, str(src))
+    stored = []
+    if any(r.forks for r in runs):  # a workspace is created only to hold something
+        with Workspace.open(workspace) as ws:
+            stored = store_recorded_forks(ws, runs, str(src))
     if not stored:
         echo_err(
             f"notice: {cell(str(src))} holds no recorded alternative path; nothing stored in {cell(str(workspace))}"
@@ -157,7 +159,8 @@ def register(app: typer.Typer) -> None:
                 run = top[0].run_id
                 echo_err(
                     f"notice: {cell(str(src))} holds {len(runs) - 1} more run(s) of this one (sub-agents, recorded alternative "
-                    "paths); import them with --run ID or --all -o DIR (--list names them)"
+                    "paths); import them with --run ID or --all -o DIR (--list names them); --workspace DIR stores the "
+                    "recorded alternative paths as branches"
                 )
             if len(runs) > 1 and run is None:
                 ids = ", ".join(cell(r.run_id) for r in runs[:5]) + (", …" if len(runs) > 5 else "")

@@ -42,12 +42,26 @@ COLUMNS = (
 
 def run_matches(run: RunRef, words: list[str]) -> bool:
     """Whether every word of ``words`` (already case-folded) occurs in the run's id,
-    sample id, epoch, outcome, score or the id of the run it belongs to (case ignored). No words: every run matches."""
+    sample id, epoch, outcome, score, title or the id of the run it belongs to (case
+    ignored). No words: every run matches."""
     hay = " ".join(
-        str(v) for v in (run.id, run.sample_id, run.epoch, run.outcome, run.score, run.parent) if v is not None
+        str(v)
+        for v in (run.id, run.sample_id, run.epoch, run.outcome, run.score, run.parent, run.title)
+        if v is not None
     )
     hay = hay.casefold()
     return all(w in hay for w in words)
+
+
+def _run_cell(run: RunRef) -> Text:
+    """The run's id — marked ``↳`` when it belongs to another run (a sub-agent, a recorded
+    alternative) — and its title, dim, when the source names the run."""
+    cell = line_text(run.id, style="bold")
+    if run.parent is not None:
+        cell = Text.assemble(Text("↳ ", style="dim"), cell)
+    if run.title:
+        cell = Text.assemble(cell, Text(" · ", style="dim"), line_text(run.title, style="dim"))
+    return cell
 
 
 def run_row(run: RunRef, current: bool) -> list[Text]:
@@ -61,9 +75,7 @@ def run_row(run: RunRef, current: bool) -> list[Text]:
     return [
         Text("●", style="bold #d7af00") if current else Text(" "),
         Text(str(run.index), style="dim", justify="right"),
-        Text.assemble(Text("↳ ", style="dim"), line_text(run.id, style="bold"))
-        if run.parent is not None  # a run that belongs to another (a sub-agent, a recorded alternative)
-        else line_text(run.id, style="bold"),
+        _run_cell(run),
         line_text(run.sample_id) if run.sample_id is not None else dash,
         line_text(run.epoch) if run.epoch is not None else dash,
         outcome,

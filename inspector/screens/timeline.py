@@ -739,8 +739,13 @@ class TimelineScreen(Screen[None]):
         return "an" if word[:1] in "aeiou" else "a"
 
     def action_back(self) -> None:
-        """Return to where the last jump started."""
+        """Return to where the last jump started; with no jump left on a timeline opened
+        from another (a sub-agent's run, a replay's events), back to that one."""
         if not self.history:
+            stack = self.app.screen_stack
+            if self is stack[-1] and any(isinstance(s, TimelineScreen) for s in stack[:-1]):
+                self.app.pop_screen()
+                return
             self.notify("nothing to go back to", timeout=2)
             return
         self.jump_to(self.history.pop(), remember=False)

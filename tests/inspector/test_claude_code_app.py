@@ -43,7 +43,9 @@ async def test_a_session_opens_on_its_main_run_and_l_opens_a_sub_agent():
         ids = [r.id for r in app.screen.opened.runs]
         assert ids[0] == "ef958aa1-0e93-49f0-bb71-150f63befcd1" and sum(i.startswith("agent-") for i in ids) == 6
         cells = [app.screen.table.get_row_at(i)[2].plain for i in range(app.screen.table.row_count)]
-        assert cells[0] == ids[0] and all(c.startswith("↳ agent-") for c in cells[1:])
+        assert cells[0].startswith(f"{ids[0]} · OK, we're going to make a little experiment")  # its first prompt
+        assert all(c.startswith("↳ agent-") for c in cells[1:])
+        assert "alice: Research Claude Code plan mode" in "\n".join(cells)  # the Agent call's name and task
 
 
 async def test_a_rewind_fork_shows_in_the_branch_tree(tmp_path, monkeypatch):

@@ -444,3 +444,150 @@ def test_sample_recording_is_a_fresh_import() -> None:
     assert saved.metadata["source"]["sha256"] == fresh.metadata["source"]["sha256"]
     fe = saved.first_error()
     assert fe is not None and fe.kind == "tool" and fe.result.error.type.startswith("exit_code_")
+
+
+# -- review fixes: odd shapes, the model-call boundary, compaction, hostile content ---
+
+
+def _usage_line(total: int, last: int) -> str:
+    return _line(
+        "event_msg",
+        {
+            "type": "token_count",
+            "info": {
+                "total_token_usage": {"input_tokens": total, "output_tokens": total},
+                "last_token_usage": {"input_tokens": last, "output_tokens": last},
+            },
+        },
+    )
+
+
+_META = _line("session_meta", {"id": "s1"})
+_CTX = _line("turn_context", {"turn_id": "t1", "model": "m1"})
+
+
+def test_output_after_a_token_count_is_a_new_model_call(tmp_path: Path) -> None:
+    # a token_count ends its model call: output items after it (no input between) are
+    # the next call, and neither call's usage is lost
+    assistant = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]}
+    p = _write(
+        tmp_path,
+        [
+            _META,
+            _CTX,
+            _line("response_item", assistant),
+            _usage_line(1, 1),
+            _line("response_item", {**assistant, "content": [{"type": "output_text", "text": "b"}]}),
+            _usage_line(3, 2),
+        ],
+    )
+    (r,) = import_file(p)
+    ms = models(r.recording)
+    assert [m.response.message.text for m in ms] == ["a", "b"]
+    assert [m.response.usage.input_tokens for m in ms] == [1, 2]
+    assert sum(m.response.usage.output_tokens for m in ms) == r.recording.metadata["usage_totals"]["output_tokens"]
+
+
+def test_odd_content_parts_and_reasoning_summary_are_kept_not_fatal(tmp_path: Path) -> None:
+    # a content list holding a non-object, a reasoning summary that is not a list:
+    # imported (the odd part kept as a json part), never "unexpected shape"
+    p = _write(
+        tmp_path,
+        [
+            _META,
+            _CTX,
+            _line("response_item", {"type": "message", "role": "user", "content": ["loose text"]}),
+            _line("response_item", {"type": "reasoning", "summary": 5, "content": None}),
+            _line("response_item", {"type": "message", "role": "assistant", "content": [7]}),
+            _line("response_item", {"type": "function_call", "name": "f", "arguments": "{}", "call_id": "c1"}),
+            _line("response_item", {"type": "function_call_output", "call_id": "c1", "output": [None]}),
+            _line(
+                "compacted",
+                {"message": "s", "replacement_history": [{"type": "reasoning", "summary": "x"}]},
+            ),
+        ],
+    )
+    (r,) = import_file(p, "codex")
+    (m,) = models(r.recording)
+    assert m.request.messages[-1].content == [{"type": "json", "json": "loose text"}]
+    assert {"type": "json", "json": 7} in m.response.message.content
+    (t,) = tools(r.recording)
+    assert t.result.content == [{"type": "json", "json": None}]
+
+
+def test_compacted_history_does_not_take_a_later_web_search_id(tmp_path: Path) -> None:
+    search = {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "q"}}
+    p = _write(
+        tmp_path,
+        [
+            _META,
+            _CTX,
+            _line("compacted", {"message": "s", "replacement_history": [search]}),
+            _line("response_item", {"type": "message", "role": "user", "content": "go"}),
+            _line("response_item", search),
+            _line("event_msg", {"type": "web_search_end", "call_id": "ws_live", "query": "q"}),
+        ],
+    )
+    (r,) = import_file(p)
+    (t,) = tools(r.recording)
+    assert t.tool == "web_search" and t.tool_call_id == "ws_live"
+
+
+def test_zero_cached_tokens_are_kept_in_usage_totals(tmp_path: Path) -> None:
+    total = {"input_tokens": 4, "output_tokens": 1, "cached_input_tokens": 0, "reasoning_output_tokens": 0}
+    p = _write(
+        tmp_path,
+        [
+            _META,
+            _CTX,
+            _line("response_item", {"type": "message", "role": "assistant", "content": "hi"}),
+            _line(
+                "event_msg", {"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": total}}
+            ),
+        ],
+    )
+    (r,) = import_file(p)
+    ut = r.recording.metadata["usage_totals"]
+    assert ut["cached_input_tokens"] == 0 and ut["reasoning_output_tokens"] == 0
+
+
+def test_hostile_content_imports_redacted_and_round_trips(tmp_path: Path) -> None:
+    from core.record.io import save_recording
+
+    secret = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+    aws = "AKIAIOSFODNN7EXAMPLE"
+    deep = "[" * 3000 + "]" * 3000
+    lines = [
+        _META,
+        _CTX,
+        _line("event_msg", {"type": "user_message", "message": f"[red]x[/] \x1b]0;pwn\x07 my key {secret}"}),
+        _line(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "[red]x[/]\x1b]0;pwn\x07",
+                "arguments": json.dumps(
+                    {"cmd": f"OPENAI_API_KEY={secret} AWS_ACCESS_KEY_ID={aws}", "big": "x" * 5_000_000}
+                ),
+                "call_id": "c1",
+            },
+        ),
+        '{"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", '
+        '"output": "n", "n": NaN, "huge": 123456789012345678901234}}',
+        '{"timestamp": "t", "type": "response_item", "payload": {"type": "message", "role": "user", "content": '
+        + deep
+        + "}}",
+    ]
+    p = tmp_path / "rollout-hostile.jsonl"
+    p.write_bytes(
+        ("\n".join(lines) + "\n").encode() + b'{"timestamp": "t", "type": "event_msg", "payload": '
+        b'{"type": "user_message", "message": "bad \xff\xfe bytes"}}\n'
+    )
+    (r,) = import_file(p)
+    out = tmp_path / "hostile.json"
+    save_recording(r.recording, out)
+    text = out.read_text()
+    assert secret not in text and aws not in text
+    back = load_recording(out, verify_keys=True)
+    assert len(back.records) == len(r.recording.records) == 4  # interrupts ×2, model, tool
+    assert any(w.place == "line 6" for w in r.warnings)  # the over-deep line, named

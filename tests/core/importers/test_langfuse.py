@@ -72,7 +72,7 @@ def test_real_export_is_detected_and_counted(real: Any) -> None:
     assert real.run_id == SOURCE["trace"]["id"] == "097f1d8982fa909b8cffb14a166ec272"
     assert {r.model for r in models(rec)} == {"claude-sonnet-4-5-20250929"}
     assert rec.metadata["source"]["format"] == "langfuse"
-    assert rec.session.created_at == "2025-12-22T10:46:15.528Z"
+    assert rec.session.created_at == SOURCE["trace"]["timestamp"] == "2025-12-22T10:46:15.528Z"
 
 
 def test_real_export_usage_and_cost(real: Any) -> None:
@@ -189,7 +189,8 @@ def write(tmp_path: Path, d: Any, name: str = "x.trace.json") -> Path:
 
 
 def gen(oid: str, start: str, output: Any, **kw: Any) -> dict[str, Any]:
-    return obs(oid, "GENERATION", start, model="m1", input=kw.pop("input", json.dumps("hi")), output=output, **kw)
+    model = kw.pop("model", "m1")
+    return obs(oid, "GENERATION", start, model=model, input=kw.pop("input", json.dumps("hi")), output=output, **kw)
 
 
 def test_hostile_input_bad_json_no_type_and_dangling_parent(tmp_path: Path) -> None:
@@ -454,3 +455,92 @@ def test_cli_import_validate_info(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "claude-sonnet-4-5-20250929 ×4" in proc.stdout and "mcp__weather__get_weather ×2" in proc.stdout
     assert "failure" in proc.stdout
+
+
+# -- review fixes ------------------------------------------------------------------------
+
+
+def test_token_counts_that_are_not_counts_keep_the_recording_saveable(tmp_path: Path) -> None:
+    # 1e308 tokens is a float no integer count can be: not summed, not a usage, warned;
+    # costs that overflow to infinity are not summed either
+    huge = {"input": 1e308, "output": 1e308, "total": 1e308}
+    d = doc(
+        gen("g1", "01.000", "a", usageDetails=huge, costDetails={"total": 1e308}),
+        gen("g2", "02.000", "b", usageDetails=huge, costDetails={"total": 1e308}),
+        gen("g3", "03.000", "c", usageDetails={"input": 5, "output": 1.5}),
+    )
+    (run,) = import_file(write(tmp_path, d))
+    rec = run.recording
+    out = tmp_path / "saved.json"
+    rec.save(out)
+    load_recording(out, verify_keys=True)
+    g1, g2, g3 = models(rec)
+    assert g1.response.usage is None and g2.response.usage is None
+    assert (g3.response.usage.input_tokens, g3.response.usage.output_tokens) == (5, 0)
+    ut = rec.metadata["usage_totals"]
+    assert (ut["input_tokens"], ut["output_tokens"]) == (5, 0) and "cost" not in ut
+    ms = messages(run)
+    assert sum("not a token count" in m for m in ms) == 5
+    assert any("costDetails.total" in m and "not finite" in m for m in ms)
+
+
+def test_tool_metadata_is_decoded_once(tmp_path: Path) -> None:
+    d = doc(obs("t", "TOOL", "01.000", name="x", input="{}", output="y", metadata="{not json"))
+    (run,) = import_file(write(tmp_path, d))
+    assert sum("looks like JSON but is not valid JSON" in m for m in messages(run)) == 1
+    (t,) = tools(run.recording)
+    assert t.meta["langfuse"]["metadata"] == "{not json"
+
+
+def test_a_parent_cycle_of_several_observations_is_warned(tmp_path: Path) -> None:
+    d = doc(
+        obs("a", "SPAN", "01.000", parent="b"),
+        obs("b", "SPAN", "01.100", parent="a"),
+        gen("g", "02.000", "x", parent="a"),
+    )
+    (run,) = import_file(write(tmp_path, d))
+    assert any("cycle" in m for m in messages(run))
+    (g,) = models(run.recording)
+    assert g.meta["langfuse"]["path"] == ["b", "a"]  # cut where the cycle closes
+
+
+def test_bare_trace_object_places_are_its_own_pointers(tmp_path: Path) -> None:
+    d = doc(gen("g", "01.000", "x"), input="{oops", metadata="[oops", scores=[7])
+    bare = {**d["trace"], "observations": d["observations"]}
+    (run,) = import_file(write(tmp_path, bare, "bare.json"))
+    places = {w.place for w in run.warnings}
+    assert {"/input", "/metadata", "/scores/0"} <= places
+    assert not any(p and p.startswith("/trace/") for p in places)
+    (run,) = import_file(write(tmp_path, d, "wrapped.json"))
+    assert {"/trace/input", "/trace/metadata", "/trace/scores/0"} <= {w.place for w in run.warnings}
+
+
+def test_hostile_content_imports_redacted_and_round_trips(tmp_path: Path) -> None:
+    secret = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+    aws = "AKIAIOSFODNN7EXAMPLE"
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "u1", "name": "sh", "input": {"k": secret}}]}
+    d = doc(
+        gen(
+            "g",
+            "01.000",
+            json.dumps(call),
+            model="[red]x[/]\x1b]0;pwn\x07",
+            input=json.dumps([{"role": "user", "content": f"key {secret} id {aws} " + "z" * 5_000_000}]),
+            level="ERROR",
+            status=f"refused {secret}",
+        ),
+        obs("t", "TOOL", "02.000", name="sh", input=json.dumps({"k": secret}), output="[bold]ok[/]\x1b[2J"),
+        obs("d", "SPAN", "03.000", input="[" * 3000 + "]" * 3000),
+        input=json.dumps({"prompt": secret}),
+    )
+    text = json.dumps(d)
+    p = tmp_path / "hostile.trace.json"
+    p.write_bytes(text.encode()[:-1] + b', "extra": NaN, "bad": "\xff\xfe", "n": 123456789012345678901234}')
+    (run,) = import_file(p)
+    out = tmp_path / "hostile.json"
+    run.recording.save(out)
+    saved = out.read_text()
+    assert secret not in saved and aws not in saved
+    back = load_recording(out, verify_keys=True)
+    assert [r.kind for r in back.records] == ["model", "tool"]
+    assert back.records[0].model == "[red]x[/]\x1b]0;pwn\x07"  # data, kept as written

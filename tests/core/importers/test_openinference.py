@@ -20,7 +20,7 @@ from core.errors import FormatError, SourceImportError
 from core.importers import detect, import_file
 from core.importers._source import TruncatedSourceError, read_head
 from core.importers._spans import id_text, to_nanos, tree_order
-from core.importers.openinference import OpenInferenceImporter
+from core.importers.openinference import KIND, OpenInferenceImporter
 from core.record.io import load_recording
 from core.record.recording import ModelRecord, ToolRecord
 from inspector.cli import main
@@ -119,6 +119,12 @@ def test_smolagents_tools_are_paired_with_the_calls_that_asked_for_them() -> Non
         {"text": "2025"},
         {"answer": SMOL_FINAL},
     ]
+    # cross-checked with the file: each TOOL span's input.value is smolagents' {"args": [], "kwargs": {...}}
+    src_tools = [s["attributes"] for s in source(SMOL)["spans"] if s["attributes"].get(KIND) == "TOOL"]
+    assert [(a["tool.name"], json.loads(a["input.value"])["kwargs"]) for a in src_tools] == [
+        (t.tool, t.arguments) for t in ts
+    ]
+    assert [a.get("output.value") for a in src_tools] == [t.result.content for t in ts]
     for t in ts:
         asker = rec.records[t.seq - 1]
         assert isinstance(asker, ModelRecord)
@@ -202,6 +208,7 @@ def test_real_files_save_load_and_keep_time_order(path: Path, tmp_path: Path) ->
     assert rec.metadata["source"]["format"] == "openinference"
     assert rec.metadata["source"]["file"] == path.name
     assert not any(w.code == "big-integer" for w in run.warnings)  # ids and times are read, not warned
+    assert not any("non-standard" in w.message for w in run.warnings)
     ats = [r.at for r in rec.records]
     assert all(ats) and ats == sorted(ats)
     assert all(r.duration_seconds and r.duration_seconds > 0 for r in rec.records)
@@ -482,3 +489,195 @@ def test_cli_import_validate_and_info(tmp_path: Path, capsys) -> None:
     assert "gpt-4.1-mini" in capsys.readouterr().out
     assert main(["info", str(OPENAI)]) == 0
     assert "converted from openinference" in capsys.readouterr().err
+
+
+# -- review fixes --------------------------------------------------------------------------
+
+
+def rs(sid: int, kind: str | None, attrs: dict[str, Any], parent: int | None = None, **more: Any) -> dict[str, Any]:
+    """A span in the ReadableSpan JSON form any-agent dumps."""
+    return {
+        "name": more.pop("name", f"span{sid}"),
+        "context": {"trace_id": more.pop("trace", 1), "span_id": sid},
+        "parent": {"span_id": parent},
+        "start_time": 1_700_000_000_000_000_000 + sid,
+        "end_time": 1_700_000_000_000_000_010 + sid,
+        "status": {"status_code": "OK"},
+        "attributes": {"openinference.span.kind": kind, **attrs} if kind else attrs,
+        **more,
+    }
+
+
+CHAT = {
+    "llm.model_name": "m",
+    "llm.input_messages.0.message.role": "user",
+    "llm.input_messages.0.message.content": "hi",
+    "llm.output_messages.0.message.role": "assistant",
+    "llm.output_messages.0.message.content": "yo",
+    "llm.token_count.prompt": 3,
+    "llm.token_count.completion": 1,
+}
+
+
+def write(tmp_path: Path, doc: Any, name: str = "spans.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def test_an_image_part_whose_image_is_not_an_object_is_no_crash(tmp_path: Path) -> None:
+    attrs = {
+        **CHAT,
+        "llm.input_messages.0.message.contents.0.message_content.type": "image",
+        "llm.input_messages.0.message.contents.0.message_content.image.image": "not an object",
+    }
+    (run,) = IMP.load(write(tmp_path, {"spans": [rs(1, "LLM", attrs)]}))
+    (m,) = models(run.recording)
+    assert m.request.messages[0].content == [{"type": "image_url", "image_url": {"url": None}}]
+
+
+def test_llm_spans_whose_parents_form_a_cycle_keep_one_model_call(tmp_path: Path) -> None:
+    (run,) = IMP.load(write(tmp_path, {"spans": [rs(1, "LLM", CHAT, parent=2), rs(2, "LLM", CHAT, parent=1)]}))
+    assert len(models(run.recording)) == 1
+
+
+def test_big_integers_are_warned_except_in_ids_and_times(tmp_path: Path) -> None:
+    attrs = {**CHAT, "llm.token_count.prompt": 2**60}
+    spans = [
+        rs(2**62, "LLM", attrs, trace=2**100),
+        rs(2, "TOOL", {"tool.name": "t", "output.value": 2**64}, trace=2**100),
+    ]
+    (run,) = IMP.load(write(tmp_path, {"spans": spans}))
+    big = sorted(w.place for w in run.warnings if w.code == "big-integer")
+    assert big == ["/spans/0/attributes/llm.token_count.prompt", "/spans/1/attributes/output.value"]
+    assert run.run_id == format(2**100, "032x")
+
+
+def test_stop_sequences_and_odd_invocation_parameters_are_kept_or_warned(tmp_path: Path) -> None:
+    spans = [
+        rs(1, "LLM", {**CHAT, "llm.invocation_parameters": '{"stop": 5, "stop_sequences": ["END"]}'}),
+        rs(2, "LLM", {**CHAT, "llm.invocation_parameters": "[1, 2]"}),
+    ]
+    run = only_run(write(tmp_path, {"spans": spans}))
+    m1, m2 = models(run.recording)
+    assert (m1.request.stop, m1.request.options) == (["END"], {"stop": 5})
+    assert any(
+        w.place == "spans[1].llm.invocation_parameters" and "not a JSON object; not mapped" in w.message
+        for w in run.warnings
+    )
+
+
+def test_an_attribute_that_is_both_a_value_and_a_prefix_keeps_the_value(tmp_path: Path) -> None:
+    base = {"llm.model_name": "m", "llm.input_messages.0.message.role": "user"}
+    key, deeper = "llm.input_messages.0.message.content", "llm.input_messages.0.message.content.x"
+    one = rs(1, "LLM", {**base, key: "b", deeper: "a"})
+    two = rs(2, "LLM", {**base, deeper: "a", key: "b"}, trace=2)
+    runs = import_file(write(tmp_path, {"spans": [one, two]}))
+    assert [models(r.recording)[0].request.messages[0].content for r in runs] == ["b", "b"]
+
+
+def test_names_with_invalid_unicode_are_text_not_python_reprs(tmp_path: Path) -> None:
+    text = (
+        '{"spans": [{"name": "\\ud800", "context": {"trace_id": 1, "span_id": 1}, "attributes": '
+        '{"openinference.span.kind": "TOOL", "tool.name": "\\ud800", "output.value": "x"}}]}'
+    )
+    p = tmp_path / "s.json"
+    p.write_text(text)
+    (run,) = IMP.load(p)
+    (t,) = tools(run.recording)
+    assert t.tool == "\ufffd" and t.meta["span"]["name"] == "\ufffd"
+
+
+def test_spans_that_make_no_run_are_warned(tmp_path: Path) -> None:
+    spans = [rs(1, "LLM", CHAT), 5, rs(2, "CHAIN", {}, trace=9)]
+    (run,) = IMP.load(write(tmp_path, {"spans": spans}))
+    ws = [str(w) for w in run.warnings]
+    assert "spans[1]: span is int, not an object; skipped" in ws
+    assert f"trace {format(9, '032x')}: 1 span(s), none of kind LLM or TOOL; no run (skipped)" in ws
+
+
+def test_otlp_bytes_values_become_text_and_export(tmp_path: Path) -> None:
+    """An OTLP bytesValue is read as the text it holds (base64 as written when not UTF-8),
+    never as Python bytes that no JSON writer takes."""
+    tool = span(
+        "00000000000000c1",
+        "",
+        "t",
+        0,
+        5,
+        {"openinference.span.kind": "TOOL", "tool.name": "t"},
+    )
+    tool["attributes"] += [
+        {"key": "input.value", "value": {"bytesValue": "eyJhIjogMX0="}},  # {"a": 1}
+        {"key": "output.value", "value": {"bytesValue": "//79"}},  # not UTF-8
+    ]
+    p = write(tmp_path, {"resourceSpans": [{"scopeSpans": [{"spans": [tool]}]}]}, "bytes.json")
+    (t,) = tools(only_run(p).recording)
+    assert (t.arguments, t.result.content) == ({"a": 1}, "//79")
+    for to in ("atif", "otlp"):
+        out = tmp_path / f"out.{to}.json"
+        assert main(["export", str(p), "--to", to, "-o", str(out)]) == 0
+        assert json.loads(out.read_text())
+
+
+def test_cli_otlp_export_writes_what_export_otlp_writes(tmp_path: Path) -> None:
+    from core.importers.otel import export_otlp
+
+    out = tmp_path / "smol.otlp.json"
+    assert main(["export", str(SMOL), "--to", "otlp", "-o", str(out)]) == 0
+    assert out.read_bytes() == export_otlp(only_run(SMOL).recording)
+
+
+SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+
+
+def test_hostile_content_imports_redacted_and_saves(tmp_path: Path) -> None:
+    from core.record.io import save_recording
+
+    mark = "[red]x[/] \x1b]0;pwn\x07"
+    llm = {
+        **CHAT,
+        "llm.model_name": mark,
+        "llm.input_messages.0.message.content": f"key={SECRET} {mark}",
+        "llm.output_messages.0.message.content": "A" * 5_000_000,
+        "llm.invocation_parameters": json.dumps({"api_key": SECRET, "seed": 2**64}),
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": mark,
+    }
+    tool = {"tool.name": mark, "input.value": json.dumps({"cmd": f"echo {AWS_KEY}"}), "output.value": SECRET}
+    doc = {
+        "spans": [
+            rs(1, "LLM", llm, name=mark),
+            rs(2, "TOOL", tool),
+            rs(3, "AGENT", {"input.value": SECRET, "password": "hunter2hunter2"}),
+            rs(4, "TOOL", {"tool.name": "t", "input.value": "[" * 3000 + "]" * 3000}),
+        ],
+        "final_output": f"done {SECRET}",
+    }
+    p = write(tmp_path, doc)
+    nan = tmp_path / "nan.json"
+    nan.write_text(json.dumps({"spans": [rs(1, "LLM", {**CHAT, "llm.token_count.prompt": 1.5})]}).replace("1.5", "NaN"))
+    for src in (p, nan):
+        (run,) = IMP.load(src)
+        out = tmp_path / "rec.json"
+        save_recording(run.recording, out)
+        data = out.read_bytes()
+        assert SECRET.encode() not in data and AWS_KEY.encode() not in data and b"hunter2hunter2" not in data
+        load_recording(out, verify_keys=True)
+    deep = write(tmp_path, {"spans": [rs(1, "TOOL", {"tool.name": "t", "x": json.loads("[" * 900 + "]" * 900)})]})
+    deep.write_text(deep.read_text().replace("[" * 900, "[" * 5000).replace("]" * 900, "]" * 5000))
+    with pytest.raises(FormatError, match="nested more than"):
+        IMP.load(deep)
+
+
+def test_a_nan_after_many_decimal_ids_is_still_warned(tmp_path: Path) -> None:
+    """The real file's decimal ids and times fill the parser's list of non-standard values;
+    a NaN in its last span is warned all the same."""
+    doc = source(SMOL)
+    doc["spans"][-1]["attributes"]["llm.token_count.prompt"] = 0.5
+    p = tmp_path / "nan.json"
+    p.write_text(json.dumps(doc).replace('"llm.token_count.prompt": 0.5', '"llm.token_count.prompt": NaN'))
+    (run,) = import_file(p)
+    [nan] = [w for w in run.warnings if "NaN" in w.message]
+    assert nan.place == f"/spans/{len(doc['spans']) - 1}/attributes/llm.token_count.prompt"
+    assert not any("more non-standard" in w.message for w in run.warnings)
