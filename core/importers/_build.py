@@ -970,6 +970,19 @@ class RunBuilder:
         return ImportedRun(run_id=self.run_id, recording=rec, warnings=list(self.warnings), incomplete=incomplete)
 
 
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    """Seconds from ``start`` to ``end`` (RFC 3339 texts), to the microsecond; ``None``
+    when either is missing or unreadable, or the difference is negative."""
+    if not start or not end:
+        return None
+    try:
+        d = datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(start.replace("Z", "+00:00"))
+    except (ValueError, TypeError):
+        return None
+    s = d.total_seconds()
+    return round(s, 6) if s >= 0 else None
+
+
 def _dur(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None

@@ -49,13 +49,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, name_text
 from ..record.recording import ChatMessage, ErrorInfo, RunLink, ToolCall
-from ._build import PendingCall, RunBuilder
+from ._build import PendingCall, RunBuilder, seconds_between
 from ._jsonl import Line, read_jsonl
 from ._llm_api import _thinking_part, simplify_parts, text_part
 from ._source import SourceFile, TruncatedSourceError, as_object, read_source
@@ -599,7 +598,7 @@ class _Builder:
             finish_reason=msg_obj.get("stop_reason") if isinstance(msg_obj.get("stop_reason"), str) else None,
             usage=usage,
             at=b.time(first.time or None),
-            duration=_seconds(prev_time, last.time),
+            duration=seconds_between(prev_time, last.time),
             error=error,
             place=place,
         )
@@ -683,7 +682,7 @@ class _Builder:
                 content=None if error else content,
                 error=error,
                 at=at,
-                duration=_seconds(pending.at, at),
+                duration=seconds_between(pending.at, at),
                 place=place,
             )
             tur = v.get("toolUseResult")
@@ -726,18 +725,6 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
-
-
-def _seconds(start: str | None, end: str | None) -> float | None:
-    if not start or not end:
-        return None
-    try:
-        a = datetime.fromisoformat(start.replace("Z", "+00:00"))
-        z = datetime.fromisoformat(end.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    d = (z - a).total_seconds()
-    return d if d >= 0 else None
 
 
 def _conversation_leaves(nodes: dict[str, _Node]) -> list[_Node]:

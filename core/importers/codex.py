@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,7 @@ import orjson
 from ..errors import FormatError, name_text
 from ..record.jsonvalues import is_tagged
 from ..record.recording import ChatMessage, ErrorInfo, ModelRecord, ToolCall, ToolRecord, Usage
-from ._build import PendingCall, RunBuilder, parse_arguments, to_rfc3339
+from ._build import PendingCall, RunBuilder, parse_arguments, seconds_between, to_rfc3339
 from ._jsonl import Line, read_jsonl
 from ._llm_api import _thinking_part, simplify_parts, text_part
 from ._source import SourceFile, as_object, read_source
@@ -137,19 +136,6 @@ def _texts(value: Any) -> list[str]:
     if not isinstance(value, list):
         return []
     return [s["text"] for s in value if isinstance(s, dict) and isinstance(s.get("text"), str)]
-
-
-def _seconds(start: str | None, end: str | None) -> float | None:
-    """Seconds from ``start`` to ``end`` (RFC 3339 texts), ``None`` when either is missing
-    or the difference is negative."""
-    if not start or not end:
-        return None
-    try:
-        d = datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(start.replace("Z", "+00:00"))
-    except (ValueError, TypeError):
-        return None
-    s = d.total_seconds()
-    return round(s, 6) if s >= 0 else None
 
 
 def _count(v: Any) -> int | None:
@@ -547,7 +533,7 @@ class _Conversion:
             response=msg,
             usage=call.usage,
             at=call.at,
-            duration=_seconds(call.start, call.end),
+            duration=seconds_between(call.start, call.end),
             place=call.place,
         )
         meta: dict[str, Any] = {}
@@ -639,7 +625,7 @@ class _Conversion:
                 content=content,
                 error=error,
                 at=pc.at,
-                duration=duration if duration is not None else _seconds(pc.at, at),
+                duration=duration if duration is not None else seconds_between(pc.at, at),
                 place=place,
             )
         if meta:
