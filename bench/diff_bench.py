@@ -5,9 +5,16 @@
 Prints figures and ratios (the numbers in docs/performance.md, section "Diffs"):
 
 * **trace diff** of two runs of ``--records`` call records: a run against itself, against
-  a copy with a handful of edits (changed results, an inserted and a removed call, changed
-  arguments), and against a branch that departs at the middle and never rejoins (every
-  later call differs: the bounded Myers search gives up and patience anchors take over);
+  a copy with a handful of edits (3 changed results, an inserted and a removed call, changed
+  arguments: 6 edits), and against a branch that departs at the middle and never rejoins
+  (every later call differs). For each: the **alignment** alone (the identities of both
+  runs aligned: ``core.analysis.diff._align_keys``), the **whole** ``trace_diff`` (ops,
+  answers compared, first divergence), the plain reference path of both
+  (``core.analysis.align.align`` and ``_trace_diff_plain``; skipped by ``--skip-plain``),
+  and the yardstick measured in the same run: ``difflib.SequenceMatcher(None, ka, kb,
+  autojunk=False).get_opcodes()`` on the same identities. Targets (docs/performance.md,
+  "Trace diff at 100k records"): alignment ≤ 50 ms, whole ≤ 300 ms at 100,000 records
+  with 6 edits, i.e. ≤ 0.11x and ≤ 0.65x the yardstick's 0.46 s where they were set;
 * **payload diff** of two ``--payload-mb`` JSON documents (a list of order-like objects)
   with a handful of changes, hash-guided vs plain ``DeepDiff`` with the same pinned
   options, (a) leaf edits only — both report the same findings — and (b) the same plus one
@@ -19,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
+import gc
 import random
 import statistics
 import sys
@@ -29,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson
 
-from core.analysis.diff import trace_diff
+from core.analysis.align import align
+from core.analysis.diff import _align_keys, _identities, _trace_diff_plain, trace_diff
 from core.analysis.payload_diff import payload_diff, plain_deepdiff
 from core.record.recording import (
     ChatMessage,
@@ -89,8 +99,12 @@ def make_run(n: int, *, seed: int = 0, tag: str = "") -> list:
     return recs
 
 
-def bench_trace(n: int, repeat: int) -> None:
-    print(f"== trace diff, {n:,} records per run")
+def bench_trace(n: int, repeat: int, skip_plain: bool = False) -> dict[str, dict[str, float]]:
+    """Print the trace-diff rows; return, per second run (``identical``, ``a handful of
+    edits``, ``departs at the middle``), its medians in seconds: ``difflib``, ``align``,
+    ``whole``."""
+    figures: dict[str, dict[str, float]] = {}
+    print(f"== trace diff, {n:,} records per run (medians of {repeat}; ratios to difflib in the same run)")
     t = time.perf_counter()
     base = make_run(n)
     print(f"   (built two runs in {time.perf_counter() - t:.1f} s)")
@@ -109,13 +123,31 @@ def bench_trace(n: int, repeat: int) -> None:
     departed = base[: n // 2] + [
         r.model_copy(update={"seq": n // 2 + i}) for i, r in enumerate(make_run(n - n // 2, seed=1, tag="branch "))
     ]
+    gc.collect()  # the runs just built: their collection is not the diff's
     for label, other in (("identical", same), ("a handful of edits", edited), ("departs at the middle", departed)):
+        ka, kb = _identities(base), _identities(other)
+        yard, _ = _timed(
+            lambda ka=ka, kb=kb: difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes(), repeat
+        )
+        al, _ = _timed(lambda ka=ka, kb=kb: _align_keys(ka, kb, 2000), repeat)
         sec, d = _timed(lambda other=other: trace_diff(base, other), repeat)
         fd = d.first_divergence
-        print(
-            f"   {label:<24} {sec * 1000:8.1f} ms  {2 * n / sec / 1e6:5.2f} M records/s  "
-            f"counts={d.counts}  first={fd.to_json() if fd else None}"
+        figures[label] = {"difflib": yard, "align": al, "whole": sec}
+        print(f"   {label:<24} counts={d.counts}  first={fd.to_json() if fd else None}")
+        line = (
+            f"      difflib {yard * 1000:7.1f} ms | alignment {al * 1000:6.1f} ms ({al / yard:5.2f}x) | "
+            f"whole trace_diff {sec * 1000:7.1f} ms ({sec / yard:5.2f}x, {2 * n / sec / 1e6:5.2f} M records/s)"
         )
+        if not skip_plain:
+            p_al, _ = _timed(lambda ka=ka, kb=kb: align(ka, kb) if ka <= kb else align(kb, ka), repeat)
+            p_sec, p = _timed(lambda other=other: _trace_diff_plain(base, other), repeat)
+            same_result = p.ops == d.ops and p.first_divergence == d.first_divergence
+            line += (
+                f"\n      plain: alignment {p_al * 1000:6.1f} ms ({p_al / yard:5.2f}x), whole {p_sec * 1000:7.1f} ms "
+                f"({p_sec / yard:5.2f}x); same ops and first divergence: {same_result}"
+            )
+        print(line)
+    return figures
 
 
 # --------------------------------------------------------------------------- payload diff
@@ -172,11 +204,13 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--payload-mb", type=float, default=10.0)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--skip-plain", action="store_true", help="do not run plain DeepDiff (slow)")
+    ap.add_argument(
+        "--skip-plain", action="store_true", help="do not run plain DeepDiff, nor the plain trace diff (slow)"
+    )
     ap.add_argument("--only", choices=("trace", "payload"))
     args = ap.parse_args()
     if args.only != "payload":
-        bench_trace(args.records, args.repeat)
+        bench_trace(args.records, args.repeat, args.skip_plain)
     if args.only != "trace":
         bench_payload(args.payload_mb, args.repeat, args.skip_plain)
 

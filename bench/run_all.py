@@ -12,6 +12,7 @@ running the rest.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -37,6 +38,8 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "effects_screen_bench": ([], ["--replays", "1000", "--candidates", "50", "--presses", "20", "--repeat", "1"]),
     "proxy_bench": ([], ["--calls", "300"]),
     "claude_code_bench": ([], ["--mb", "2", "--repeat", "1"]),
+    "import_scale_bench": ([], ["--steps", "20", "--mb", "2", "--repeat", "1"]),
+    "skeleton_bench": ([], ["--mb", "2", "--repeat", "1"]),
 }
 
 
@@ -48,13 +51,15 @@ def main() -> int:
     unknown = [n for n in args.names if n not in SCRIPTS]
     if unknown:
         ap.error(f"no benchmark named {', '.join(unknown)} (choose from {', '.join(SCRIPTS)})")
+    # the scripts import ``bench.*`` helpers: the repository root goes on their path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
     failed = []
     for name in args.names or SCRIPTS:
         full, quick = SCRIPTS[name]
         cmd = [sys.executable, str(HERE / f"{name}.py"), *(quick if args.quick else full)]
         print(f"\n=== {name} {' '.join(cmd[2:])}", flush=True)
         t0 = time.perf_counter()
-        rc = subprocess.run(cmd).returncode
+        rc = subprocess.run(cmd, env=env).returncode
         print(f"=== {name}: exit {rc} after {time.perf_counter() - t0:.1f} s", flush=True)
         if rc != 0:
             failed.append(name)

@@ -73,7 +73,12 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from .errors import BranchError, FixtureError, FormatError, OutputError, WorkspaceError, invalid_text, printable
-from .record.io import atomic_write_bytes, dumps_document, dumps_recording, recording_digest, recording_to_dict
+from .record.io import (
+    atomic_write_bytes,
+    dumps_recording,
+    encode_recording,
+    recording_digest,
+)
 from .record.nesting import dumps
 from .record.recording import Recording
 from .record.recording_redaction import ensure_redacted, redact_recording
@@ -704,8 +709,12 @@ class BranchTree:
         return sum(1 for _ in self.walk())
 
 
-#: the start of an events document as the workspace writes it (keys in this order)
-_EVENTS_HEAD = re.compile(r'\{"format":"[^"\\]*","format_version":[0-9]+,"metadata":')
+#: the start of an events document as the workspace writes it (keys in this order; a
+#: version-3 file has its fixed-width ``index_offset``/``index_length`` before ``metadata``)
+_EVENTS_HEAD = re.compile(
+    r'\{"format":"[^"\\]*","format_version":[0-9]+,'
+    r'(?:"index_offset":[0-9]+ *,"index_length":[0-9]+ *,)?"metadata":'
+)
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
 
@@ -1514,11 +1523,11 @@ class Workspace:
         if outcome is not None:
             with _gc_paused():
                 redact_recording(outcome.events)  # replay events are stored redacted
-                doc = recording_to_dict(outcome.events)
-                digest = doc["digest"]
-                raw = dumps_document(doc)
+                encoded = encode_recording(outcome.events)
+                digest = encoded.digest
+                raw = encoded.data
                 events_blob = zlib.compress(raw, 1)
-                del doc
+                del encoded
             n_events = len(outcome.events.records)
         written = self.events_file(record.id) if events_file and raw is not None else None
         before = record.events_digest

@@ -289,6 +289,7 @@ class InspectorApp(App[None]):
         self.loaded.index.adopt(event.recording)
         self.loaded.recording = event.recording
         self.loaded.verify = None
+        keep_long_lived()  # the verified records: out of the cyclic collector's reach
         if isinstance(self.screen, TimelineScreen):
             self.screen.refresh_header()
         self.notify("verified: every record, the digest and the keys", timeout=4)

@@ -11,20 +11,23 @@ imported.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, overload
 
 from core.analysis.timeline import TimelineIndex
-from core.errors import SourceImportError
+from core.errors import FormatError, SourceImportError
 from core.importers import Opened, open_any
+from core.record.indexed import IndexedFile
 from core.record.recording import FORMAT_NAME, FORMAT_VERSION, Recording
 
 from .runinfo import opened_notes
 
 #: format versions whose records are read as written by the fast-open path: version 2 is
-#: version 1 plus optional fields, so a v1 file migrates by its version number alone
-NATIVE_VERSIONS = (1, FORMAT_VERSION)
+#: version 1 plus optional fields, and version 3 (a document without a pool) is version 2,
+#: so such a file migrates by its version number alone
+NATIVE_VERSIONS = (1, 2, FORMAT_VERSION)
 
 #: native recordings at least this big open from a raw index (first paint after the
 #: JSON parse) and are verified in the background; smaller ones are verified first.
@@ -106,11 +109,13 @@ def load_for_view(
     it, the first run in run order is loaded and a file of several runs opens on the
     picker.
 
-    A native (format v1 or v2) recording of at least ``fast_open_bytes`` (default
-    :data:`FAST_OPEN_BYTES`) is *fast-opened*: parsed with orjson, its header validated,
-    its records checked for shape (known kind, increasing seq) and indexed raw; the full
-    verification (every field, digest, keys) is returned as ``verify`` for the app to run
-    in a worker. Everything else is loaded and verified completely here.
+    A native recording of at least ``fast_open_bytes`` (default
+    :data:`FAST_OPEN_BYTES`) is *fast-opened*: a version-3 file from its header and
+    record index alone (records read from their byte ranges when shown); an older one
+    parsed, its header validated, its records checked for shape (known kind, increasing
+    seq) and indexed raw. The full verification (every field, pool, index, digest, keys)
+    is returned as ``verify`` for the app to run in a worker. Everything else is loaded
+    and verified completely here.
 
     Raises:
         core.errors.FormatError: the file cannot be read, parsed or verified (for a
@@ -126,7 +131,7 @@ def load_for_view(
     except OSError:
         big = False
     if big:
-        fast = _fast_open(p)
+        fast = _indexed_open(p) or _skeleton_open(p) or _fast_open(p)
         if fast is not None:
             return fast
     opened = open_any(p, run)
@@ -135,6 +140,85 @@ def load_for_view(
     loaded = LoadedRecording.from_opened(opened, p)
     loaded.run_requested = run is not None
     return loaded
+
+
+class _LazyRecords(Sequence[dict[str, Any]]):
+    """The records of a version-3 file, each read from its index range when asked for
+    (references resolved): what the timeline shows before verification ends."""
+
+    def __init__(self, f: IndexedFile) -> None:
+        self._f = f
+
+    def __len__(self) -> int:
+        return len(self._f)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._f.raw_record(k) for k in range(*i.indices(len(self)))]
+        return self._f.raw_record(i)
+
+
+def _indexed_open(path: Path) -> LoadedRecording | None:
+    """Open a version-3 file from its header and record index alone (the first paint
+    reads nothing else); ``verify`` reads and checks every record in a worker. ``None``
+    when the file is not laid out with an index (another version, or a version-3
+    document rewritten by another tool): the caller opens it another way."""
+    from core.record.indexed import INDEXED_VERSION, is_indexed
+    from core.record.io import indexed_header, load_indexed
+    from core.record.reader import read_input_head
+
+    if not is_indexed(read_input_head(path, 160)):
+        return None
+    try:
+        f = IndexedFile.open(path)
+    except FormatError as exc:
+        if exc.path != "/index_offset":
+            raise
+        return None  # the header's offsets are out of date (an edited file): read it whole
+    shell, _ = indexed_header(f)
+    assert INDEXED_VERSION == FORMAT_VERSION
+    index = TimelineIndex.from_columns(shell, f.index.columns, _LazyRecords(f), source=str(path))
+
+    def verify() -> Recording:
+        return load_indexed(f)
+
+    return LoadedRecording(path, shell, index, [], verify=verify)
+
+
+def _skeleton_open(path: Path) -> LoadedRecording | None:
+    """Open a version-1/2 file from a skeleton decode (:mod:`core.record.skeleton`: the
+    timeline's fields only, payloads skipped, over a read-only memory map); ``verify``
+    parses and checks the whole file in a worker. ``None`` when the file is not a
+    version-1/2 recording (the caller opens it another way)."""
+    import mmap
+
+    from core.record.io import load_recording, recording_from_dict
+    from core.record.reader import check_input
+    from core.record.skeleton import skeleton
+
+    source = str(path)
+    check_input(path)  # a regular file (core.record.reader)
+    try:
+        with open(path, "rb") as fh:
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    skel = skeleton(data, source=source)
+    if skel is None:
+        return None
+    header = {k: v for k, v in skel.header.items() if k != "digest"}
+    shell = recording_from_dict({**header, "records": []}, source=source)
+    shell.digest = skel.header.get("digest")
+    index = TimelineIndex.from_columns(shell, skel.columns, skel.raw, source=source)
+
+    def verify() -> Recording:
+        return load_recording(path)
+
+    return LoadedRecording(path, shell, index, [], verify=verify)
 
 
 def _fast_open(path: Path) -> LoadedRecording | None:

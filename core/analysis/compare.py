@@ -33,7 +33,10 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, ne
 from typing import Any
 
 import orjson
@@ -42,7 +45,7 @@ from deepdiff import DeepDiff
 from ..record.nesting import dumps
 from ..record.recording import Recording
 from .align import align
-from .diff import ALL_KINDS, CALL_KINDS, FirstDivergence, TraceDiff, TraceOp, trace_diff
+from .diff import ALL_KINDS, CALL_KINDS, FirstDivergence, TraceDiff, TraceOp, first_divergence, trace_diff
 from .payload_diff import PINNED_OPTIONS, Change, _Digests, _HashGuide, findings_of, payload_diff
 from .placeholders import blob_of, format_size, mime_hint
 from .safe_text import HIDDEN_MARK, shown
@@ -75,6 +78,8 @@ MAX_CHANGES = 200
 
 #: characters of unchanged text shown before the first difference of two changed strings
 CONTEXT_CHARS = 12
+
+_OP = attrgetter("op")
 
 #: record fields fresh on every run, and the key (derived from the call), never a difference
 _FRESH = ("seq", "at", "run_id", "generation_id", "replayed", "live_fallback", "duration_seconds", "key")
@@ -143,18 +148,22 @@ class Comparison:
 
 
 def compare_runs(base: Recording, other: Recording) -> Comparison:
-    """Align every record of ``base`` and ``other`` (module docstring). Cost: two trace
-    diffs, O(N + M + D²) each for D differing records, and one more alignment of each
-    gap's records (O(G + H + E²) for a gap of G and H records, E of them unpaired)."""
+    """Align every record of ``base`` and ``other`` (module docstring). Cost: the trace
+    diff over every kind, O(N + M + D²) for D differing records, the calls' first
+    divergence (:func:`~core.analysis.diff.first_divergence`: their alignment, answers
+    compared up to the first difference), and one more alignment of each gap's records
+    (O(G + H + E²) for a gap of G and H records, E of them unpaired)."""
     trace = trace_diff(base, other, kinds=ALL_KINDS)
-    calls = trace_diff(base, other, kinds=CALL_KINDS)
+    fd = first_divergence(base, other, kinds=CALL_KINDS)
     rows = _pair_changed_records(trace.ops)
-    differences = [i for i, op in enumerate(rows) if op.op != "same"]
-    fd = calls.first_divergence
+    ops = list(map(_OP, rows))
+    differences = list(compress(range(len(ops)), map(ne, ops, repeat("same"))))
+    counts = {"same": 0, "changed": 0, "removed": 0, "inserted": 0}
+    counts.update(Counter(ops))
     fd_row: int | None = None
     if fd is not None:
         fd_row = _row_of(rows, fd)
-    return Comparison(base, other, rows, trace, fd, fd_row, differences)
+    return Comparison(base, other, rows, trace, fd, fd_row, differences, counts)
 
 
 def _pair_changed_records(ops: list[TraceOp]) -> list[TraceOp]:

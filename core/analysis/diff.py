@@ -43,16 +43,31 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, eq, is_, is_not, not_
 from typing import Any
 
 import orjson
 
 from ..errors import CanonicalizationError
 from ..record.nesting import dumps, is_depth_failure, json_mode_dump
-from ..record.recording import ModelRecord, Recording, SnapshotRecord, ToolRecord
-from .align import DEFAULT_MAX_EDITS, align, opcodes
+from ..record.recording import (
+    ChatMessage,
+    ErrorInfo,
+    InterruptRecord,
+    LifecycleRecord,
+    ModelRecord,
+    Recording,
+    SnapshotRecord,
+    ToolCall,
+    ToolRecord,
+    ToolResult,
+)
+from .align import DEFAULT_MAX_EDITS, _lis, align, opcodes
 from .payload_diff import Change, payload_diff
 
 __all__ = [
@@ -66,6 +81,7 @@ __all__ = [
     "TraceDiff",
     "TraceOp",
     "call_identity",
+    "first_divergence",
     "output_diff",
     "result_fingerprint",
     "state_diff",
@@ -323,8 +339,90 @@ def trace_diff(
     ``kinds`` selects which record kinds take part (default: model and tool calls;
     :data:`ALL_KINDS` adds interrupts, snapshots and lifecycle events, matched by their
     whole content). ``max_edits`` bounds the exact Myers search (:mod:`core.analysis.align`).
-    Cost: O(N + M + D²) for D differing records. Raises ``ValueError`` for an unknown kind.
+    Cost: O(N + M + D²) for D differing records; the O(N + M) part runs in C (runs of
+    equal keys found by comparing list slices, answers of aligned pairs compared a chunk
+    at a time): about 0.1 s for two runs of 100,000 calls that share most of them (see
+    docs/performance.md, "Trace diff at 100k records"). The result is the one of
+    :func:`core.analysis.align.align` and :func:`core.analysis.align.opcodes` on the
+    same keys, pair by pair (a property test holds it to that).
+    Raises ``ValueError`` for an unknown kind or a negative ``max_edits``.
     """
+    bad = [k for k in kinds if k not in ALL_KINDS]
+    if bad:
+        raise ValueError(f"unknown record kind(s) {bad}; expected some of {list(ALL_KINDS)}")
+    if max_edits < 0:
+        raise ValueError("max_edits must be >= 0")
+    a = _records(base, kinds)
+    b = _records(other, kinds)
+    ka = _identities(a)
+    kb = _identities(b)
+    runs = _align_keys(ka, kb, max_edits)
+    ops: list[TraceOp] = []
+    counts = {"same": 0, "changed": 0, "removed": 0, "inserted": 0}
+    i = j = 0
+    for ri, rj, n in [*runs, (len(a), len(b), 0)]:
+        if ri > i or rj > j:
+            gap = _gap_ops(a[i:ri], b[j:rj])
+            counts["removed"] += ri - i
+            counts["inserted"] += rj - j
+            ops.extend(gap)
+        if n:
+            xa, xb = a[ri : ri + n], b[rj : rj + n]
+            same = _same_flags(xa, xb)
+            changed = n - sum(same)
+            counts["same"] += n - changed
+            counts["changed"] += changed
+            ops.extend(_equal_ops(xa, xb, same))
+        i, j = ri + n, rj + n
+    return TraceDiff(ops, _first_divergence(ops, a, b, []), counts, len(a), len(b), tuple(kinds))
+
+
+def first_divergence(
+    base: Recording | Sequence[Any],
+    other: Recording | Sequence[Any],
+    *,
+    kinds: Sequence[str] = CALL_KINDS,
+    max_edits: int = DEFAULT_MAX_EDITS,
+) -> FirstDivergence | None:
+    """``trace_diff(base, other, kinds=kinds, max_edits=max_edits).first_divergence``
+    without the ops of the rest: the answers are compared only up to the first pair that
+    differs, and ops are made only for the first gap. Raises as :func:`trace_diff`."""
+    bad = [k for k in kinds if k not in ALL_KINDS]
+    if bad:
+        raise ValueError(f"unknown record kind(s) {bad}; expected some of {list(ALL_KINDS)}")
+    if max_edits < 0:
+        raise ValueError("max_edits must be >= 0")
+    a = _records(base, kinds)
+    b = _records(other, kinds)
+    i = j = 0
+    for ri, rj, n in [*_align_keys(_identities(a), _identities(b), max_edits), (len(a), len(b), 0)]:
+        if ri > i or rj > j:
+            ops = _gap_ops(a[i:ri], b[j:rj])
+            if n:  # the record pair after the gap: "the next record" of a missing or extra one
+                ops.append(TraceOp("same", a[ri].kind, _name(a[ri]), a[ri].seq, b[rj].seq))
+            return _first_divergence(ops, a, b, [])
+        s, step = 0, _CHUNK  # growing steps: a divergence near the start costs little
+        while s < n:
+            xa, xb = a[ri + s : ri + min(n, s + step)], b[rj + s : rj + min(n, s + step)]
+            same = _same_flags(xa, xb)
+            if not all(same):
+                return _first_divergence(_equal_ops(xa, xb, same), a, b, [])
+            s, step = s + step, min(step * 4, 1 << 16)
+        i, j = ri + n, rj + n
+    return None
+
+
+def _trace_diff_plain(
+    base: Recording | Sequence[Any],
+    other: Recording | Sequence[Any],
+    *,
+    kinds: Sequence[str] = CALL_KINDS,
+    max_edits: int = DEFAULT_MAX_EDITS,
+) -> TraceDiff:
+    """The reference :func:`trace_diff`: every identity from :func:`call_identity`, the
+    alignment of :func:`core.analysis.align.align`, every aligned pair's answers compared
+    by :func:`_same_result`, one by one. Kept for the tests, which hold the fast path to
+    the same ops, counts and first divergence."""
     bad = [k for k in kinds if k not in ALL_KINDS]
     if bad:
         raise ValueError(f"unknown record kind(s) {bad}; expected some of {list(ALL_KINDS)}")
@@ -332,7 +430,6 @@ def trace_diff(
     b = _records(other, kinds)
     ka = [call_identity(r) for r in a]
     kb = [call_identity(r) for r in b]
-    # canonical orientation → the alignment depends only on the unordered pair
     if ka <= kb:
         matches = align(ka, kb, max_edits=max_edits)
     else:
@@ -353,6 +450,374 @@ def trace_diff(
     for o in ops:
         counts[o.op] += 1
     return TraceDiff(ops, _first_divergence(ops, a, b, matches), counts, len(a), len(b), tuple(kinds))
+
+
+# --------------------------------------------------------------------------- fast path: identities
+
+_CALL_TYPES = (ToolRecord, ModelRecord)
+_KEY = attrgetter("key")
+_CALL_TYPE_SET: frozenset[type] = frozenset(_CALL_TYPES)
+_KIND = attrgetter("kind")
+_SEQ = attrgetter("seq")
+
+
+def _identities(recs: list[Any]) -> list[str]:
+    """``[call_identity(r) for r in recs]``, reading the sealed ``key`` of a call directly
+    (in C when every record is a call) and calling :func:`call_identity` only for the
+    records without one (no key, or not a call)."""
+    keys: list[Any]
+    if set(map(type, recs)) <= _CALL_TYPE_SET:
+        keys = list(map(_KEY, recs))
+    else:
+        keys = [r.key if isinstance(r, _CALL_TYPES) else None for r in recs]
+    if None in keys or "" in keys:
+        for idx, k in enumerate(keys):
+            if not k:
+                keys[idx] = call_identity(recs[idx])
+    return keys
+
+
+# --------------------------------------------------------------------------- fast path: alignment
+#
+# The same algorithm as core.analysis.align (trim the common prefix and suffix, drop keys
+# found on one side only, bounded Myers, patience anchors), step for step, so the matches
+# are the same; what differs is how equal runs are found. align() walks them one key at a
+# time in Python; here a run is found by comparing list slices (C, item by item: the
+# same string object at once, else by length and memcmp), galloping then halving, and the
+# matches are kept as runs ``(i, j, n)`` — a[i + t] == b[j + t] for t < n — never as one
+# tuple per pair. The keys are the identities themselves: equal strings are equal keys,
+# as align()'s interned ids are (interning 100,000 keys costs more than the search).
+
+_GALLOP = 8
+
+
+def _run_len(a: list[str], i: int, b: list[str], j: int, limit: int) -> int:
+    """Length of the longest common prefix of ``a[i:i+limit]`` and ``b[j:j+limit]``."""
+    if limit <= 0 or a[i] != b[j]:
+        return 0
+    n, step = 1, _GALLOP
+    while n < limit:
+        c = min(step, limit - n)
+        if a[i + n : i + n + c] == b[j + n : j + n + c]:
+            n += c
+            step += step
+            continue
+        while c > 1:  # the first difference is in [n, n + c): halve
+            h = c >> 1
+            if a[i + n : i + n + h] == b[j + n : j + n + h]:
+                n += h
+                c -= h
+            else:
+                c = h
+        return n
+    return n
+
+
+def _run_back(a: list[str], i: int, b: list[str], j: int, limit: int) -> int:
+    """Length of the longest common suffix of ``a[i-limit:i]`` and ``b[j-limit:j]``."""
+    if limit <= 0 or a[i - 1] != b[j - 1]:
+        return 0
+    n, step = 1, _GALLOP
+    while n < limit:
+        c = min(step, limit - n)
+        if a[i - n - c : i - n] == b[j - n - c : j - n]:
+            n += c
+            step += step
+            continue
+        while c > 1:
+            h = c >> 1
+            if a[i - n - h : i - n] == b[j - n - h : j - n]:
+                n += h
+                c -= h
+            else:
+                c = h
+        return n
+    return n
+
+
+def _match_runs(a: list[str], b: list[str], max_edits: int) -> list[tuple[int, int, int]]:
+    """The matches of ``align(a, b, max_edits=max_edits)`` as maximal runs ``(i, j, n)``."""
+    out: list[tuple[int, int, int]] = []
+    _range_runs(a, 0, len(a), b, 0, len(b), max_edits, out)
+    merged: list[tuple[int, int, int]] = []
+    for i, j, n in out:
+        if merged:
+            pi, pj, pn = merged[-1]
+            if pi + pn == i and pj + pn == j:
+                merged[-1] = (pi, pj, pn + n)
+                continue
+        merged.append((i, j, n))
+    return merged
+
+
+def _align_keys(ka: list[str], kb: list[str], max_edits: int) -> list[tuple[int, int, int]]:
+    """The matches of trace_diff's alignment of the identities ``ka`` and ``kb`` as runs:
+    ``align(ka, kb)`` when ``ka <= kb`` (as lists of strings), else ``align(kb, ka)``
+    mirrored — the canonical orientation, so the result depends on the pair only."""
+    if ka <= kb:
+        return _match_runs(ka, kb, max_edits)
+    return [(i, j, n) for j, i, n in _match_runs(kb, ka, max_edits)]
+
+
+def _range_runs(
+    a: list[str], a0: int, a1: int, b: list[str], b0: int, b1: int, max_edits: int, out: list[tuple[int, int, int]]
+) -> None:
+    """``core.analysis.align._align_range`` on runs."""
+    p = _run_len(a, a0, b, b0, min(a1 - a0, b1 - b0))
+    if p:
+        out.append((a0, b0, p))
+        a0 += p
+        b0 += p
+    s = _run_back(a, a1, b, b1, min(a1 - a0, b1 - b0))
+    m_a1, m_b1 = a1 - s, b1 - s
+    if a0 < m_a1 and b0 < m_b1:
+        mid_a, mid_b = a[a0:m_a1], b[b0:m_b1]
+        in_a, in_b = set(mid_a), set(mid_b)
+        only_a, only_b = in_a - in_b, in_b - in_a
+        if not only_a and not only_b:
+            _middle_runs(a, a0, m_a1, b, b0, m_b1, max_edits, out)
+        else:
+            # keys found on one side only can never match: align the rest (align.py)
+            ra, drops_a = _without(mid_a, only_a)
+            rb, drops_b = _without(mid_b, only_b)
+            if ra and rb:
+                tmp: list[tuple[int, int, int]] = []
+                _range_runs(ra, 0, len(ra), rb, 0, len(rb), max_edits, tmp)
+                _lift(tmp, a0, drops_a, b0, drops_b, out)
+    if s:
+        out.append((m_a1, m_b1, s))
+
+
+def _without(keys: list[str], dropped: set[str]) -> tuple[list[str], list[int]]:
+    """``keys`` without those in ``dropped``, and the positions left out (increasing)."""
+    if not dropped:
+        return keys, []
+    mask = list(map(dropped.__contains__, keys))
+    return list(compress(keys, map(not_, mask))), list(compress(range(len(keys)), mask))
+
+
+def _lift(
+    runs: list[tuple[int, int, int]],
+    a0: int,
+    drops_a: list[int],
+    b0: int,
+    drops_b: list[int],
+    out: list[tuple[int, int, int]],
+) -> None:
+    """Runs over the kept keys → runs over the original positions (``a0`` / ``b0`` plus
+    the kept index plus the dropped positions before it); a run is cut where a dropped
+    key lay between two of its keys."""
+    # at[t]: the kept index just after the t-th dropped position (non-decreasing)
+    at_a = [d - t for t, d in enumerate(drops_a)]
+    at_b = [d - t for t, d in enumerate(drops_b)]
+    for x, y, n in runs:
+        cuts = {c - x for c in at_a[bisect_right(at_a, x) : bisect_left(at_a, x + n)]}
+        cuts.update(c - y for c in at_b[bisect_right(at_b, y) : bisect_left(at_b, y + n)])
+        start = 0
+        for c in [*sorted(cuts), n]:
+            f, g = x + start, y + start
+            out.append((a0 + f + bisect_right(at_a, f), b0 + g + bisect_right(at_b, g), c - start))
+            start = c
+
+
+def _middle_runs(
+    a: list[str], a0: int, a1: int, b: list[str], b0: int, b1: int, max_edits: int, out: list[tuple[int, int, int]]
+) -> None:
+    mid = _myers_runs(a, a0, a1, b, b0, b1, max_edits)
+    if mid is not None:
+        out.extend(mid)
+    else:
+        _patience_runs(a, a0, a1, b, b0, b1, max_edits, out)
+
+
+def _myers_runs(
+    a: list[str], a0: int, a1: int, b: list[str], b0: int, b1: int, max_edits: int
+) -> list[tuple[int, int, int]] | None:
+    """``core.analysis.align._myers`` with each snake found by :func:`_run_len`."""
+    n = a1 - a0
+    m = b1 - b0
+    max_d = min(n + m, max_edits)
+    off = max_d + 1
+    v = [0] * (2 * max_d + 3)
+    trace: list[list[int]] = []
+    for d in range(max_d + 1):
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and v[off + k - 1] < v[off + k + 1]):
+                x = v[off + k + 1]
+            else:
+                x = v[off + k - 1] + 1
+            y = x - k
+            if x < n and y < m:
+                x += _run_len(a, a0 + x, b, b0 + y, min(n - x, m - y))
+            v[off + k] = x
+            if x >= n and x - k >= m:
+                trace.append(v[off - d : off + d + 1])
+                return _backtrack_runs(trace, n, m, a0, b0)
+        trace.append(v[off - d : off + d + 1])
+    return None
+
+
+def _backtrack_runs(trace: list[list[int]], n: int, m: int, a0: int, b0: int) -> list[tuple[int, int, int]]:
+    runs: list[tuple[int, int, int]] = []
+    x, y = n, m
+    for d in range(len(trace) - 1, 0, -1):
+        prev = trace[d - 1]
+        k = x - y
+        if k == -d or (k != d and prev[k - 1 + d - 1] < prev[k + 1 + d - 1]):
+            pk = k + 1
+            px = prev[pk + d - 1]
+            sx = px
+        else:
+            pk = k - 1
+            px = prev[pk + d - 1]
+            sx = px + 1
+        if x > sx:
+            runs.append((a0 + sx, b0 + sx - k, x - sx))
+        x, y = px, px - pk
+    t = min(x, y)
+    if t > 0:
+        runs.append((a0 + x - t, b0 + y - t, t))
+    runs.reverse()
+    return runs
+
+
+def _patience_runs(
+    a: list[str], a0: int, a1: int, b: list[str], b0: int, b1: int, max_edits: int, out: list[tuple[int, int, int]]
+) -> None:
+    """``core.analysis.align._patience`` on runs."""
+    count_a = Counter(a[a0:a1])
+    count_b = Counter(b[b0:b1])
+    pos_b = {x: j for j, x in enumerate(b[b0:b1], b0)}
+    cand = [(i, pos_b[x]) for i, x in enumerate(a[a0:a1], a0) if count_a[x] == 1 and count_b.get(x) == 1]
+    anchors = _lis(cand)
+    if not anchors:
+        return
+    pi, pj = a0, b0
+    for i, j in anchors:
+        _range_runs(a, pi, i, b, pj, j, max_edits, out)
+        out.append((i, j, 1))
+        pi, pj = i + 1, j + 1
+    _range_runs(a, pi, a1, b, pj, b1, max_edits, out)
+
+
+# --------------------------------------------------------------------------- fast path: answers
+#
+# Aligned pairs are compared a chunk at a time: the answers of a chunk's calls are written
+# by orjson in one call per side (our own models as their fields, by ``_fields``) and the
+# bytes compared. Equal bytes prove equal answers as _same_result defines them: orjson
+# writes exact JSON types only (subclasses, dataclasses and datetimes are refused through
+# the passthrough options, other objects by ``_fields``) with the fields and keys in the
+# order held, and what it writes alike (NaN, ±Infinity and None as null; a tuple and a list
+# as an array; an enum as its value) pydantic writes alike too, so the pydantic JSON that
+# _same_result compares is equal as well. A chunk whose bytes differ, or that orjson
+# refuses, is compared pair by pair with _same_result itself.
+
+_CHUNK = 256
+_OWN_MODELS = frozenset({ToolResult, ErrorInfo, ChatMessage, ToolCall})
+_ORJSON_STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+_DICT = attrgetter("__dict__")
+_RESULT = attrgetter("result")
+_RESPONSE = attrgetter("response")
+_MESSAGE = attrgetter("message")
+_FINISH = attrgetter("finish_reason")
+_ERROR = attrgetter("error")
+_PLAIN_KINDS = frozenset({InterruptRecord, SnapshotRecord, LifecycleRecord})
+
+
+def _fields(obj: Any) -> Any:
+    """orjson's ``default``: one of our own models as its fields (what pydantic writes for
+    it, in the same order); anything else is refused."""
+    if type(obj) in _OWN_MODELS:
+        return obj.__dict__
+    raise TypeError
+
+
+def _chunk_bytes(objs: list[Any]) -> bytes | None:
+    try:
+        return orjson.dumps(objs, _fields, option=_ORJSON_STRICT)
+    except TypeError:  # orjson.JSONEncodeError: a value it refuses, or nested too deep
+        return None
+
+
+def _equal_answers(xs: list[Any], ys: list[Any]) -> list[bool]:
+    """For each pair of answers (lists of the same length): proven equal at C speed?
+    ``False`` means "not proven" (the caller asks _same_result)."""
+    out = list(map(is_, xs, ys))
+    if all(out):
+        return out
+    types = set(map(type, xs)) | set(map(type, ys))
+    if len(types) == 1 and types <= _OWN_MODELS:  # one of our models: its fields, as _fields gives them
+        xs, ys = list(map(_DICT, xs)), list(map(_DICT, ys))
+    for s in range(0, len(xs), _CHUNK):
+        cx, cy = xs[s : s + _CHUNK], ys[s : s + _CHUNK]
+        bx = _chunk_bytes(cx)
+        if bx is not None and bx == _chunk_bytes(cy):
+            out[s : s + len(cx)] = [True] * len(cx)
+            continue
+        for t, (x, y) in enumerate(zip(cx, cy), s):  # one by one: which pairs differ
+            if not out[t]:
+                ex = _chunk_bytes([x])
+                out[t] = ex is not None and ex == _chunk_bytes([y])
+    return out
+
+
+def _same_flags(xa: list[Any], xb: list[Any]) -> list[bool]:
+    """``[_same_result(p, q) for p, q in zip(xa, xb)]`` for the records of one run of
+    matched keys, with the answers compared by :func:`_equal_answers`."""
+    types = list(map(type, xa))
+    if types != list(map(type, xb)):
+        return [_same_result(p, q) for p, q in zip(xa, xb)]
+    out = [True] * len(xa)
+    tools = list(compress(range(len(xa)), map(is_, types, repeat(ToolRecord))))
+    models = list(compress(range(len(xa)), map(is_, types, repeat(ModelRecord))))
+    if len(tools) + len(models) < len(xa):  # others: kinds matched by content, or foreign types
+        for t, ty in enumerate(types):
+            if ty is not ToolRecord and ty is not ModelRecord and ty not in _PLAIN_KINDS:
+                out[t] = _same_result(xa[t], xb[t])
+    if tools:
+        ta = list(map(xa.__getitem__, tools))
+        tb = list(map(xb.__getitem__, tools))
+        proven = _equal_answers(list(map(_RESULT, ta)), list(map(_RESULT, tb)))
+        for t in compress(range(len(tools)), map(not_, proven)):
+            out[tools[t]] = _same_result(ta[t], tb[t])
+    if models:
+        ma = list(map(xa.__getitem__, models))
+        mb = list(map(xb.__getitem__, models))
+        pa, pb = list(map(_RESPONSE, ma)), list(map(_RESPONSE, mb))
+        both: Sequence[int] = range(len(models))
+        if not all(map(is_not, pa, repeat(None))) or not all(map(is_not, pb, repeat(None))):
+            # a call without a response: _same_result decides
+            both = [t for t in both if pa[t] is not None and pb[t] is not None]
+            pa, pb = [pa[t] for t in both], [pb[t] for t in both]
+        proven = _equal_answers(list(map(_MESSAGE, pa)), list(map(_MESSAGE, pb)))
+        fa, fb = list(map(_FINISH, pa)), list(map(_FINISH, pb))
+        ea = list(map(_ERROR, map(ma.__getitem__, both)))
+        eb = list(map(_ERROR, map(mb.__getitem__, both)))
+        if fa != fb or not all(map(is_, ea, eb)):  # pair by pair: same finish reason, same error object
+            proven = list(map(all, zip(proven, map(eq, fa, fb), map(is_, ea, eb))))
+        if len(both) == len(models):
+            settled = proven
+        else:
+            settled = [False] * len(models)
+            for t, ok in zip(both, proven):
+                settled[t] = ok
+        for t in compress(range(len(models)), map(not_, settled)):
+            out[models[t]] = _same_result(ma[t], mb[t])
+    return out
+
+
+def _equal_ops(xa: list[Any], xb: list[Any], same: list[bool]) -> list[TraceOp]:
+    """The ``same`` / ``changed`` ops of one run of matched records."""
+    kinds = list(map(_KIND, xa))
+    names = [
+        r.tool if ty is ToolRecord else (r.model if ty is ModelRecord else _name(r)) for r, ty in zip(xa, map(type, xa))
+    ]
+    seq_a, seq_b = list(map(_SEQ, xa)), list(map(_SEQ, xb))
+    ops = list(map(TraceOp, repeat("same"), kinds, names, seq_a, seq_b))
+    for t in compress(range(len(same)), map(not_, same)):
+        dim = "response" if kinds[t] == "model" else ("tool result" if kinds[t] == "tool" else None)
+        ops[t] = TraceOp("changed", kinds[t], names[t], seq_a[t], seq_b[t], dim)
+    return ops
 
 
 def _first_divergence(

@@ -436,6 +436,56 @@ class TimelineIndex:
         self._finish(header.metadata, counts, tokens_in, tokens_out, times)
         return self
 
+    @classmethod
+    def from_columns(
+        cls,
+        header: Recording,
+        columns: dict[str, list[Any]],
+        raw_records: Sequence[Any],
+        *,
+        source: str = "<index>",
+    ) -> TimelineIndex:
+        """Index records from the columns of a record index — a version-3 file's
+        (:class:`core.record.indexed.RecordIndex`) or a skeleton decode's — without
+        reading the records: the first paint of a big file. ``columns`` maps each of
+        :data:`core.record.indexed.INDEX_COLUMNS` to one entry per record;
+        ``raw_records`` gives record ``i`` as parsed JSON on demand (references
+        resolved), validated by :meth:`record` when it is shown. The caller still
+        verifies the file and then calls :meth:`adopt` (or keeps the index lazy).
+        """
+        self = cls.__new__(cls)
+        self.recording = header
+        self._raw = raw_records  # type: ignore[assignment]
+        self._source = source
+        n = len(columns["seq"])
+        self._setup(0)
+        self.seqs = list(columns["seq"])
+        self.kinds = list(columns["kind"])
+        self.names = list(columns["name"])
+        self.statuses = list(columns["status"])
+        self.durations = list(columns["duration"])
+        tins, touts = columns["input_tokens"], columns["output_tokens"]
+        self.tokens = [None if a is None and b is None else (a or 0) + (b or 0) for a, b in zip(tins, touts)]
+        ats = columns["at"]
+        self.offsets = list(ats)
+        self.error_positions = [i for i, s in enumerate(self.statuses) if s == "error"]
+        runs, call_ids, calls = columns["run_id"], columns["tool_call_id"], columns["calls"]
+        for i in range(n):
+            cid = call_ids[i]
+            if cid:
+                self.answered_by.setdefault((runs[i], cid), i)
+            requested = calls[i]
+            if requested:
+                for c in requested:
+                    self.requested_by.setdefault((runs[i], c), i)
+        counts = dict.fromkeys(RECORD_KINDS, 0)
+        for kind, k in Counter(self.kinds).items():
+            if kind in counts:
+                counts[kind] = k
+        times = [t for t in ats if t is not None]
+        self._finish(header.metadata, counts, sum(t for t in tins if t), sum(t for t in touts if t), times)
+        return self
+
     @property
     def verified(self) -> bool:
         """``True`` once every record is a validated model (built from a Recording, or

@@ -474,6 +474,7 @@ def run_sweep(
     cancel: Callable[[], bool] | None = None,
     processes: bool = False,
     live_model: str | None = None,
+    ray_address: str | None = None,
 ) -> SweepResult:
     """Sweep the candidate calls of the base at ``base_path`` (module docstring).
 
@@ -493,7 +494,10 @@ def run_sweep(
     with ``jobs=1`` (started by ``spawn``, safe from a threaded caller such as the app,
     and the only way a stuck executor call can be stopped); ``live_model``: the model
     live calls ask instead of the recorded one (policy ``live_model``: with the provider
-    executor on a recording whose model is ``unknown``, SWE-agent 0.x's).
+    executor on a recording whose model is ``unknown``, SWE-agent 0.x's);
+    ``ray_address``: replay the candidates as Ray tasks on the cluster there instead of
+    local processes (``local`` starts a Ray here; :func:`_run_on_ray`, which cancels
+    and reports progress as the local pool does).
 
     Raises:
         SweepError: bad strategy / candidates / jobs / repeat, ``resample`` without an
@@ -501,6 +505,7 @@ def run_sweep(
             cannot be loaded.
         FormatError: the base cannot be loaded. FixtureError: a bad fixture file.
         AnalysisError: the outcome predicate cannot be loaded or fails.
+        RayError: ``ray_address`` given and Ray not installed or not reachable.
     """
     if strategy not in STRATEGIES:
         raise SweepError(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
@@ -512,6 +517,10 @@ def run_sweep(
         raise SweepError(f"--repeat must be at least 1, not {repeat}")
     if repeat > MAX_REPEAT:
         raise SweepError(f"--repeat {repeat} is more than the {MAX_REPEAT} replays per candidate a sweep allows")
+    if ray_address is not None:
+        from .ray_support import import_ray
+
+        import_ray()  # without Ray, say how to install it before any work
     path = str(base_path)
     if base is None:
         base = Recording.load(path)
@@ -574,7 +583,10 @@ def run_sweep(
 
     results: list[dict[str, Any]] = []
     cancelled = False
-    if not processes and (jobs == 1 or len(tasks) <= 1):
+    if ray_address is not None:
+        if tasks:
+            cancelled = _run_on_ray(tasks, ray_address, jobs, (data, digest, path), results, on_result, cancel)
+    elif not processes and (jobs == 1 or len(tasks) <= 1):
         for t in tasks:
             if cancel is not None and cancel():
                 cancelled = True
@@ -697,4 +709,84 @@ def _run_in_pool(
                 break
     finally:
         pool.shutdown(wait=not cancelled, cancel_futures=True)
+    return cancelled
+
+
+def _ray_candidate(base_ref: list[Any], digest: str, path: str, task: dict[str, Any]) -> dict[str, Any]:
+    """A Ray task: :func:`_run_candidate` of one task. The base recording's bytes are
+    in Ray's object store once (``base_ref``: a list, so Ray does not fetch them for
+    every task); a worker fetches and parses them the first time it needs that base
+    (as :func:`_init_worker` does once per process) and keeps the parsed base."""
+    ensure_recursion_limit()
+    if digest not in _BASES:
+        import ray
+
+        data = ray.get(base_ref[0])
+        _BASES.clear()
+        _BASES[digest] = Recording.loads(data, source=path, verify_keys=False)
+    return _run_candidate(task)
+
+
+def _run_on_ray(
+    tasks: list[dict[str, Any]],
+    address: str,
+    jobs: int,
+    base: tuple[bytes, str, str],
+    results: list[dict[str, Any]],
+    on_result: Callable[[dict[str, Any]], None] | None,
+    cancel: Callable[[], bool] | None,
+) -> bool:
+    """Run ``tasks`` as Ray tasks on the cluster at ``address``
+    (:func:`core.effects.ray_support.ray_connection`; ``jobs`` > 1 sets the CPUs of a
+    ``local`` one), appending each result to ``results`` as it arrives, as
+    :func:`_run_in_pool` does: at most as many tasks in flight as the cluster has CPUs
+    (or ``jobs``), so once ``cancel`` returns true no further candidate starts, and the
+    running ones still busy after :data:`CANCEL_GRACE` seconds are cancelled (their
+    workers killed). The workspace folder is passed as an absolute path: on a cluster it
+    must be a folder every node sees. Returns whether the sweep was cancelled."""
+    import time
+
+    from .ray_support import ray_connection, unwrap
+
+    data, digest, path = base
+    with ray_connection(address, num_cpus=jobs if jobs > 1 else None) as ray:
+        base_ref = ray.put(data)
+        remote = ray.remote(_ray_candidate)
+        window = max(jobs, int(ray.cluster_resources().get("CPU", 1)), 1)
+        queue = [
+            {**t, "workspace": os.path.abspath(t["workspace"])} if t["workspace"] is not None else t for t in tasks
+        ]
+        queue.reverse()  # popped from the end: in seq order
+        running: list[Any] = []
+        cancelled = False
+        deadline: float | None = None
+        try:
+            while queue or running:
+                while queue and len(running) < window:
+                    running.append(remote.remote([base_ref], digest, path, queue.pop()))
+                ready, running = ray.wait(running, num_returns=1, timeout=0.2)
+                if ready and running:
+                    more, running = ray.wait(running, num_returns=len(running), timeout=0)
+                    ready += more
+                for ref in ready:
+                    try:
+                        r = ray.get(ref)
+                    except ray.exceptions.TaskCancelledError:
+                        continue
+                    except ray.exceptions.RayTaskError as exc:
+                        raise unwrap(exc) from None
+                    except ray.exceptions.RayError as exc:  # a worker or node lost, not the task's own error
+                        raise SweepError(f"a Ray task failed: {' '.join(str(exc).split())}") from None
+                    results.append(r)
+                    if on_result:
+                        on_result(r)
+                if not cancelled and cancel is not None and cancel():
+                    cancelled = True
+                    queue.clear()
+                    deadline = time.monotonic() + CANCEL_GRACE
+                if deadline is not None and running and time.monotonic() > deadline:
+                    break
+        finally:
+            for ref in running:
+                ray.cancel(ref, force=True)
     return cancelled

@@ -25,7 +25,10 @@ the damage).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import FormatError, InspectorError, SourceImportError
@@ -183,6 +186,21 @@ def _is_truncated_json(p: Path, head: bytes) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while an importer runs (on again after, if it
+    was): an import allocates millions of objects that live on (the parsed source, the
+    records), which would set off a full collection again and again — a third of a large
+    import's time — while it makes almost no reference cycles to collect."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = False) -> list[ImportedRun]:
     """Import every run of ``path``.
 
@@ -205,7 +223,8 @@ def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = Fal
         raise SourceImportError(f"{p}: already a Chassis recording; nothing to import (open it directly)")
     imp = get_importer(name)
     try:
-        return imp.load(p)
+        with _gc_paused():
+            return imp.load(p)
     except TruncatedSourceError as exc:
         if recover and exc.recovered:
             return exc.recovered

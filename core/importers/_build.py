@@ -44,7 +44,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import CanonicalizationError, FormatError, name_text
-from ..record.canonical import canonical_json, normalize_stop
+from ..record.canonical import canonical_json, model_key_of, normalize_stop
 from ..record.jsonvalues import (
     BIGINT_TAG,
     SAFE_INT_MAX,
@@ -71,6 +71,7 @@ from ..record.recording import (
     ToolRecord,
     ToolResult,
     Usage,
+    message_canonical,
 )
 from ..record.recording_redaction import redact_recording
 from ..record.redaction import SECRET_VALUE_PATTERNS, SecretRedactor, redact
@@ -206,6 +207,102 @@ def identity_key(identity: dict[str, Any]) -> tuple[str | None, str | None]:
     return "sha256:" + hashlib.sha256(data).hexdigest(), None
 
 
+def extends(messages: list[ChatMessage], last: list[ChatMessage]) -> int:
+    """``len(last)`` when ``messages`` starts with the messages of ``last`` (a growing
+    history: compared in C, each pair by identity first, then by value), else 0."""
+    k = len(last)
+    return k if k <= len(messages) and messages[:k] == last else 0
+
+
+#: how many message lists :class:`ModelKeys` remembers (a run may interleave a few
+#: conversations: an agent, its judge, a sub-agent)
+_KEY_CHAINS = 4
+_TAG = b'"$bigint"'
+
+
+def _holds_tag(value: Any) -> bool:
+    """Whether ``value`` (tools, options) may hold a ``{"$bigint": ...}`` tag or a raw
+    integer orjson cannot write: its compact JSON contains ``"$bigint"``, or orjson
+    refuses it (then the plain path decides)."""
+    try:
+        return _TAG in orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, a key that is no string, …
+        return True
+
+
+class ModelKeys:
+    """Model keys of a run's requests at linear cost in a growing chat history.
+
+    The key is :func:`identity_key` of ``{kind: "model", model, messages, tools, stop,
+    options}`` (what :func:`core.record.canonical.model_key` hashes). Here each message's
+    canonical JSON comes from :func:`core.record.recording.message_canonical` (once per
+    message object) and the list of those bytes of a request is built from the list of
+    the last request it extends (``messages[:len(last)] == last``, compared in C, by
+    identity first), so a history of ``n`` messages asked ``n`` times costs ``O(n)``
+    canonicalizations, not ``O(n²)``; :func:`core.record.canonical.model_key_of` then
+    streams those bytes into SHA-256, resuming from the longest prefix it hashed before.
+
+    Whatever the fast path cannot decide exactly as :func:`identity_key` does — a value
+    with no canonical form (the reason and its JSON Pointer), a ``{"$bigint": ...}`` tag
+    anywhere (no key) — is handed to :func:`identity_key` on the whole identity, so the
+    key and the reason are always those of the plain path.
+    """
+
+    def __init__(self) -> None:
+        #: recent message lists: (messages, their canonical bytes, any bytes holding "$bigint")
+        self._chains: list[tuple[list[ChatMessage], list[bytes], bool]] = []
+
+    def _parts(self, messages: list[ChatMessage]) -> tuple[list[bytes], bool] | None:
+        """The canonical bytes of ``messages`` and whether one holds ``"$bigint"``; ``None``
+        when a message has no canonical form."""
+        n = len(messages)
+        best: tuple[list[ChatMessage], list[bytes], bool] | None = None
+        for chain in self._chains:
+            k = len(chain[0])
+            if k <= n and (best is None or k > len(best[0])) and messages[:k] == chain[0]:
+                best = chain
+        if best is not None:
+            self._chains.remove(best)
+            start, parts, tagged = len(best[0]), best[1], best[2]
+        else:
+            start, parts, tagged = 0, [], False
+        if start < n:
+            new: list[bytes] = []
+            try:
+                for m in messages[start:]:
+                    data = message_canonical(m)
+                    if _TAG in data:
+                        tagged = True
+                    new.append(data)
+            except CanonicalizationError:
+                return None
+            parts = parts + new  # a new list: the chain's own stays as it was
+        self._chains.insert(0, (list(messages), parts, tagged))
+        del self._chains[_KEY_CHAINS:]
+        return parts, tagged
+
+    def key(
+        self, model: str, messages: list[ChatMessage], tools: Any, stop: list[str], options: Any
+    ) -> tuple[str | None, str | None]:
+        """``(key, None)`` or ``(None, why)`` exactly as :func:`identity_key` of the
+        request's identity (``stop`` already normalized)."""
+        got = self._parts(messages)
+        if got is not None and not got[1] and not _holds_tag(tools) and not _holds_tag(options):
+            try:
+                return model_key_of(model, got[0], tools, stop, options), None
+            except CanonicalizationError:
+                pass
+        identity = {
+            "kind": "model",
+            "model": model,
+            "messages": [m.to_json_obj() for m in messages],
+            "tools": tools,
+            "stop": stop,
+            "options": options,
+        }
+        return identity_key(identity)
+
+
 # --------------------------------------------------------------------------- big integers
 
 _RECORD: TypeAdapter[Any] = TypeAdapter(Record)
@@ -227,13 +324,43 @@ def tag_big_ints(records: list[Any], warn: Callable[[str, str], None]) -> int:
     already got ``key = None`` (it could not be canonicalized).
 
     Cheap when there is nothing to do: each record is serialized once (pydantic's JSON
-    writer) and searched for a number of 16+ digits (:func:`core.record.jsonvalues.might_hold_big_int`). Returns the number of records
-    rebuilt.
+    writer) and searched for a number of 16+ digits (:func:`core.record.jsonvalues.might_hold_big_int`);
+    a model request's messages are serialized and searched once per message object (a
+    growing history repeats them in every request; a number token never spans two
+    messages, so this finds what searching the whole record finds). Returns the number
+    of records rebuilt.
     """
     changed = 0
-    for i, r in enumerate(records):
+    clean: dict[int, tuple[ChatMessage, bool]] = {}  # id(message) -> (message, holds no candidate)
+
+    def message_clean(m: ChatMessage) -> bool:
+        hit = clean.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
         try:
-            js = r.__pydantic_serializer__.to_json(r, exclude_none=True, warnings=False)
+            ok = not might_hold_big_int(m.__pydantic_serializer__.to_json(m, exclude_none=True, warnings=False))
+        except ValueError:  # PydanticSerializationError: the record's JSON form decides
+            ok = False
+        clean[id(m)] = (m, ok)
+        return ok
+
+    prev: list[ChatMessage] = []  # the last request's messages, and whether all are clean
+    prev_clean = True
+    for i, r in enumerate(records):
+        js: bytes | None
+        try:
+            if type(r) is ModelRecord:
+                msgs = r.request.messages
+                lo = extends(msgs, prev)
+                ok = (prev_clean or not lo) and all(message_clean(m) for m in msgs[lo:])
+                prev, prev_clean = msgs, ok
+                js = r.__pydantic_serializer__.to_json(
+                    r, exclude_none=True, exclude={"request": {"messages"}}, warnings=False
+                )
+                if not ok:
+                    js = None
+            else:
+                js = r.__pydantic_serializer__.to_json(r, exclude_none=True, warnings=False)
         except ValueError:  # PydanticSerializationError (e.g. a lone surrogate): look at the JSON form
             js = None
         if js is not None and not might_hold_big_int(js):
@@ -375,24 +502,26 @@ def _call_fp(m: ChatMessage) -> tuple[Any, ...]:
     return (m.text if not isinstance(m.content, list) else json_text(m.content), calls)
 
 
-def _map_request(
+_Mapping = dict[int, list[_Issue | None]]
+_Open = list[tuple[str, str, _Issue]]
+
+
+def _map_calls(
     messages: list[ChatMessage],
+    lo: int,
     by_fp: dict[tuple[Any, ...], list[list[_Issue]]],
     by_src: dict[str, list[_Issue]],
     fp_cache: dict[int, tuple[Any, ...]],
-) -> dict[int, list[_Issue | None]]:
-    """Which earlier call each tool call and ``tool`` message of one request stands for.
-
-    An assistant message with tool calls is the earlier response it repeats (same text,
-    same call names and arguments; from the last message back, each takes the latest such
-    response no later message of this request took), else each call is the latest earlier
-    call with its id. A ``tool`` message answers the call of an assistant message before it
-    in the request: the one with its id, else the first unanswered one of its name, else
-    (no id) the first unanswered one. Returns ``{message index: [issue or None, ...]}``
-    (one entry per tool call, or one for a ``tool`` message)."""
-    out: dict[int, list[_Issue | None]] = {}
+    out: _Mapping,
+) -> tuple[list[list[_Issue]], bool]:
+    """The first step of :func:`_map_request` on ``messages[lo:]``, from the last message
+    back: each assistant message with tool calls → the earlier calls it carries (into
+    ``out``). Returns the responses' groups taken by fingerprint, and whether every such
+    message was matched by fingerprint (none by id)."""
     taken: set[int] = set()
-    for i in range(len(messages) - 1, -1, -1):
+    groups: list[list[_Issue]] = []
+    all_by_fp = True
+    for i in range(len(messages) - 1, lo - 1, -1):
         m = messages[i]
         if m.role != "assistant" or not m.tool_calls:
             continue
@@ -403,8 +532,10 @@ def _map_request(
         if found is not None:
             taken.add(id(found))
             taken.update(id(c) for c in found)
+            groups.append(found)
             out[i] = list(found)
             continue
+        all_by_fp = False
         mapped: list[_Issue | None] = []
         for tc in m.tool_calls:
             cands = by_src.get(tc.id, ()) if tc.id else ()
@@ -412,8 +543,15 @@ def _map_request(
             if mapped[-1] is not None:
                 taken.add(id(mapped[-1]))
         out[i] = mapped
-    open_calls: list[tuple[str, str, _Issue]] = []  # (id as written here, name, issue)
-    for i, m in enumerate(messages):
+    return groups, all_by_fp
+
+
+def _map_results(messages: list[ChatMessage], lo: int, out: _Mapping, open_calls: _Open) -> None:
+    """The second step of :func:`_map_request` on ``messages[lo:]``, first to last: each
+    ``tool`` message → the call it answers (``open_calls``: the calls of the messages
+    before, not yet answered; updated)."""
+    for i in range(lo, len(messages)):
+        m = messages[i]
         if m.role == "assistant" and m.tool_calls:
             for tc, issue in zip(m.tool_calls, out.get(i, ())):
                 if issue is not None:
@@ -427,7 +565,58 @@ def _map_request(
                 k = 0
             if k is not None:
                 out[i] = [open_calls.pop(k)[2]]
-    return out
+
+
+def _map_request(
+    messages: list[ChatMessage],
+    by_fp: dict[tuple[Any, ...], list[list[_Issue]]],
+    by_src: dict[str, list[_Issue]],
+    fp_cache: dict[int, tuple[Any, ...]],
+) -> tuple[_Mapping, _Open]:
+    """Which earlier call each tool call and ``tool`` message of one request stands for.
+
+    An assistant message with tool calls is the earlier response it repeats (same text,
+    same call names and arguments; from the last message back, each takes the latest such
+    response no later message of this request took), else each call is the latest earlier
+    call with its id. A ``tool`` message answers the call of an assistant message before it
+    in the request: the one with its id, else the first unanswered one of its name, else
+    (no id) the first unanswered one. Returns ``{message index: [issue or None, ...]}``
+    (one entry per tool call, or one for a ``tool`` message) and the calls left
+    unanswered at the end of the request."""
+    out: _Mapping = {}
+    _map_calls(messages, 0, by_fp, by_src, fp_cache, out)
+    open_calls: _Open = []
+    _map_results(messages, 0, out, open_calls)
+    return out, open_calls
+
+
+@dataclass
+class _Mapped:
+    """The mapping of one request: ``delta`` holds the entries of ``messages[lo:]``; those
+    of ``messages[:lo]`` are the mapping of the request mapped before it (``lo > 0``: this
+    request extends that one)."""
+
+    messages: list[ChatMessage]
+    lo: int
+    delta: _Mapping
+    open_calls: _Open
+    groups: int  # how many responses' groups were registered when it was mapped
+
+
+class _CarriesCalls:
+    """``carries(messages)``: whether a request holds a message with tool calls or a
+    ``tool`` message; a request that extends the last one asked about looks at its new
+    messages only."""
+
+    def __init__(self) -> None:
+        self._last: list[ChatMessage] = []
+        self._has = False
+
+    def __call__(self, messages: list[ChatMessage]) -> bool:
+        k = extends(messages, self._last)
+        has = (k > 0 and self._has) or any(m.tool_calls or m.role == "tool" for m in messages[k:])
+        self._last, self._has = messages, has
+        return has
 
 
 def unify_tool_call_ids(
@@ -479,19 +668,39 @@ def unify_tool_call_ids(
     if _already_settled(records, issues):
         return set()
 
-    # 1. pair tool records with calls; map every request's messages to calls
+    # 1. pair tool records with calls; map every request's messages to calls. A request
+    # that extends the one mapped before it (a growing history) maps only its new
+    # messages when that gives the plain mapping: its new assistant messages took, by
+    # fingerprint, exactly the responses registered since — then its older messages see
+    # what they saw before and map as before (see _Mapped).
     open_by_src: dict[str, list[_Issue]] = {}
     by_fp: dict[tuple[Any, ...], list[list[_Issue]]] = {}
     by_src: dict[str, list[_Issue]] = {}
     fp_cache: dict[int, tuple[Any, ...]] = {}
-    mappings: dict[int, dict[int, list[_Issue | None]]] = {}
+    mappings: dict[int, _Mapped] = {}
+    groups_in_order: list[list[_Issue]] = []
+    last: _Mapped | None = None
+    carries = _CarriesCalls()
     for i, r in enumerate(records):
         if type(r) is ModelRecord:
-            if any(m.tool_calls or m.role == "tool" for m in r.request.messages):
-                mp = _map_request(r.request.messages, by_fp, by_src, fp_cache)
-                mappings[i] = mp
-                for mi, found in mp.items():
-                    m = r.request.messages[mi]
+            msgs = r.request.messages
+            if carries(msgs):
+                mp: _Mapped | None = None
+                lo = extends(msgs, last.messages) if last is not None else 0
+                if last is not None and lo:
+                    delta: _Mapping = {}
+                    took, all_by_fp = _map_calls(msgs, lo, by_fp, by_src, fp_cache, delta)
+                    since = groups_in_order[last.groups :]
+                    if all_by_fp and len(took) == len(since) and {id(g) for g in took} == {id(g) for g in since}:
+                        open_calls = list(last.open_calls)
+                        _map_results(msgs, lo, delta, open_calls)
+                        mp = _Mapped(msgs, lo, delta, open_calls, len(groups_in_order))
+                if mp is None:
+                    full, open_calls = _map_request(msgs, by_fp, by_src, fp_cache)
+                    mp = _Mapped(msgs, 0, full, open_calls, len(groups_in_order))
+                mappings[i] = last = mp
+                for mi, found in mp.delta.items():
+                    m = msgs[mi]
                     written = [tc.id for tc in m.tool_calls or ()] if m.role == "assistant" else [m.tool_call_id or ""]
                     for issue, wid in zip(found, written):
                         if issue is not None and not issue.src and wid and not issue.client_id:
@@ -503,6 +712,7 @@ def unify_tool_call_ids(
                 if fp is None:
                     fp = fp_cache[id(msg)] = _call_fp(msg)
                 by_fp.setdefault(fp, []).append(asked)
+                groups_in_order.append(asked)
                 for issue in asked:
                     open_by_src.setdefault(issue.src, []).append(issue)
                     by_src.setdefault(issue.src, []).append(issue)
@@ -565,18 +775,28 @@ def unify_tool_call_ids(
         return hit
 
     changed: set[int] = set()
+    # the request of the last mapped record as renamed, and whether it changed: a request
+    # that extends it (_Mapped.lo > 0) starts with it
+    prev_new: list[ChatMessage] = []
+    prev_changed = False
     for i, r in enumerate(records):
         if type(r) is ModelRecord:
-            mapping = mappings.get(i)
-            if mapping:
+            mapped = mappings.get(i)
+            if mapped is not None:
                 msgs = r.request.messages
-                new_msgs = [
-                    renamed(m, [c.final if c is not None else None for c in mapping[k]]) if k in mapping else m
-                    for k, m in enumerate(msgs)
+                lo, delta = mapped.lo, mapped.delta
+                tail = [
+                    renamed(m, [c.final if c is not None else None for c in delta[k]]) if k in delta else m
+                    for k, m in enumerate(msgs[lo:], start=lo)
                 ]
-                if any(a is not b for a, b in zip(new_msgs, msgs)):
+                head_changed = lo > 0 and prev_changed
+                if head_changed or any(a is not b for a, b in zip(tail, msgs[lo:])):
+                    new_msgs = (prev_new if head_changed else msgs[:lo]) + tail
                     r = r.model_copy(update={"request": r.request.model_copy(update={"messages": new_msgs})})
                     changed.add(i)
+                    prev_new, prev_changed = new_msgs, True
+                else:
+                    prev_new, prev_changed = msgs, False
             asked = per_model.get(i)
             if asked and r.response is not None and any(c.final != c.src for c in asked):
                 msg = renamed(r.response.message, [c.final for c in asked])
@@ -628,9 +848,13 @@ def _already_settled(records: list[Any], issues: list[_Issue]) -> bool:
         return False
     seen: set[int] = set()
     answered: set[str] = set()
+    prev: list[ChatMessage] = []
     for r in records:
         if type(r) is ModelRecord:
-            for m in r.request.messages:
+            msgs = r.request.messages
+            lo = extends(msgs, prev)
+            prev = msgs
+            for m in msgs[lo:]:  # the messages before lo were looked at (a growing history)
                 if id(m) in seen:
                     continue
                 seen.add(id(m))
@@ -682,7 +906,8 @@ class RunBuilder:
         self.records: list[Any] = []
         self.warnings: list[ImportWarning] = []
         self._places: dict[int, str] = {}  # record index -> its place in the source (tool records)
-        self._json: dict[int, dict[str, Any]] = {}
+        self.keys = ModelKeys()
+        self._shared: dict[bytes, tuple[ChatMessage, int]] = {}
         self._assumed_utc = False
         self._redacted_places: list[str] = []
         self.pairer = CallPairer(self)
@@ -746,6 +971,33 @@ class RunBuilder:
         )
         return msg
 
+    def shared_message(self, source: Any, make: Callable[[], ChatMessage]) -> ChatMessage:
+        """``make()`` — the conversion of the source message ``source`` (a parsed JSON
+        value) — or the very object an equal source message was converted to before in
+        this run, so a source that writes the whole history into every call (Inspect's
+        ``input``, a provider request body) gives requests that share message objects
+        (keys, big-integer checks and format v3's message pool work once per object).
+
+        Equal means the same compact JSON (orjson; a value orjson cannot write is never
+        shared). A conversion is reused only when it warned nothing and redacted nothing
+        (those name the place of each copy) and the redactor has learned no secret since
+        (a later copy would be scrubbed of it) — so the records are those of converting
+        every copy.
+        """
+        try:
+            key = orjson.dumps(source)
+        except TypeError:  # orjson.JSONEncodeError
+            return make()
+        known = len(self.redactor.known) if self.redactor is not None else 0
+        hit = self._shared.get(key)
+        if hit is not None and hit[1] == known:
+            return hit[0]
+        warned, scrubbed = len(self.warnings), len(self._redacted_places)
+        msg = make()
+        if len(self.warnings) == warned and len(self._redacted_places) == scrubbed:
+            self._shared[key] = (msg, len(self.redactor.known) if self.redactor is not None else 0)
+        return msg
+
     def tool_call(self, call_id: Any, name: Any, raw_args: Any, place: str) -> ToolCall:
         """A :class:`ToolCall` with decoded arguments (raw kept and marked if not an object)."""
         args, raw = parse_arguments(raw_args)
@@ -761,14 +1013,6 @@ class RunBuilder:
             arguments=args,
             raw_arguments=True if raw else None,
         )
-
-    def _msg_json(self, m: ChatMessage) -> dict[str, Any]:
-        key = id(m)
-        j = self._json.get(key)
-        if j is None:
-            j = m.to_json_obj()
-            self._json[key] = j
-        return j
 
     # -- records ---------------------------------------------------------------------
 
@@ -798,14 +1042,8 @@ class RunBuilder:
             or (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
             else []
         )
-        identity = {
-            "messages": [self._msg_json(m) for m in messages],
-            "tools": tools,
-            "stop": stop_n,
-            "options": options,
-        }
-        # the identity model_key() hashes, built from the messages' cached JSON
-        key, why = identity_key({"kind": "model", "model": model, **identity})
+        # the identity model_key() hashes; each message serialized once (ModelKeys)
+        key, why = self.keys.key(model, messages, tools, stop_n, options)
         if key is None:
             self.warn(
                 place, f"model call cannot be canonicalized ({why}); imported without a key: replay cannot match it"
@@ -935,7 +1173,8 @@ class RunBuilder:
         for i in unify_tool_call_ids(self.records, self.warn, lambda i: self._places.get(i, f"record {i}")):
             r = self.records[i]
             if r.key is not None:  # renamed ids are part of the request: its key changes
-                r.key = identity_key(record_identity(r))[0]
+                rq = r.request
+                r.key = self.keys.key(r.model, rq.messages, rq.tools, rq.stop, rq.options)[0]
         if self.src.may_hold_big_ints:
             tag_big_ints(self.records, self.warn)
             meta = tag_big_ints_in(meta, "metadata", self.warn)

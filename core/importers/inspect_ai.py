@@ -32,6 +32,8 @@ import io
 import re
 import zlib
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -264,7 +266,7 @@ class InspectAIImporter(JsonImporter, Importer):
         unmapped: Counter[str] = Counter()
         open_spans: dict[str, dict[str, Any]] = {}
         step_stack: list[dict[str, Any]] = []
-        converted: dict[int, ChatMessage] = {}
+        converted = _Converted()
         for i, ev in enumerate(events):
             p = f"{place}.events[{i}]"
             if not isinstance(ev, dict):
@@ -356,7 +358,7 @@ class InspectAIImporter(JsonImporter, Importer):
         b: RunBuilder,
         ev: dict[str, Any],
         pool: list[Any],
-        converted: dict[int, ChatMessage],
+        converted: _Converted,
         p: str,
         at: str | None,
     ) -> None:
@@ -365,15 +367,19 @@ class InspectAIImporter(JsonImporter, Importer):
         if isinstance(refs, list) and refs and not ev.get("input"):
             for r in refs:
                 if isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) for x in r):
-                    for k in range(r[0], min(r[1], len(pool))):
-                        if k not in converted:
-                            converted[k] = self._message(b, pool[k], f"message_pool[{k}]")
-                        msgs.append(converted[k])
+                    lo, hi = r[0], min(r[1], len(pool))
+                    if lo >= 0 and converted.upto >= hi:  # converted already: one slice
+                        msgs.extend(converted.messages[lo:hi])
+                    else:
+                        for k in range(lo, hi):
+                            msgs.append(converted.get(k, partial(self._message, b, pool[k], f"message_pool[{k}]")))
                     if r[1] > len(pool):
                         b.warn(p, f"input_refs {r} reach past the message pool ({len(pool)} messages)")
         else:
+            # every event holds the whole conversation again: equal messages are converted
+            # once and shared (RunBuilder.shared_message)
             for k, m in enumerate(ev.get("input") or []):
-                msgs.append(self._message(b, m, f"{p}.input[{k}]"))
+                msgs.append(b.shared_message(m, partial(self._message, b, m, f"{p}.input[{k}]")))
         options = dict(ev.get("config") or {}) if isinstance(ev.get("config"), dict) else {}
         if ev.get("tool_choice") is not None:
             options["tool_choice"] = ev["tool_choice"]
@@ -469,6 +475,26 @@ class InspectAIImporter(JsonImporter, Importer):
                     )
             converted.append(cm)
         b.unanswered(place)
+
+
+class _Converted:
+    """The pool messages converted so far, by pool index (a negative index, which Python
+    reads from the end, has an entry of its own): ``messages[:upto]`` are all converted, so
+    a reference to a range of them is one list slice."""
+
+    def __init__(self) -> None:
+        self.by_index: dict[int, ChatMessage] = {}
+        self.messages: list[ChatMessage] = []
+        self.upto = 0
+
+    def get(self, k: int, make: Callable[[], ChatMessage]) -> ChatMessage:
+        msg = self.by_index.get(k)
+        if msg is None:
+            msg = self.by_index[k] = make()
+            while self.upto in self.by_index:
+                self.messages.append(self.by_index[self.upto])
+                self.upto += 1
+        return msg
 
 
 def _str(v: Any) -> str | None:

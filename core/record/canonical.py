@@ -26,6 +26,8 @@ Keys (SPEC "Canonical keys"):
 from __future__ import annotations
 
 import hashlib
+import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -360,6 +362,9 @@ def model_key(model: str, request: Any) -> str:
     sequences and every option — so stop order/duplicates never change the key and any
     other change does.
     """
+    if hasattr(request, "key_for"):
+        key: str = request.key_for(model)
+        return key
     if not hasattr(request, "identity"):
         # validate a mapping into the model so that absent and null fields key the same
         from .recording import ModelRequest
@@ -367,3 +372,167 @@ def model_key(model: str, request: Any) -> str:
         request = ModelRequest.model_validate(request)
     identity = request.identity()
     return canonical_hash({"kind": "model", "model": model, **identity})
+
+
+# --------------------------------------------------------------------------- streamed keys
+
+
+class IdentityCache:
+    """A cache of values computed from objects, by the objects' identity, that forgets an
+    entry when its object is garbage-collected (a weak reference per entry). For frozen
+    objects only: a value is computed once per object and never again.
+
+    Thread-safe for concurrent readers and writers (dict operations are atomic).
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], Any]] = {}
+
+    def get(self, obj: Any) -> Any:
+        """The value cached for ``obj`` (this very object), else ``None``."""
+        entry = self._entries.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        return None
+
+    def put(self, obj: Any, value: Any) -> None:
+        """Cache ``value`` for ``obj`` until ``obj`` is collected."""
+        key = id(obj)
+        entries = self._entries
+
+        def forget(_ref: Any, key: int = key) -> None:
+            entry = entries.get(key)
+            if entry is not None and entry[0]() is None:
+                entries.pop(key, None)
+
+        entries[key] = (weakref.ref(obj, forget), value)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: how many message-list prefixes :func:`model_key_of` keeps per thread
+_PREFIX_CHAINS = 8
+_MODEL_KEY_HEAD = b'{"kind":"model","messages":['
+
+
+class _Chains(threading.local):
+    def __init__(self) -> None:
+        #: each chain: [message bytes list, SHA-256 states after each message]
+        self.chains: list[tuple[list[bytes], list[Any]]] = []
+
+
+_chains = _Chains()
+
+
+def model_key_tail(model: str, tools: Any, stop: list[str], options: Any) -> bytes:
+    """What :func:`model_key_of` hashes after the messages' canonical JSON: ``],"model":``
+    and the canonical JSON of ``model``, ``options``, ``normalize_stop(stop)`` and
+    ``tools`` as members of the key's object (RFC 8785 §3.2.3 order), then ``}`` — for
+    a caller that hashes many requests with the same other parts (``tail=`` of
+    :func:`model_key_of`).
+
+    Raises:
+        CanonicalizationError: ``model``, ``tools``, ``stop`` or ``options`` has no
+            canonical form (JSON Pointer relative to the key's object).
+    """
+    return b"".join(
+        (
+            b'],"model":',
+            _canonical_member(model, "/model"),
+            b',"options":',
+            _canonical_member(options, "/options"),
+            b',"stop":',
+            _canonical_member(normalize_stop(stop), "/stop"),
+            b',"tools":',
+            _canonical_member(tools, "/tools"),
+            b"}",
+        )
+    )
+
+
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    """The length of the longest common prefix of two lists (members compared with
+    ``==``, which checks identity first). The comparisons are list-slice comparisons,
+    done in C: one when one list extends the other (a growing history), a binary search
+    of O(log n) slices otherwise."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def model_key_of(
+    model: str, messages: list[bytes], tools: Any, stop: list[str], options: Any, *, tail: bytes | None = None
+) -> str:
+    """:func:`model_key` from the canonical JSON of each message (``messages``, in order)
+    and the other parts of the request: byte-identical to hashing
+    ``canonical_json({"kind": "model", "model": model, "messages": [...], "tools": tools,
+    "stop": normalize_stop(stop), "options": options})`` — an object's members sorted by
+    name (RFC 8785 §3.2.3: ``kind`` < ``messages`` < ``model`` < ``options`` < ``stop`` <
+    ``tools``), an array's members joined by ``,`` (§3.2.1).
+
+    A chat history grows by appending: the SHA-256 state after each message of the last
+    few message lists hashed (per thread) is kept, and a request that starts with one of
+    them resumes from the longest shared prefix — each message of a growing history is
+    hashed once rather than once per request. ``tail``: :func:`model_key_tail` of
+    ``model``, ``tools``, ``stop`` and ``options`` when the caller has it already (then
+    those four are not read).
+
+    Raises:
+        CanonicalizationError: ``model``, ``tools``, ``stop`` or ``options`` has no
+            canonical form (JSON Pointer relative to the key's object).
+    """
+    if tail is None:
+        tail = model_key_tail(model, tools, stop, options)
+    n = len(messages)
+    if n == 0:
+        return "sha256:" + hashlib.sha256(_MODEL_KEY_HEAD + tail).hexdigest()
+    chains = _chains.chains
+    best: tuple[list[bytes], list[Any]] | None = None
+    shared = 0
+    for chain in chains:
+        msgs = chain[0]
+        if not msgs or msgs[0] is not messages[0] and msgs[0] != messages[0]:
+            continue
+        k = common_prefix(msgs, messages)
+        if k > shared:
+            best, shared = chain, k
+    if best is not None and shared == len(best[0]) and shared <= n:
+        chain_msgs, states = best  # extend this chain in place
+        chains.remove(best)
+    elif best is not None:
+        chain_msgs, states = best[0][:shared], best[1][:shared]
+    else:
+        chain_msgs, states = [], []
+    if shared:
+        h = states[shared - 1].copy()
+    else:
+        h = hashlib.sha256(_MODEL_KEY_HEAD)
+    for j in range(shared, n):
+        if j:
+            h.update(b",")
+        h.update(messages[j])
+        chain_msgs.append(messages[j])
+        states.append(h.copy())
+    chains.insert(0, (chain_msgs, states))
+    del chains[_PREFIX_CHAINS:]
+    h = h.copy()
+    h.update(tail)
+    return "sha256:" + str(h.hexdigest())
+
+
+def _canonical_member(value: Any, path: str) -> bytes:
+    try:
+        return canonical_json(value)
+    except CanonicalizationError as exc:
+        raise CanonicalizationError(exc.reason, path + exc.path) from None

@@ -28,12 +28,14 @@ not written; values deeper than orjson serializes are written by
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,20 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..errors import CanonicalizationError, FormatError, OutputError
 from .canonical import _NeedsReference, _prepare, canonical_json
+from .indexed import (
+    Encoded,
+    IndexedFile,
+    describe_row_mismatch,
+    encode_indexed,
+    expand_history,
+    index_row,
+    is_history_ref,
+    is_indexed,
+    logical_bytes,
+    resolve_pool,
+    validated_message,
+    verify_pool,
+)
 from .migrate import migrate
 from .nesting import (
     VALUE,
@@ -437,6 +453,7 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
     if isinstance(obj, dict):
         _check_header_depth(obj, source)
     doc, original = migrate(obj, source=source)
+    doc = resolve_pool(doc, source=source)  # a version-3 document's references (none in older ones)
     raw_records = doc.get("records")
     if not isinstance(raw_records, list):
         raise FormatError("'records' must be an array", file=source, path="/records")
@@ -502,6 +519,268 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
     # without one (the 0.8.1 layout never had one) gets its digest when it is saved.
     shell.digest = digest if (shell.digest is not None or original == FORMAT_VERSION) else None
     return shell
+
+
+#: bytes read to recognise a version-3 file by its fixed-width header
+_INDEXED_HEAD = 160
+
+
+def load_indexed(
+    f: IndexedFile,
+    *,
+    verify_keys: bool | str = "auto",
+    keep: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Recording:
+    """:func:`_load_indexed` with the cyclic garbage collector paused (:func:`gc_paused`).
+
+    Read and verify a version-3 file record by record (bounded memory beyond the
+    records kept): the header as :func:`recording_from_dict` checks it, every pool value
+    (its id is the hash of its canonical JSON), each record (parsed from its index range,
+    references resolved, validated, ``seq`` increasing, no ``tool_call_id`` answered
+    twice, its index row equal to the row computed from it), the digest over the
+    logical records (each reference replaced by its value's canonical JSON) and, as for
+    other versions, the keys when asked. ``keep=False`` verifies without keeping the
+    records (the returned recording has none; its ``digest`` is verified);
+    ``progress(done, total)`` is called every 4,096 records.
+
+    Raises:
+        FormatError: the first problem, naming the file, the record and the JSON Pointer
+            (``/pool/<id>``, ``/records/<i>/...``, ``/index/...``, ``/digest``).
+    """
+    with gc_paused():
+        return _load_indexed(f, verify_keys=verify_keys, keep=keep, progress=progress)
+
+
+def _load_indexed(
+    f: IndexedFile,
+    *,
+    verify_keys: bool | str = "auto",
+    keep: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Recording:
+    ensure_recursion_limit()
+    source = f.source
+    shell, original = indexed_header(f)
+    pool = verify_pool(f)
+    exact_records = f.index.exact_records
+    memo: dict[str, ChatMessage] = {}
+    history_bytes: dict[str, list[bytes]] = {}
+    history_messages: dict[str, list[Any]] = {}
+
+    def messages_of(node: str, i: int) -> list[Any]:
+        """The validated messages of history node ``node``: its parent's list plus its own
+        (each node's list built once)."""
+        path = f"/records/{i}/request/messages"
+        return expand_history(
+            node,
+            lambda pid: f.pool_value(pid, record=i, path=path),
+            history_messages,
+            source,
+            lambda m: validated_message(f, m, memo, pool, i, path),
+        )
+
+    def history_json(node: str) -> bytes:
+        data = history_bytes.get(node)
+        if data is None:
+            data = history_bytes[node] = [pool[m] for m in f.history(node)]
+        return b"[" + b",".join(data) + b"]"
+
+    validate = _RECORD_ADAPTER.validate_python
+    h = hashlib.sha256(b"[")
+    records: list[Any] = []
+    prev_seq = -1
+    answered: dict[tuple[str | None, str], int] = {}
+    n = len(f)
+    for i in range(n):
+        data = f.record_bytes(i)
+        raw = _indexed_record(f, i, data, pool, memo, messages_of)
+        try:
+            rec = validate(raw, strict=True)
+        except ValidationError as exc:
+            raise _validation_to_format_error(exc, source, i) from None
+        if rec.seq <= prev_seq:
+            raise FormatError(
+                f"seq {rec.seq} does not increase (previous record has seq {prev_seq})",
+                file=source,
+                record=i,
+                path=f"/records/{i}/seq",
+            )
+        prev_seq = rec.seq
+        if type(rec) is ToolRecord and rec.tool_call_id:
+            k = (rec.run_id, rec.tool_call_id)
+            if k in answered:
+                raise FormatError(
+                    f"tool_call_id {rec.tool_call_id!r} is answered twice (records {answered[k]} and {i})",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}/tool_call_id",
+                )
+            answered[k] = i
+        mismatch = describe_row_mismatch(f, i, index_row(rec))
+        if mismatch is not None:
+            raise mismatch
+        if i:
+            h.update(b",")
+        canonical = data
+        if i in exact_records:  # written in its exact form: hash its canonical JSON
+            try:
+                canonical = canonical_json(orjson.loads(data))
+            except CanonicalizationError as exc:
+                raise FormatError(
+                    f"value cannot be canonicalized: {exc.reason}",
+                    file=source,
+                    record=i,
+                    path=f"/records/{i}{exc.path}",
+                ) from None
+        try:
+            parts = logical_bytes(canonical, pool, history_json)
+        except KeyError as exc:  # checked when the record was resolved; a guard
+            raise FormatError(
+                f"reference to pool id {exc.args[0]!r}, which the pool does not hold", file=source, record=i
+            ) from None
+        for part in parts:
+            h.update(part)
+        if keep:
+            records.append(rec)
+        if progress is not None and not i & 4095:
+            progress(i, n)
+    h.update(b"]")
+    digest = "sha256:" + h.hexdigest()
+    if shell.digest != digest:
+        raise FormatError(
+            f"digest mismatch: header says {shell.digest}, records hash to {digest} "
+            "(the file was changed or corrupted after it was saved)",
+            file=source,
+            path="/digest",
+        )
+    if keep and verify_keys is True:
+        verify_record_keys(records, source=source)
+    shell.records = records
+    shell.digest = digest
+    if original < FORMAT_VERSION:
+        shell._migrated_from = original
+    return shell
+
+
+def indexed_header(f: IndexedFile) -> tuple[Recording, int]:
+    """The validated header of a version-3 file (a recording without records; its
+    ``digest`` as the header says, not yet verified) and the version it was written in.
+    Reads only the header's bytes.
+
+    Raises:
+        FormatError: as :func:`recording_from_dict` for a header.
+    """
+    source = f.source
+    header = f.header()
+    if _suspicious_float(header):  # orjson reads an integer beyond 64 bits as a float
+        header = _exact_reparse(bytes(f.data[: f.index.header_end]) + b"}", source)
+    _check_header_depth(header, source)
+    doc, original = migrate({**header, "records": []}, source=source)
+    fields = {k: v for k, v in doc.items() if k not in ("records", "index_offset", "index_length")}
+    try:
+        shell = Recording.model_validate(fields, strict=True)
+    except ValidationError as exc:
+        raise _validation_to_format_error(exc, source, None) from None
+    _check_header_canonical(shell, source)
+    return shell, original
+
+
+def _indexed_record(
+    f: IndexedFile,
+    i: int,
+    data: bytes,
+    pool: dict[str, bytes],
+    memo: dict[str, ChatMessage],
+    messages_of: Callable[[str, int], list[Any]],
+) -> dict[str, Any]:
+    """Record ``i`` of ``f`` parsed from ``data`` with its references resolved: the
+    messages of a request and a response as chat messages validated once per pool id
+    (carrying their canonical bytes), any other reference as the pooled value."""
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(
+            f"the record index points at bytes that are not a record ({exc.msg})",
+            file=f.source,
+            record=i,
+            path=f"/index/records/start/{i}",
+        ) from None
+    cols = f.index.columns
+    if type(raw) is not dict or raw.get("seq") != cols["seq"][i] or raw.get("kind") != cols["kind"][i]:
+        raise FormatError(
+            "the record index disagrees with the record at its range (seq or kind)",
+            file=f.source,
+            record=i,
+            path=f"/index/records/seq/{i}",
+        )
+    if _HUGE_INT.search(data) is not None:
+        _check_exact_integers(data, f.source, i)
+    refs = data.count(b'{"$pool":"') + data.count(b'{"$history":"')
+    if not refs:
+        return raw
+    if raw.get("kind") == "model":
+        try:
+            req = raw.get("request")
+            if type(req) is dict and is_history_ref(req.get("messages")):
+                raw["request"] = {**req, "messages": list(messages_of(req["messages"]["$history"], i))}
+                refs -= 1
+            elif type(req) is dict and type(req.get("messages")) is list:
+                msgs = [
+                    validated_message(f, m["$pool"], memo, pool, i, f"/records/{i}/request/messages/{j}")
+                    if type(m) is dict and len(m) == 1 and type(m.get("$pool")) is str
+                    else m
+                    for j, m in enumerate(req["messages"])
+                ]
+                raw["request"] = {**req, "messages": msgs}
+                refs -= sum(1 for m in msgs if type(m) is ChatMessage)
+            resp = raw.get("response")
+            if type(resp) is dict:
+                m = resp.get("message")
+                if type(m) is dict and len(m) == 1 and type(m.get("$pool")) is str:
+                    raw["response"] = {
+                        **resp,
+                        "message": validated_message(f, m["$pool"], memo, pool, i, f"/records/{i}/response/message"),
+                    }
+                    refs -= 1
+        except ValidationError as exc:
+            raise _validation_to_format_error(exc, f.source, i) from None
+    return f.resolve(raw, i) if refs else raw
+
+
+def _check_exact_integers(data: bytes, source: str, i: int) -> None:
+    """Refuse a record holding an integer beyond the I-JSON range (orjson would read it
+    as an inexact float; the writer never writes one)."""
+    try:
+        exact = _exact_reparse(data, source)
+    except ValueError:
+        return
+    found = _raw_big_int(exact, "")
+    if found is not None:
+        raise FormatError(
+            "integer outside the I-JSON safe range ±(2**53-1) (the writer never writes one)",
+            file=source,
+            record=i,
+            path=f"/records/{i}{found}",
+        )
+
+
+def _raw_big_int(value: Any, path: str) -> str | None:
+    """JSON Pointer of the first integer outside ±(2**53-1) in ``value``, else ``None``."""
+    t = type(value)
+    if t is int:
+        return path if abs(value) > 2**53 - 1 else None
+    if t is dict:
+        for k, v in value.items():
+            found = _raw_big_int(v, f"{path}/{str(k).replace('~', '~0').replace('/', '~1')}")
+            if found is not None:
+                return found
+    elif t is list:
+        for j, v in enumerate(value):
+            found = _raw_big_int(v, f"{path}/{j}")
+            if found is not None:
+                return found
+    return None
 
 
 def verify_record_keys(records: list[Any], *, source: str) -> None:
@@ -574,6 +853,16 @@ def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: 
     digest rules this out: the writer never seals such a value.
     """
     ensure_recursion_limit()
+    raw_bytes = data.encode() if isinstance(data, str) else data
+    if is_indexed(raw_bytes[:_INDEXED_HEAD]):
+        try:
+            f = IndexedFile(raw_bytes, source)
+        except FormatError as exc:
+            if exc.path != "/index_offset":
+                raise
+            f = None  # the header's offsets are out of date (an edited file): read it whole
+        if f is not None:
+            return load_indexed(f, verify_keys=verify_keys)
     doc = parse_json(data, source=source)
     if isinstance(doc, dict):
         _check_header_depth(doc, source)
@@ -589,6 +878,20 @@ def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: 
     return recording_from_dict(doc, source=source, verify_keys=verify_keys)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a recording is read: loading creates
+    millions of objects and no garbage cycles, and every full collection would rescan
+    the growing heap (20–37% of a big load's time). Restores the collector's state."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "auto") -> Recording:
     """Read, parse, migrate and verify the recording at ``path``.
 
@@ -597,7 +900,8 @@ def load_recording(path: str | os.PathLike[str], *, verify_keys: bool | str = "a
     """
     source = str(path)
     data = read_input(path)  # regular files only, no size limit (core.record.reader)
-    return loads_recording(data, source=source, verify_keys=verify_keys)
+    with gc_paused():
+        return loads_recording(data, source=source, verify_keys=verify_keys)
 
 
 def redact_recording(rec: Recording, redactor: SecretRedactor | None = None) -> int:
@@ -626,8 +930,10 @@ def refresh_keys(rec: Recording) -> None:
 
 
 def recording_to_dict(rec: Recording) -> dict[str, Any]:
-    """The saved form (format version 2): header fields, ``links`` when set, the digest
-    and the records (``None`` omitted). The digest seals the records only.
+    """The logical document: a version-3 document without a pool (every value in place,
+    nothing shared, no index) — header fields, ``links`` when set, the digest and the
+    records (``None`` omitted). The digest seals the records only. Files are written by
+    :func:`encode_recording`; this form is for code that reads the records as JSON.
 
     Raises:
         CanonicalizationError: a value has no canonical form.
@@ -663,16 +969,51 @@ def recording_to_dict(rec: Recording) -> dict[str, Any]:
     return doc
 
 
+def encode_recording(rec: Recording) -> Encoded:
+    """The version-3 file of ``rec`` (:mod:`core.record.indexed`: message pool, one
+    canonical record per line, record index) and its digest — what every writer writes.
+
+    Raises:
+        CanonicalizationError: a value has no canonical form (JSON Pointer from the
+            document's top for the header, relative to ``records`` otherwise).
+        FormatError: the document would nest deeper than
+            :data:`core.record.nesting.MAX_DEPTH` levels (names the record and the JSON
+            Pointer; the file is ``<recording>``).
+    """
+    header = _header_json(rec)
+    for prefix, value in header.items():
+        try:
+            canonical_json(value)
+        except CanonicalizationError as exc:
+            raise CanonicalizationError(exc.reason, prefix + exc.path) from None
+    for i, r in enumerate(rec.records):
+        if r.meta is not None:  # free JSON: checked as given, so NaN is rejected, not nulled
+            try:
+                canonical_json(r.meta)
+            except CanonicalizationError as exc:
+                raise CanonicalizationError(exc.reason, f"/{i}/meta{exc.path}") from None
+    check_values({p[1:]: v for p, v in header.items()}, RECORDING_VALUES, source="<recording>")
+    members: dict[str, Any] = {"metadata": rec.metadata, "session": rec.session.to_json_obj()}
+    if "/links" in header:
+        members["links"] = header["/links"]
+    try:
+        return encode_indexed(rec, members)
+    except RecursionError:
+        records = [r.to_json_obj() for r in rec.records]
+        check_values(records, _RECORDS_VALUES, source="<recording>", at=("records",))
+        raise
+
+
 def dumps_recording(rec: Recording, *, indent: bool = False) -> bytes:
-    """Serialize as saved (the bytes :func:`save_recording` writes), at any depth up to
-    the nesting limit.
+    """Serialize as saved: the version-3 bytes :func:`save_recording` writes
+    (:func:`encode_recording`), at any depth up to the nesting limit. ``indent`` is
+    accepted for older callers; a version-3 file is always one record per line.
 
     Raises:
         CanonicalizationError: a value has no canonical form.
-        FormatError: nested deeper than the limit (see :func:`recording_to_dict`).
+        FormatError: nested deeper than the limit (see :func:`encode_recording`).
     """
-    opt = orjson.OPT_INDENT_2 if indent else 0
-    return dumps_document(recording_to_dict(rec), opt)
+    return encode_recording(rec).data
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
@@ -764,10 +1105,9 @@ def save_recording(
     if rec.session is None:
         rec.session = SessionInfo()
     try:
-        doc = recording_to_dict(rec)
+        encoded = encode_recording(rec)
     except FormatError as exc:
         raise exc.with_file(str(path)) from None
-    atomic_write_bytes(path, dumps_document(doc, orjson.OPT_INDENT_2 if indent else 0))
-    digest: str = doc["digest"]
-    rec.digest = digest
-    return digest
+    atomic_write_bytes(path, encoded.data)
+    rec.digest = encoded.digest
+    return encoded.digest

@@ -4,7 +4,8 @@ A recording's ``format_version`` is the *format's* version, never the package ve
 Version 0 is the pre-versioning layout written by package version 0.8.1 (documented in
 ``docs/format.md`` § "Legacy layout"). Each step in :data:`MIGRATIONS` is a pure function
 from a version-N document (a parsed JSON dict) to a version-N+1 document, applied in
-order: 0 → 1 (:func:`migrate_0_to_1`), 1 → 2 (:func:`migrate_1_to_2`).
+order: 0 → 1 (:func:`migrate_0_to_1`), 1 → 2 (:func:`migrate_1_to_2`), 2 → 3
+(:func:`migrate_2_to_3`).
 """
 
 from __future__ import annotations
@@ -273,6 +274,18 @@ def migrate_1_to_2(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: (2 if k == "format_version" else v) for k, v in doc.items()}
 
 
+def migrate_2_to_3(doc: dict[str, Any]) -> dict[str, Any]:
+    """Pure migration from format version 2 to format version 3.
+
+    Version 3 changes the encoding, not the records (docs/format.md § "Version 3": a
+    message pool, references, a record index, all optional in a document): a version-2
+    document is a version-3 document without a pool once ``format_version`` says 3.
+    Records, keys and the ``digest`` stay as written; member order is kept. The input is
+    not mutated.
+    """
+    return {k: (3 if k == "format_version" else v) for k, v in doc.items()}
+
+
 def _safe(fn: Callable[[], str]) -> str | None:
     try:
         return fn()
@@ -280,7 +293,11 @@ def _safe(fn: Callable[[], str]) -> str | None:
         return None  # validation reports the offending value with its place
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: migrate_0_to_1, 1: migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: migrate_0_to_1,
+    1: migrate_1_to_2,
+    2: migrate_2_to_3,
+}
 
 
 def migrate(doc: Any, *, source: str = "<dict>") -> tuple[dict[str, Any], int]:

@@ -1,4 +1,4 @@
-"""The recording model (format version 2): header plus ordered records.
+"""The recording model (format version 3): header plus ordered records.
 
 Shapes follow SPEC "Recording format" and its "Format versions" addition (version 2 =
 version 1 plus an optional per-record ``meta`` object and run-level ``links``, never part
@@ -15,6 +15,7 @@ knows shapes and derived values (keys).
 from __future__ import annotations
 
 import re
+import threading
 from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Final, Literal
@@ -23,11 +24,19 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from .canonical import model_key, normalize_stop, tool_key
+from .canonical import (
+    CanonicalizationError,
+    IdentityCache,
+    canonical_json,
+    common_prefix,
+    model_key_of,
+    normalize_stop,
+    tool_key,
+)
 from .nesting import dumps, json_mode_dump
 
 FORMAT_NAME: Final = "chassis.replay"
-FORMAT_VERSION: Final = 2
+FORMAT_VERSION: Final = 3
 
 RECORD_KINDS = ("tool", "model", "interrupt", "snapshot", "lifecycle")
 LIFECYCLE_EVENTS = (
@@ -113,6 +122,80 @@ class ChatMessage(_Model):
 
 
 _MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
+
+#: the canonical JSON of each chat message object, computed once per (frozen) object
+_MESSAGE_CANONICAL = IdentityCache()
+
+
+def message_canonical(message: ChatMessage) -> bytes:
+    """The RFC 8785 canonical JSON of ``message`` in its saved form (``None`` fields
+    omitted), computed once per message object: messages are frozen, and a growing chat
+    history repeats the same objects in every request (the model key, the digest and the
+    message pool of format version 3 all start from these bytes).
+
+    Raises:
+        CanonicalizationError: a value of the message has no canonical form (JSON
+            Pointer relative to the message).
+    """
+    cached: bytes | None = _MESSAGE_CANONICAL.get(message)
+    if cached is None:
+        cached = canonical_json(message.to_json_obj())
+        _MESSAGE_CANONICAL.put(message, cached)
+    return cached
+
+
+class _MessageChains(threading.local):
+    def __init__(self) -> None:
+        #: recent message lists and their messages' canonical JSON, most recent first
+        self.chains: list[tuple[list[ChatMessage], list[bytes]]] = []
+
+
+_message_chains = _MessageChains()
+
+
+def messages_canonical(messages: list[ChatMessage]) -> list[bytes]:
+    """:func:`message_canonical` of each message of a request, in order. A list that
+    starts with the messages of one of the last few lists asked for (per thread; the
+    same message objects — a growing history) takes that prefix's bytes as a slice, so
+    the cost is that of the new messages. The list returned must not be changed.
+
+    Raises:
+        CanonicalizationError: a message has no canonical form (JSON Pointer
+            ``/<index>/...`` relative to the list).
+    """
+    n = len(messages)
+    if n == 0:
+        return []
+    chains = _message_chains.chains
+    best: tuple[list[ChatMessage], list[bytes]] | None = None
+    shared = 0
+    first = messages[0]
+    for chain in chains:
+        if chain[0][0] is first:
+            k = common_prefix(chain[0], messages)
+            if k > shared:
+                best, shared = chain, k
+    out = best[1][:shared] if best is not None else []
+    for j in range(shared, n):
+        try:
+            out.append(message_canonical(messages[j]))
+        except CanonicalizationError as exc:
+            raise CanonicalizationError(exc.reason, f"/{j}{exc.path}") from None
+    if best is not None and shared == len(best[0]):
+        chains.remove(best)
+    chains.insert(0, (list(messages), out))
+    del chains[_CHAINS:]
+    return out
+
+
+_CHAINS = 8
+
+
+def adopt_message_canonical(message: ChatMessage, data: bytes) -> None:
+    """Record ``data`` as the canonical JSON of ``message`` (a reader that built the
+    message from bytes it checked to be that canonical form: the pool of a version-3
+    file), so it is not serialized again."""
+    _MESSAGE_CANONICAL.put(message, data)
 
 
 class Usage(_Model):
@@ -268,6 +351,21 @@ class ModelRequest(_Model):
             return normalize_stop(v)
         return v
 
+    def key_for(self, model: str) -> str:
+        """``model_key(model, self)``: the messages' canonical JSON comes from
+        :func:`message_canonical` (once per message object) and is streamed into the hash
+        (:func:`core.record.canonical.model_key_of`).
+
+        Raises:
+            CanonicalizationError: a value has no canonical form (JSON Pointer relative to
+                the key's object, e.g. ``/messages/3/content``).
+        """
+        try:
+            parts = messages_canonical(self.messages)
+        except CanonicalizationError as exc:
+            raise CanonicalizationError(exc.reason, f"/messages{exc.path}") from None
+        return model_key_of(model, parts, self.tools, self.stop, self.options)
+
     def identity(self) -> dict[str, Any]:
         """The parts of the request that the model key covers, as JSON."""
         return {
@@ -299,7 +397,7 @@ class ModelRecord(RecordBase):
 
     def compute_key(self) -> str:
         """Recompute the canonical key from ``model`` and ``request``."""
-        return model_key(self.model, self.request)
+        return self.request.key_for(self.model)
 
     @property
     def is_error(self) -> bool:
@@ -406,7 +504,7 @@ class RunLink(_Model):
 
 
 class Recording(_Model):
-    """A recording: header + ordered records (format ``chassis.replay`` version 2).
+    """A recording: header + ordered records (format ``chassis.replay`` version 3).
 
     Load with :meth:`load` (path), :meth:`loads` (bytes) or :meth:`from_dict`; save with
     :meth:`save` (atomic, writes ``digest``). All raise/return as documented in
@@ -414,7 +512,7 @@ class Recording(_Model):
     """
 
     format: Literal["chassis.replay"] = FORMAT_NAME
-    format_version: Literal[2] = FORMAT_VERSION
+    format_version: Literal[3] = FORMAT_VERSION
     metadata: dict[str, Any] = Field(default_factory=dict)
     session: SessionInfo = Field(default_factory=SessionInfo)
     links: list[RunLink] | None = None

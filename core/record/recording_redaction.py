@@ -59,6 +59,8 @@ class _Pass:
     def __init__(self, redactor: SecretRedactor) -> None:
         self.r = redactor
         self._messages: dict[int, tuple[ChatMessage, ChatMessage]] = {}
+        #: the last request's messages, their redacted form, whether any changed
+        self._last: tuple[list[ChatMessage], list[ChatMessage], bool] | None = None
 
     def value(self, v: Any) -> tuple[Any, bool]:
         return redact(v, self.r)
@@ -75,6 +77,22 @@ class _Pass:
         out = ChatMessage.model_validate(new) if changed else m
         self._messages[id(m)] = (m, out)
         return out
+
+    def messages(self, msgs: list[ChatMessage]) -> tuple[list[ChatMessage], bool]:
+        """The messages of a request redacted, and whether any changed. A request that
+        extends the previous one (a growing history: the same message objects) reuses
+        its redacted prefix, so each request costs what it adds."""
+        last = self._last
+        if last is not None and len(msgs) >= len(last[0]) and msgs[: len(last[0])] == last[0]:
+            k = len(last[0])
+            new = [self.message(m) for m in msgs[k:]]
+            out = last[1] + new
+            changed = last[2] or any(a is not b for a, b in zip(new, msgs[k:]))
+        else:
+            out = [self.message(m) for m in msgs]
+            changed = any(a is not b for a, b in zip(out, msgs))
+        self._last = (list(msgs), out, changed)
+        return out, changed
 
     def error(self, e: ErrorInfo | None) -> ErrorInfo | None:
         if e is None:
@@ -123,8 +141,8 @@ class _Pass:
             upd["model"] = model
         req = r.request
         rq: dict[str, Any] = {}
-        msgs = [self.message(m) for m in req.messages]
-        if any(a is not b for a, b in zip(msgs, req.messages)):
+        msgs, changed_msgs = self.messages(req.messages)
+        if changed_msgs:
             rq["messages"] = msgs
         for f in ("tools", "stop", "options"):
             v = getattr(req, f)

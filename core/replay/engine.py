@@ -100,7 +100,7 @@ from ..record.recording import (
     ToolRecord,
     ToolResult,
 )
-from ..record.recording_redaction import redacted_args_hash, redacted_model_key, redacted_tool_key
+from ..record.recording_redaction import redacted_args_hash, redacted_tool_key
 from .boundary import Executor
 from .branch import (
     Branch,
@@ -119,6 +119,7 @@ from .fixtures import (
     nearest_tool_call,
 )
 from .gate import ToolGate, ToolHooks, ToolInvocation
+from .keys import LiveRequests, live_model_key
 from .matching import excluded_model_key
 from .replay_record import (
     ANSWER_SOURCES,
@@ -575,6 +576,8 @@ class ReplayEngine:
             self.last_request: ModelRequest | None = None
             self._observed = 0  # tool results the executor's agent observed (ran itself)
             self._miss_reason: str | None = None  # why the current model call cannot match
+            #: the agent's requests: messages seen before shared, keys computed once per message
+            self._live_requests = LiveRequests()
         finally:
             if was_enabled:
                 gc.enable()
@@ -875,7 +878,11 @@ class ReplayEngine:
                 record_key = base_here.key
         else:
             try:
-                key = redacted_model_key(model, request)  # keys are computed on redacted values
+                # keys are computed on redacted values (redacted_model_key), each message
+                # once; messages equal to ones seen before are shared (core.replay.keys)
+                request, key = self._live_requests.prepare(
+                    model, request, base_here.request if type(base_here) is ModelRecord else None
+                )
                 if self._exclusions:
                     record_key, key = key, excluded_model_key(model, request, self._exclusions)
             except CanonicalizationError as exc:
@@ -883,6 +890,7 @@ class ReplayEngine:
                     "failed",
                     error=ReplayErrorInfo(type="CanonicalizationError", message=f"model request at step {step}: {exc}"),
                 ) from None
+        self.last_request = request
         if miss_reason is not None:
             key = "unresolved:" + key  # no recorded call, fixture or cursor holds it
         call = _Call("model", model, key, pos, step, pos >= self.cp_pos, self._peek(key), request=request)
@@ -1283,7 +1291,7 @@ class ReplayEngine:
         """What identifies a simulator's answer for reuse on a resume: the canonical key of
         its request (the conversation it was shown), with the turn's key beside it."""
         try:
-            return redacted_model_key(model, request)
+            return live_model_key(model, request)
         except CanonicalizationError:
             return "uncanonical"
 
@@ -1394,9 +1402,10 @@ class ReplayEngine:
         request = call.request
         rec: ModelRecord
         if source == "recorded" and answer.used_pos == call.pos and b is not None and b.seq == seq:
-            rec = b.model_copy(update={"replayed": True})
-            if request is not b.request:
-                rec = rec.model_copy(update={"request": request, "key": call.record_key or call.key})
+            if request is b.request:
+                rec = b.model_copy(update={"replayed": True})
+            else:
+                rec = b.model_copy(update={"replayed": True, "request": request, "key": call.record_key or call.key})
                 if call.record_key is not None and call.record_key != b.key:
                     # served past a difference the policy's key exclusions ignore: said per call
                     rec.meta = {**(b.meta or {}), "matched_by_key_exclusions": True}

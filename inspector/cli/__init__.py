@@ -52,6 +52,7 @@ _COMMAND_MODULES = (
     "inspector.cli.analysis_cmds",
     "inspector.cli.effects_cmds",
     "inspector.cli.proxy_cmds",
+    "inspector.cli.batch_cmds",
 )
 for _name in _COMMAND_MODULES:
     try:

@@ -1,7 +1,7 @@
 """Commands that rank explanations of an outcome: ``sweep`` and ``effects``.
 
 * ``sweep BASE [--executor M:F|recorded] [--candidates errors|tools|all]
-  [--strategy resample|knockout|fixture] [--jobs N] [--repeat N] [--fixtures F]
+  [--strategy resample|knockout|fixture] [--jobs N] [--ray-address A] [--repeat N] [--fixtures F]
   [--outcome M:F] [--no-store] [--json]`` — one branch per candidate call, replayed,
   ranked (:func:`core.effects.sweep.run_sweep`); ``--json`` prints the ranked effects best
   first, each naming its target call's ``seq``.
@@ -23,6 +23,7 @@ import typer
 from core.analysis.metrics import load_predicate
 from core.effects.causal import workspace_effects
 from core.effects.ranking import Effect
+from core.effects.ray_support import RAY_INSTALL
 from core.effects.sweep import CANDIDATE_SETS, STRATEGIES, run_sweep
 from core.errors import AnalysisError
 from core.record.io import recording_digest
@@ -144,6 +145,14 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--strategy", help=f"What replaces each call's answer: {', '.join(STRATEGIES)}.")
         ] = "resample",
         jobs: Annotated[int, typer.Option("--jobs", help="Replays in parallel processes.")] = 1,
+        ray_address: Annotated[
+            str | None,
+            typer.Option(
+                "--ray-address",
+                help="Replay the candidates as Ray tasks on this cluster (HOST:PORT, auto, ray://…) or 'local' to "
+                f"start one here, instead of local processes. Needs the Ray extra: {RAY_INSTALL}",
+            ),
+        ] = None,
         repeat: Annotated[int, typer.Option("--repeat", help="Replays per candidate (mean and spread).")] = 1,
         fixtures: Annotated[
             Path | None,
@@ -184,6 +193,7 @@ def register(app: typer.Typer) -> None:
             base=rec,
             on_result=progress,
             live_model=live_model,
+            ray_address=ray_address,
         )
         if json:
             print_json(res.to_json())

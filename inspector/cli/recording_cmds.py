@@ -10,10 +10,9 @@ import typer
 from core.errors import FormatError
 from core.record.io import (
     atomic_write_bytes,
-    dumps_document,
+    dumps_recording,
     parse_json,
     recording_from_dict,
-    recording_to_dict,
     redact_recording,
 )
 from core.record.migrate import detect_version
@@ -76,6 +75,89 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
     }
 
 
+def indexed_summary(path: Path) -> dict[str, Any] | None:
+    """The facts of :func:`recording_summary` for a version-3 file, from its header and
+    record index alone (and the one record of the first error): ``None`` when ``path``
+    is not laid out with an index. Nothing else is read, so nothing else is verified
+    (``validate`` reads every record).
+
+    Raises:
+        FormatError: a damaged header or index, or a first-error record that does not
+            validate (names the file and the place).
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    from core.record.indexed import IndexedFile, is_indexed
+    from core.record.io import indexed_header
+    from core.record.reader import read_input_head
+    from core.record.recording import Record
+
+    if not is_indexed(read_input_head(path, 160)):
+        return None
+    try:
+        f = IndexedFile.open(path)
+    except FormatError as exc:
+        if exc.path != "/index_offset":
+            raise
+        return None  # the header's offsets are out of date (an edited file): read it whole
+    try:
+        shell, original = indexed_header(f)
+        cols = f.index.columns
+        models: dict[str, int] = {}
+        tools: dict[str, int] = {}
+        for kind, name in zip(cols["kind"], cols["name"]):
+            if kind == "model":
+                models[name] = models.get(name, 0) + 1
+            elif kind == "tool":
+                tools[name] = tools.get(name, 0) + 1
+        runs = list(dict.fromkeys(r for r in cols["run_id"] if r))
+        tins = [t for t in cols["input_tokens"] if t is not None]
+        touts = [t for t in cols["output_tokens"] if t is not None]
+        counts = {k: 0 for k in ("tool", "model", "interrupt", "snapshot", "lifecycle")}
+        for kind in cols["kind"]:
+            if kind in counts:
+                counts[kind] += 1
+        first_error = None
+        for i, status in enumerate(cols["status"]):
+            if status == "error" and cols["kind"][i] in ("tool", "model"):
+                try:
+                    r = TypeAdapter(Record).validate_python(f.raw_record(i))
+                except ValidationError as exc:
+                    raise FormatError(
+                        f"record does not validate ({exc.errors(include_url=False)[0].get('msg')})",
+                        file=str(path),
+                        record=i,
+                        path=f"/records/{i}",
+                    ) from None
+                err = r.result.error if isinstance(r, ToolRecord) else getattr(r, "error", None)
+                first_error = {
+                    "seq": r.seq,
+                    "kind": r.kind,
+                    "name": r.tool if isinstance(r, ToolRecord) else getattr(r, "model", None),
+                    "type": err.type if err else None,
+                    "message": err.message if err else None,
+                }
+                break
+        usage_seen = bool(tins or touts)
+        return {
+            "format": shell.format,
+            "format_version": shell.format_version,
+            "digest": shell.digest,
+            "migrated_from": original if original < shell.format_version else None,
+            "session": shell.session.to_json_obj(),
+            "metadata": shell.metadata,
+            "records": len(f),
+            "counts": counts,
+            "models": models,
+            "tools": tools,
+            "run_ids": runs,
+            "tokens": {"input": sum(tins), "output": sum(touts)} if usage_seen else _usage_totals(shell),
+            "first_error": first_error,
+        }
+    finally:
+        f.close()
+
+
 def _usage_totals(rec: Recording) -> dict[str, Any] | None:
     """Run totals a source recorded (``metadata.usage_totals``) when no call has usage."""
     ut = rec.metadata.get("usage_totals")
@@ -126,9 +208,15 @@ def register(app: typer.Typer) -> None:
         file: Annotated[Path, typer.Argument(help="Recording to describe.")],
         json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     ) -> None:
-        """Summarize a recording: version, metadata, counts by kind, models, tools, runs, first error."""
-        rec = load_any(file)
-        s = recording_summary(rec)
+        """Summarize a recording: version, metadata, counts by kind, models, tools, runs, first error.
+
+        A version-3 file is summarized from its header and record index alone (fast on any
+        size); 'validate' checks every record."""
+        s = indexed_summary(file) if file.is_file() else None
+        if s is None:
+            rec = load_any(file)
+            s = recording_summary(rec)
+        migrated_from = s["migrated_from"]
         if json:
             print_json({"file": str(file), **s})
             return
@@ -136,8 +224,8 @@ def register(app: typer.Typer) -> None:
         typer.echo(
             f"format          {s['format']} version {s['format_version']}"
             + (
-                f" (migrated in memory from version {rec.migrated_from}; 'chassis-inspector migrate' writes it)"
-                if rec.migrated_from is not None
+                f" (migrated in memory from version {migrated_from}; 'chassis-inspector migrate' writes it)"
+                if migrated_from is not None
                 else ""
             )
         )
@@ -186,7 +274,7 @@ def register(app: typer.Typer) -> None:
         rec = recording_from_dict(doc, source=source)
         check_output(output, force=force, inputs=(old,))
         redact_recording(rec)  # what the product writes is redacted (docs/format.md, "Redaction")
-        atomic_write_bytes(output, dumps_document(recording_to_dict(rec)))
+        atomic_write_bytes(output, dumps_recording(rec))
         typer.echo(
             f"{old}: format version {version} → {rec.format_version}; wrote {output} ({len(rec.records)} records)"
         )

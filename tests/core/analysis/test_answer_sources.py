@@ -20,7 +20,8 @@ import pytest
 from core.analysis.timeline import ANSWER_SOURCES, UNKNOWN_SOURCE, ReplayAnswers, TimelineIndex
 from core.analysis.timeline_text import CSV_FIELDS, SOURCE_SYMBOLS, rows_to_csv, source_label
 from core.examples.sample_agent import get_order
-from core.record.io import recording_from_dict
+from core.record.indexed import IndexedFile
+from core.record.io import indexed_header, recording_from_dict
 from core.record.recording import ChatMessage, ModelResponse, Recording, ToolResult
 from core.replay.branch import Policy, ToolPolicyIntervention, ToolResultIntervention, new_branch
 from core.replay.engine import AnswerSource, ReplayEngine, ReplayOutcome
@@ -159,12 +160,23 @@ def test_filter_by_source(index):
 def test_the_raw_index_of_a_fast_opened_file_gives_the_same_sources(replayed):
     path, _ = replayed
     verified = TimelineIndex(Recording.load(path))
-    doc = orjson.loads(path.read_bytes())
-    # as inspector.loader fast-opens a big file: the header validated, the records raw
+    # as inspector.loader fast-opens a big version-3 file: the header and the record index,
+    # each record read raw from its range
+    f = IndexedFile.open(path)
+    shell, _ = indexed_header(f)
+    from_index = TimelineIndex.from_columns(
+        shell, f.index.columns, [f.raw_record(i) for i in range(len(f))], source=str(path)
+    )
+    # ... and a whole document (a version-1/2 file, or a copy rewritten without its index):
+    # the header validated, the records raw
+    doc = Recording.load(path).to_dict()
     header = recording_from_dict({k: v for k, v in doc.items() if k not in ("records", "digest")} | {"records": []})
-    raw = TimelineIndex.from_raw(header, doc["records"], source=str(path))
-    assert [raw.answer_source(p) for p in range(len(raw))] == [verified.answer_source(p) for p in range(len(raw))]
-    assert [raw.answer_reason(p) for p in range(len(raw))] == [verified.answer_reason(p) for p in range(len(raw))]
+    from_raw = TimelineIndex.from_raw(header, doc["records"], source=str(path))
+    for raw in (from_index, from_raw):
+        assert len(raw) == len(verified)
+        assert [raw.answer_source(p) for p in range(len(raw))] == [verified.answer_source(p) for p in range(len(raw))]
+        assert [raw.answer_reason(p) for p in range(len(raw))] == [verified.answer_reason(p) for p in range(len(raw))]
+    f.close()
 
 
 def test_a_plain_recording_has_no_sources():

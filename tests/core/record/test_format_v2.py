@@ -1,4 +1,8 @@
-"""Format version 2: per-record ``meta``, run-level ``links``, migration 1 → 2 (golden files)."""
+"""Format version 2: per-record ``meta``, run-level ``links``, migration 1 → 2 (golden files).
+
+The goldens are version-1 and version-2 documents; files are now written as version 3
+(docs/format.md § "Version 3"), which keeps the records, keys and digest, so the tests
+compare loaded records and digests with the goldens rather than saved bytes."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from hypothesis import strategies as st
 from core.errors import CanonicalizationError, FormatError
 from core.record.canonical import model_key, tool_key
 from core.record.io import dumps_recording, recording_to_dict, records_digest, save_recording
-from core.record.migrate import MIGRATIONS, migrate, migrate_1_to_2
+from core.record.migrate import MIGRATIONS, migrate, migrate_1_to_2, migrate_2_to_3
 from core.record.recording import FORMAT_VERSION, LINK_RELS, ModelRecord, Recording, RunLink, ToolRecord
 from core.record.redaction import SecretRedactor, marker
 from core.record.schema import SCHEMA_PATH
@@ -27,19 +31,19 @@ V1_TO_V2 = FORMAT / "v1-migrated-to-v2.json"
 V2 = FORMAT / "v2-meta-links.json"
 
 
-def test_current_version_is_2():
-    assert FORMAT_VERSION == 2
-    assert sorted(MIGRATIONS) == [0, 1]
+def test_current_version_is_3():
+    assert FORMAT_VERSION == 3
+    assert sorted(MIGRATIONS) == [0, 1, 2]
 
 
 # --------------------------------------------------------------------------- golden files
 
 
-def test_v1_golden_loads_as_v2_and_keeps_its_digest():
+def test_v1_golden_loads_as_current_and_keeps_its_digest():
     raw = orjson.loads(V1.read_bytes())
     assert raw["format_version"] == 1
     rec = Recording.load(V1, verify_keys=True)
-    assert rec.format_version == 2 and rec.migrated_from == 1
+    assert rec.format_version == 3 and rec.migrated_from == 1
     assert rec.digest == raw["digest"]  # migration 1 → 2 leaves the sealed records as written
     assert [r.to_json_obj() for r in rec.records] == raw["records"]
     assert all(r.meta is None for r in rec.records) and rec.links is None
@@ -50,35 +54,45 @@ def test_migration_1_to_2_is_exactly_the_golden():
     raw = orjson.loads(V1.read_bytes())
     snapshot = orjson.dumps(raw)
     assert orjson.dumps(migrate_1_to_2(raw)) == expected
-    doc, original = migrate(raw)
-    assert original == 1 and orjson.dumps(doc) == expected
     assert orjson.dumps(raw) == snapshot  # pure: the input is untouched
-    assert Recording.load(V1).dumps() == expected
+    doc, original = migrate(raw)  # on to the current version: 2 → 3 changes only the version
+    assert original == 1 and orjson.dumps(doc) == orjson.dumps(migrate_2_to_3(orjson.loads(expected)))
+    assert orjson.dumps(raw) == snapshot
+    # saved as version 3: the same records and digest as the golden
+    golden = Recording.load(V1_TO_V2)
+    again = Recording.loads(Recording.load(V1).dumps(), verify_keys=True)
+    assert again.records == golden.records and again.digest == golden.digest == raw["digest"]
+    assert again.metadata == golden.metadata and again.session == golden.session
 
 
-def test_migrate_command_writes_the_golden(tmp_path, capsys):
-    out = tmp_path / "v2.json"
+def test_migrate_command_writes_the_golden_records(tmp_path, capsys):
+    out = tmp_path / "v3.json"
     assert main(["migrate", str(V1), "-o", str(out)]) == 0
-    assert f"{V1}: format version 1 → 2; wrote {out} (6 records)" in capsys.readouterr().out
-    assert out.read_bytes() == V1_TO_V2.read_bytes()
-    # the migrated file is current: it loads without migrating
-    assert Recording.load(out).migrated_from is None
+    assert f"{V1}: format version 1 → 3; wrote {out} (6 records)" in capsys.readouterr().out
+    # the migrated file is current: it loads without migrating, with the golden's records and digest
+    migrated = Recording.load(out, verify_keys=True)
+    golden = Recording.load(V1_TO_V2)
+    assert migrated.migrated_from is None and migrated.format_version == 3
+    assert migrated.digest == orjson.loads(V1.read_bytes())["digest"] == golden.digest
+    assert migrated.records == golden.records and migrated.metadata == golden.metadata
 
 
-def test_chain_legacy_to_v1_to_v2():
+def test_chain_legacy_to_v1_to_v2_to_v3():
     legacy = orjson.loads((DATA / "legacy" / "chassis-0.8.1-recording.json").read_bytes())
     v1 = MIGRATIONS[0](legacy)
     assert v1["format_version"] == 1
     v2 = MIGRATIONS[1](v1)
+    assert v2["format_version"] == 2
+    v3 = MIGRATIONS[2](v2)
     doc, original = migrate(legacy)
-    assert original == 0 and doc == v2 and doc["format_version"] == 2
+    assert original == 0 and doc == v3 and doc["format_version"] == 3
     rec = Recording.from_dict(legacy)
-    assert rec.format_version == 2 and rec.migrated_from == 0 and rec.digest is None
+    assert rec.format_version == 3 and rec.migrated_from == 0 and rec.digest is None
 
 
 def test_v2_golden_loads_with_meta_and_links():
     rec = Recording.load(V2, verify_keys=True)
-    assert rec.migrated_from is None and rec.format_version == 2
+    assert rec.migrated_from == 2 and rec.format_version == 3
     assert {r.kind for r in rec.records if r.meta} == {"tool", "model", "interrupt", "snapshot", "lifecycle"}
     model = next(r for r in rec.records if isinstance(r, ModelRecord))
     assert model.meta == {
@@ -98,27 +112,34 @@ def test_v2_golden_loads_with_meta_and_links():
     assert rec.links[2].meta == {"reviewer": "ana"}
 
 
-def test_v2_golden_round_trips_byte_for_byte(tmp_path):
-    data = V2.read_bytes()
+def test_v2_golden_round_trips_through_version_3(tmp_path):
+    golden = orjson.loads(V2.read_bytes())
     rec = Recording.load(V2)
-    assert dumps_recording(rec, indent=True) + b"\n" == data
+    # the logical document is the golden's, version aside: nothing is lost or added
+    assert recording_to_dict(rec) == migrate_2_to_3(golden)
     out = tmp_path / "again.json"
-    digest = save_recording(rec, out, indent=True)
-    assert out.read_bytes() + b"\n" == data
+    digest = save_recording(rec, out, indent=True)  # indent is accepted; v3 is one record per line
+    assert out.read_bytes() == dumps_recording(rec) == dumps_recording(rec, indent=True)
     again = Recording.load(out, verify_keys=True)
-    assert again.digest == digest == orjson.loads(data)["digest"]
-    assert again.records == rec.records and again.links == rec.links
+    assert again.digest == digest == golden["digest"]
+    assert again.records == rec.records and again.links == rec.links and again.metadata == rec.metadata
+    assert recording_to_dict(again) == recording_to_dict(rec)
+    assert save_recording(again, tmp_path / "third.json") == digest
+    assert (tmp_path / "third.json").read_bytes() == out.read_bytes()  # stable bytes
 
 
 def test_goldens_validate_against_the_committed_schema():
-    schema = orjson.loads(SCHEMA_PATH.read_bytes())
+    schema = orjson.loads(SCHEMA_PATH.read_bytes())  # the current version's: goldens migrated to it
     for path in (V1_TO_V2, V2):
-        jsonschema.validate(orjson.loads(path.read_bytes()), schema)
-    bad = orjson.loads(V2.read_bytes())
+        jsonschema.validate(migrate(orjson.loads(path.read_bytes()))[0], schema)
+        jsonschema.validate(orjson.loads(Recording.load(path).dumps()), schema)  # saved as version 3
+    with pytest.raises(jsonschema.ValidationError):  # the schema is the current version's
+        jsonschema.validate(orjson.loads(V2.read_bytes()), schema)
+    bad = migrate(orjson.loads(V2.read_bytes()))[0]
     bad["records"][0]["meta"] = [1]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
-    bad = orjson.loads(V2.read_bytes())
+    bad = migrate(orjson.loads(V2.read_bytes()))[0]
     del bad["links"][0]["target"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
@@ -127,13 +148,13 @@ def test_goldens_validate_against_the_committed_schema():
 def test_info_and_validate_print_the_version(capsys):
     assert main(["validate", str(V1), str(V2)]) == 0
     out = capsys.readouterr().out
-    assert f"{V1}: ok (format version 1, migrates to 2; 6 records)" in out
-    assert f"{V2}: ok (format version 2, 6 records, sha256:" in out
+    assert f"{V1}: ok (format version 1, migrates to 3; 6 records)" in out
+    assert f"{V2}: ok (format version 2, migrates to 3; 6 records)" in out
     assert main(["info", str(V1)]) == 0
-    assert "format          chassis.replay version 2 (migrated in memory from version 1;" in capsys.readouterr().out
+    assert "format          chassis.replay version 3 (migrated in memory from version 1;" in capsys.readouterr().out
     assert main(["info", str(V2), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["format_version"] == 2 and info["migrated_from"] is None
+    assert info["format_version"] == 3 and info["migrated_from"] == 2
 
 
 # --------------------------------------------------------------------------- keys, digest
@@ -361,9 +382,9 @@ def test_migrating_any_v1_recording_keeps_every_key_and_content(v1):
     before = copy.deepcopy(v1)
     rec = Recording.from_dict(v1, verify_keys=True)
     assert v1 == before  # migration is pure
-    assert rec.format_version == 2 and rec.migrated_from == 1
-    dumped = orjson.loads(rec.dumps())
-    assert dumped["format_version"] == 2
+    assert rec.format_version == 3 and rec.migrated_from == 1
+    dumped = rec.to_dict()  # the logical document (no pool, no index)
+    assert dumped["format_version"] == 3
     assert dumped["records"] == v1["records"]  # every record, its key included, as written
     assert [r.get("key") for r in dumped["records"]] == [r.get("key") for r in v1["records"]]
     assert dumped["digest"] == records_digest(v1["records"]) == v1.get("digest", dumped["digest"])
@@ -371,3 +392,5 @@ def test_migrating_any_v1_recording_keeps_every_key_and_content(v1):
     assert rest == {k: v for k, v in v1.items() if k not in ("format_version", "digest")}
     again = Recording.from_dict(dumped, verify_keys=True)
     assert again.migrated_from is None and again.digest == dumped["digest"]
+    saved = Recording.loads(rec.dumps(), verify_keys=True)  # the version-3 bytes
+    assert saved.records == rec.records and saved.digest == dumped["digest"]

@@ -67,7 +67,7 @@ def _migrates_or_refuses(doc: dict[str, Any]) -> None:
         assert str(exc).startswith("legacy.json"), exc
         assert "\n" not in str(exc)
         return
-    assert rec.format_version == 2
+    assert rec.format_version == 3
 
 
 @settings(max_examples=1500, deadline=None)

@@ -22,7 +22,9 @@ from tests.builders import DATA, ROOT, make_recording
 
 
 def _doc(saved: Path) -> dict:
-    return orjson.loads(saved.read_bytes())
+    """The logical document of a saved recording (no pool, no index): edits to it are
+    loaded through the whole-document path, the same checks as any damaged file."""
+    return Recording.load(saved).to_dict()
 
 
 def _write(tmp_path: Path, doc, name="bad.json") -> Path:
@@ -100,7 +102,7 @@ def test_newer_version(tmp_path, saved):
     p = _write(tmp_path, doc)
     with pytest.raises(FormatError) as e:
         Recording.load(p)
-    assert str(e.value) == f"{p} at /format_version: format version 7 is newer than this inspector supports (2)"
+    assert str(e.value) == f"{p} at /format_version: format version 7 is newer than this inspector supports (3)"
 
 
 def test_malformed_json_has_line_and_column(tmp_path):
@@ -253,7 +255,7 @@ def test_missing_file_and_directory(tmp_path):
 
 def test_legacy_migration():
     rec = Recording.load(DATA / "legacy" / "chassis-0.8.1-recording.json")
-    assert rec.format_version == 2
+    assert rec.format_version == 3
     assert [r.kind for r in rec.records] == ["snapshot", "model", "tool", "interrupt", "lifecycle"]
     model = rec.records[1]
     assert isinstance(model, ModelRecord)
@@ -280,7 +282,7 @@ def test_migration_is_pure_and_idempotent():
     assert original == 0
     assert orjson.dumps(raw) == snapshot  # input untouched
     twice, v = migrate(once)
-    assert v == 2 and twice == once
+    assert v == 3 and twice == once
 
 
 @settings(max_examples=50, deadline=None)

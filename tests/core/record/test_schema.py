@@ -1,5 +1,7 @@
 """The committed JSON Schema matches the models."""
 
+import pytest
+
 from core.record.schema import SCHEMA_PATH, render
 
 
@@ -16,17 +18,51 @@ def test_schema_names_every_record_kind():
         assert name in text
 
 
+def _schema() -> dict:
+    import orjson
+
+    return orjson.loads(SCHEMA_PATH.read_bytes())
+
+
 def test_saved_recordings_validate_against_the_schema(saved):
     import jsonschema
     import orjson
 
-    schema = orjson.loads(SCHEMA_PATH.read_bytes())
-    jsonschema.validate(orjson.loads(saved.read_bytes()), schema)
-    bad = orjson.loads(saved.read_bytes())
-    bad["records"][0]["kind"] = "telepathy"
-    try:
-        jsonschema.validate(bad, schema)
-    except jsonschema.ValidationError:
-        pass
-    else:  # pragma: no cover
-        raise AssertionError("schema accepted an unknown record kind")
+    from core.record.recording import Recording
+
+    schema = _schema()
+    saved_doc = orjson.loads(saved.read_bytes())  # version 3: pool, references, index
+    assert saved_doc["pool"] and saved_doc["index"]
+    jsonschema.validate(saved_doc, schema)
+    logical = Recording.load(saved).to_dict()  # no pool, no index
+    assert "pool" not in logical
+    jsonschema.validate(logical, schema)
+    for doc in (saved_doc, logical):
+        bad = orjson.loads(orjson.dumps(doc))
+        bad["records"][0]["kind"] = "telepathy"
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+
+
+def test_schema_checks_the_version_3_members(saved):
+    import jsonschema
+    import orjson
+
+    schema = _schema()
+    doc = orjson.loads(saved.read_bytes())
+    i, model = next((i, r) for i, r in enumerate(doc["records"]) if r["kind"] == "model")
+    assert set(model["request"]["messages"]) == {"$history"}  # a history node of the pool
+    assert set(model["response"]["message"]) == {"$pool"}  # a reference
+    for edit in (
+        lambda d: d["records"][i]["request"].update(messages=[{"$pool": "not-an-id"}]),
+        lambda d: d["records"][i]["request"].update(messages=[{"$pool": "0" * 16, "role": "user"}]),
+        lambda d: d["records"][i]["request"].update(messages={"$history": "nope"}),
+        lambda d: d["records"][i]["response"].update(message={"$pool": "0" * 16, "x": 1}),
+        lambda d: d["pool"].update({"XYZ": 1}),
+        lambda d: d.update(index_offset=-1),
+        lambda d: d.update(index=[]),
+    ):
+        bad = orjson.loads(orjson.dumps(doc))
+        edit(bad)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)

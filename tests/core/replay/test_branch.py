@@ -231,7 +231,7 @@ def test_tool_targets_by_name_and_args(base):
 
 def _signed_base() -> Recording:
     base = chat_recording(1)
-    d = orjson.loads(base.dumps())
+    d = base.to_dict()  # the logical document: records hold their messages (no pool refs)
     d.pop("digest")
     signed = [
         {"type": "thinking", "thinking": "I should look it up", "signature": "sig-abc"},

@@ -119,7 +119,7 @@ def test_every_command_up_to_the_limit_and_beyond(capsys, files, command, place,
     elif command == "audit":
         assert "ls" in out
     elif command == "validate":
-        assert "ok (format version 2, 6 records" in out
+        assert "ok (format version 3, 6 records" in out
     elif command == "diff":
         changed = "same 3, changed 0" not in out
         assert changed == (place != "metadata"), out
@@ -143,7 +143,7 @@ def test_json_output_and_save_round_trip(capsys, files, tmp_path, place, depth):
     code, out, err = cli(capsys, "migrate", path, "-o", again)
     assert code == 0, err
     code, out, err = cli(capsys, "validate", again)
-    assert code == 0 and "ok (format version 2, 6 records" in out, err
+    assert code == 0 and "ok (format version 3, 6 records" in out, err
 
 
 # -- import: the source file is one value ------------------------------------------------
@@ -185,7 +185,7 @@ def test_import_up_to_the_limit_and_beyond(capsys, tmp_path, place, depth):
     if depth <= MAX_DEPTH:
         assert code == 0, err
         code, stdout, err = cli(capsys, "validate", out)
-        assert code == 0 and "ok (format version 2" in stdout, err
+        assert code == 0 and "ok (format version 3" in stdout, err
         code, stdout, err = cli(capsys, "info", src)  # converted in memory
         assert code == 0 and "records" in stdout, err
         return

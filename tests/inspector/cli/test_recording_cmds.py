@@ -22,12 +22,12 @@ def test_validate_ok_and_bad(saved, tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "chassis.replay", "format_version": 7, "records": []}')
     assert main(["validate", str(saved)]) == 0
-    assert "ok (format version 2, 6 records" in capsys.readouterr().out
+    assert "ok (format version 3, 6 records" in capsys.readouterr().out
     assert main(["validate", str(saved), str(bad)]) == 2
     err = capsys.readouterr().err
     assert (
         err.strip()
-        == f"chassis-inspector: {bad} at /format_version: format version 7 is newer than this inspector supports (2)"
+        == f"chassis-inspector: {bad} at /format_version: format version 7 is newer than this inspector supports (3)"
     )
 
 
@@ -59,7 +59,7 @@ def test_validate_on_another_format_says_what_it_is_and_suggests_import(path, de
 def test_info_text_and_json(saved, capsys):
     assert main(["info", str(saved)]) == 0
     out = capsys.readouterr().out
-    assert "format          chassis.replay version 2" in out
+    assert "format          chassis.replay version 3" in out
     assert "records         6  (tool 1, model 2, interrupt 1, snapshot 1, lifecycle 1)" in out
     assert "first error     seq 3 tool ls: PermissionError: permission denied" in out
     assert main(["info", "--json", str(saved)]) == 0
@@ -79,10 +79,10 @@ def test_info_missing_file(capsys, tmp_path):
 def test_migrate(tmp_path, capsys):
     out = tmp_path / "new.json"
     assert main(["migrate", str(DATA / "legacy" / "chassis-0.8.1-recording.json"), "-o", str(out)]) == 0
-    assert "format version 0 → 2" in capsys.readouterr().out
+    assert "format version 0 → 3" in capsys.readouterr().out
     rec = Recording.load(out)
-    assert rec.format_version == 2 and len(rec.records) == 5
-    assert orjson.loads(out.read_bytes())["format_version"] == 2
+    assert rec.format_version == 3 and len(rec.records) == 5
+    assert orjson.loads(out.read_bytes())["format_version"] == 3
     # refuses to overwrite without --force
     assert main(["migrate", str(DATA / "legacy" / "chassis-0.8.1-recording.json"), "-o", str(out)]) == 2
     assert "--force" in capsys.readouterr().err
@@ -120,7 +120,7 @@ def test_info_on_legacy_file_says_it_was_migrated(capsys):
     assert "migrated in memory from version 0" in out
     assert "digest          none" in out
     assert main(["validate", str(legacy)]) == 0
-    assert "ok (format version 0, migrates to 2; 5 records)" in capsys.readouterr().out
+    assert "ok (format version 0, migrates to 3; 5 records)" in capsys.readouterr().out
 
 
 def test_info_without_usage_says_tokens_not_recorded(tmp_path, capsys):

@@ -1,0 +1,1119 @@
+"""Format version 3: the message pool, the record index, and reading a record on demand.
+
+A version-3 file is one JSON document (docs/format.md § "Version 3"). It holds the same
+logical records as version 2 — the same keys and the same ``digest``, both defined on the
+records with every reference resolved — in an encoding that stores each distinct value
+once and can be read piece by piece:
+
+* ``pool``: an object from a **pool id** to a value written once, in its RFC 8785
+  canonical JSON. The id is the first 16 hex digits of the SHA-256 of those bytes (all 64
+  when two values of one file share the first 16). The writer pools every chat message of
+  a model request and of a response, and each tool result ``content`` whose canonical
+  JSON is :data:`POOL_MIN_BYTES` or longer.
+* a **reference** ``{"$pool": "<id>"}`` stands for the pooled value wherever it appears in
+  a record. A record's own object with that one member (recorded content shaped like a
+  reference) is itself pooled, so a reference is never ambiguous. Pool values are
+  literal: nothing in the pool is resolved.
+* each record is written in canonical JSON (with its references), one per line;
+* ``index``: the last member, columns with one entry per record — ``seq``, ``kind``,
+  ``name``, ``status``, tokens, ``duration``, ``at`` (seconds since the epoch),
+  ``run_id``, the tool-call ids answered or requested, and each record's byte range —
+  plus the byte range of every pool value and the end of the header. The header's
+  leading members ``index_offset`` and ``index_length`` are written at a fixed width
+  (:data:`OFFSET_WIDTH` characters, padded with spaces), so a reader finds the index
+  from the first bytes of the file without parsing the rest.
+
+A file rewritten by another JSON tool (re-indented, say) is still a version-3 document:
+it loads through the whole-document path (:func:`resolve_pool`) without its index. The
+loader never trusts an index that disagrees with the records it points at: the record
+read at an index range must be the record the index row describes, and a full load
+compares every row with its record.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import mmap
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any, Final, cast
+
+import orjson
+
+from ..errors import CanonicalizationError, FormatError
+from .canonical import IdentityCache, _NeedsReference, _prepare, canonical_json, common_prefix
+from .nesting import dumps, json_mode_dump
+from .recording import (
+    ChatMessage,
+    InterruptRecord,
+    LifecycleRecord,
+    ModelRecord,
+    Recording,
+    SnapshotRecord,
+    ToolRecord,
+    adopt_message_canonical,
+    message_canonical,
+    messages_canonical,
+)
+from .redaction import holds_marker
+
+INDEXED_VERSION: Final = 3
+#: characters of each fixed-width header number (``index_offset``, ``index_length``)
+OFFSET_WIDTH: Final = 20
+#: a tool result's ``content`` whose canonical JSON is at least this long is pooled
+POOL_MIN_BYTES: Final = 1024
+POOL_KEY: Final = "$pool"
+_REF_OPEN = b'{"$pool":"'
+_INDEX_MEMBER = b'"index":'
+_ID_SHORT = 16
+_PREFIX = re.compile(
+    rb'\{"format":"chassis\.replay","format_version":3,"index_offset":([0-9][0-9 ]{19}),"index_length":([0-9][0-9 ]{19}),'
+)
+_PREFIX_LEN = len(b'{"format":"chassis.replay","format_version":3,"index_offset":,"index_length":,') + 2 * OFFSET_WIDTH
+_POOL_ID = re.compile(r"[0-9a-f]{16}|[0-9a-f]{64}")
+#: the record index's columns, in the order :func:`index_row` returns them
+INDEX_COLUMNS: Final = (
+    "seq",
+    "kind",
+    "name",
+    "status",
+    "input_tokens",
+    "output_tokens",
+    "duration",
+    "at",
+    "run_id",
+    "tool_call_id",
+    "calls",
+)
+
+_USER_ROLES = frozenset({"human", "user"})
+_USER_TYPES = frozenset({"human", "user", "user_message", "user_input", "human_input", "input"})
+
+
+# --------------------------------------------------------------------------- index rows
+
+
+def interrupt_status(value: Any) -> str:
+    """``input`` when an interrupt's value is a human/user message — an object whose
+    ``role`` or ``source`` is ``human``/``user`` or whose ``type`` is one of
+    ``human``, ``user``, ``user_message``, ``user_input``, ``human_input``, ``input``
+    (e.g. Who&When's opening question, OpenHands' user_message, Inspect's input event) —
+    else ``interrupted`` (an approval, a pause, an agent-state change)."""
+    if isinstance(value, dict) and (
+        value.get("role") in _USER_ROLES or value.get("source") in _USER_ROLES or value.get("type") in _USER_TYPES
+    ):
+        return "input"
+    return "interrupted"
+
+
+def record_status(rec: Any) -> str:
+    """The status of a record (SPEC "Application": timeline), by precedence ``error`` >
+    ``interrupted`` / ``input`` > ``redacted`` > ``live-fallback`` > ``replayed`` > ``ok``."""
+    if type(rec) is ToolRecord:
+        if rec.result.error is not None:
+            return "error"
+    elif type(rec) is ModelRecord:
+        if rec.error is not None:
+            return "error"
+    elif type(rec) is InterruptRecord:
+        return interrupt_status(rec.value)
+    if type(rec) is ToolRecord and (rec.result.redacted or holds_marker(rec.result.content)):
+        return "redacted"
+    if type(rec) is ModelRecord and rec.response is not None and rec.response.message is not None:
+        if holds_marker(rec.response.message.content):
+            return "redacted"
+    if rec.live_fallback:
+        return "live-fallback"
+    if rec.replayed:
+        return "replayed"
+    return "ok"
+
+
+def record_name(rec: Any) -> str:
+    """The name column of a record: the model identity (``model → live_model`` for a
+    replay's call answered by the policy's live model), the tool name, the lifecycle
+    event, the snapshot's generation, or ``interrupt``."""
+    if type(rec) is ToolRecord:
+        return rec.tool
+    if type(rec) is ModelRecord:
+        swapped = rec.meta.get("live_model") if rec.meta else None
+        return f"{rec.model} → {swapped}" if isinstance(swapped, str) else rec.model
+    if type(rec) is LifecycleRecord:
+        return rec.event
+    if type(rec) is SnapshotRecord:
+        return rec.generation_id or "snapshot"
+    return "interrupt"
+
+
+def epoch_seconds(at: str | None) -> float | None:
+    """Seconds since the epoch of an RFC 3339 timestamp (``None`` for none or one that
+    does not parse)."""
+    if not at:
+        return None
+    try:
+        return datetime.fromisoformat(at.replace("Z", "+00:00").replace("z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def index_row(rec: Any) -> tuple[Any, ...]:
+    """One row of the record index (:data:`INDEX_COLUMNS`) computed from a validated
+    record: ``seq``, ``kind``, ``name`` (:func:`record_name`), ``status``
+    (:func:`record_status`), ``input_tokens`` / ``output_tokens`` (model calls with a
+    usage, else ``None``), ``duration`` (seconds), ``at`` (seconds since the epoch),
+    ``run_id``, ``tool_call_id`` (tool records) and ``calls`` (the ids of the tool calls a
+    model response requested, else ``None``)."""
+    tin = tout = None
+    calls = None
+    duration = None
+    call_id = None
+    if type(rec) is ModelRecord:
+        duration = rec.duration_seconds
+        resp = rec.response
+        if resp is not None:
+            if resp.usage is not None:
+                tin, tout = resp.usage.input_tokens, resp.usage.output_tokens
+            if resp.message.tool_calls:
+                calls = [c.id for c in resp.message.tool_calls]
+    elif type(rec) is ToolRecord:
+        duration = rec.duration_seconds
+        call_id = rec.tool_call_id
+    return (
+        rec.seq,
+        rec.kind,
+        record_name(rec),
+        record_status(rec),
+        tin,
+        tout,
+        duration,
+        epoch_seconds(rec.at),
+        rec.run_id,
+        call_id,
+        calls,
+    )
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class _Pool:
+    """The pool being written: canonical bytes → reference bytes and pool id; id → the
+    bytes written (the canonical JSON, or the value's exact form: see
+    :func:`exact_form`); ``exact``: the ids written in their exact form."""
+
+    def __init__(self) -> None:
+        self.refs: dict[bytes, bytes] = {}
+        self.ids: dict[bytes, str] = {}
+        self.values: dict[str, bytes] = {}
+        self.canonical: dict[str, bytes] = {}
+        self.exact: list[str] = []
+
+    def ref(self, data: bytes, written: bytes | None = None) -> bytes:
+        """The reference to ``data`` (canonical JSON; ``written``: the bytes to write
+        when they differ from it), pooling it on first sight."""
+        ref = self.refs.get(data)
+        if ref is None:
+            ref = self.refs[data] = b'{"$pool":"' + self.id_of(data, written).encode() + b'"}'
+        return ref
+
+    def id_of(self, data: bytes, written: bytes | None = None) -> str:
+        """The pool id of ``data`` (canonical JSON), pooling it on first sight."""
+        pid = self.ids.get(data)
+        if pid is None:
+            full = hashlib.sha256(data).hexdigest()
+            pid = full[:_ID_SHORT]
+            if self.canonical.get(pid, data) != data:
+                pid = full  # two values of this file share the short id
+            self.canonical[pid] = data
+            self.values[pid] = data if written is None else written
+            if written is not None:
+                self.exact.append(pid)
+            self.ids[data] = pid
+        return pid
+
+
+#: a message's exact form when it differs from its canonical JSON (b"" when it does not)
+_MESSAGE_EXACT = IdentityCache()
+
+
+def exact_form(value: Any, canonical: bytes) -> bytes | None:
+    """The bytes that keep ``value``'s number types — ``45.0`` stays a float where
+    canonical JSON writes ``45`` (RFC 8785 §3.2.2.3), ``1e21`` keeps its form — when
+    they differ from ``canonical`` (its canonical JSON), else ``None``. Object members
+    sorted by name, as orjson sorts them."""
+    try:
+        if _prepare(value) is value:  # no float, tuple or mapping anywhere: nothing differs
+            return None
+    except (_NeedsReference, RecursionError, CanonicalizationError):
+        pass
+    try:
+        written = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        written = dumps(value)
+    return None if written == canonical else written
+
+
+def _message_exact(message: Any, canonical: bytes) -> bytes | None:
+    found = _MESSAGE_EXACT.get(message)
+    if found is None:
+        found = exact_form(message.to_json_obj(), canonical) or b""
+        _MESSAGE_EXACT.put(message, found)
+    return found or None
+
+
+class _Histories:
+    """The history nodes being written: a request's messages are a node — the pool ids
+    of its messages after its parent node's — so a history that grows by appending is
+    written once, not once per request. Chains of recent message lists (message objects,
+    the end of each node along them, the node ids) find the longest shared prefix."""
+
+    def __init__(self, pool: _Pool) -> None:
+        self.pool = pool
+        self.chains: list[tuple[list[Any], list[int], list[str]]] = []
+
+    def node(self, messages: list[Any], data: list[bytes]) -> str:
+        """The pool id of the node of ``messages`` (whose canonical JSON is ``data``)."""
+        n = len(messages)
+        best = None
+        shared = 0
+        first = messages[0]
+        for chain in self.chains:
+            if chain[0][0] is first:
+                k = common_prefix(chain[0], messages)
+                if k > shared:
+                    best, shared = chain, k
+        ends, ids = (best[1], best[2]) if best is not None else ([], [])
+        j = bisect.bisect_right(ends, shared)
+        parent = ids[j - 1] if j else None
+        start = ends[j - 1] if j else 0
+        if start == n and parent is not None:
+            node = parent
+        else:
+            pid = self.pool.id_of
+            node = pid(
+                b'{"messages":['
+                + b",".join(
+                    [
+                        b'"' + pid(d, _message_exact(m, d)).encode() + b'"'
+                        for m, d in zip(messages[start:], data[start:])
+                    ]
+                )
+                + b'],"parent":'
+                + (b'"' + parent.encode() + b'"' if parent is not None else b"null")
+                + b"}"
+            )
+        if best is not None and shared == len(best[0]) and j == len(ends):
+            self.chains.remove(best)
+            chain = (list(messages), ends, ids)
+        else:
+            chain = (list(messages), ends[:j], ids[:j])
+        if node != parent:
+            chain[1].append(n)
+            chain[2].append(node)
+        self.chains.insert(0, chain)
+        del self.chains[8:]
+        return node
+
+
+_MODEL_EXCLUDE = {"request": {"messages"}, "response": {"message"}}
+
+
+def _relative(exc: CanonicalizationError, i: int) -> CanonicalizationError:
+    return CanonicalizationError(exc.reason, f"/{i}{exc.path}")
+
+
+def _encode_record(rec: Any, i: int, pool: _Pool, histories: _Histories) -> tuple[bytes, list[bytes], bool]:
+    """``(bytes written, parts of the canonical JSON hashed into the digest, whether the
+    bytes written are not canonical)`` of record ``i`` — written canonical unless that
+    would change a number's type (:func:`exact_form`). Raises CanonicalizationError
+    (JSON Pointer relative to the records array)."""
+    try:
+        if type(rec) is ModelRecord:
+            return _encode_model(rec, i, pool, histories)
+        if type(rec) is ToolRecord:
+            return _encode_tool(rec, i, pool)
+        return _encode_plain(rec, i, pool)
+    except _Fallback:
+        return _encode_plain(rec, i, pool)
+
+
+def _has_ref_shape(data: bytes) -> bool:
+    return _REF_OPEN in data or _HISTORY_OPEN in data
+
+
+class _Fallback(Exception):
+    """Internal: the record is written by the plain path (:func:`_encode_plain`)."""
+
+
+def _canonical_dump(obj: Any, i: int) -> bytes | None:
+    """The canonical JSON of ``obj`` by the fast path, or ``None`` when only the plain
+    path writes it (keys at or above U+E000, deep values, lone surrogates)."""
+    try:
+        prepared = _prepare(obj, f"/{i}")
+        return orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+    except (_NeedsReference, RecursionError, orjson.JSONEncodeError):
+        return None
+
+
+def _encode_model(rec: ModelRecord, i: int, pool: _Pool, histories: _Histories) -> tuple[bytes, list[bytes], bool]:
+    obj = json_mode_dump(partial(rec.model_dump, exclude=_MODEL_EXCLUDE), exclude_none=True)
+    try:
+        msgs = messages_canonical(rec.request.messages)
+    except CanonicalizationError as exc:
+        raise CanonicalizationError(exc.reason, f"/{i}/request/messages{exc.path}") from None
+    response = rec.response
+    resp_bytes = None
+    if response is not None:
+        try:
+            resp_bytes = message_canonical(response.message)
+        except CanonicalizationError as exc:
+            raise CanonicalizationError(exc.reason, f"/{i}/response/message{exc.path}") from None
+    try:
+        prepared = _prepare(obj, f"/{i}")
+    except (_NeedsReference, RecursionError):
+        raise _Fallback from None
+    has_floats = prepared is not obj
+
+    def marked(value: dict[str, Any]) -> bytes:
+        value = dict(value)
+        value["request"] = dict(value["request"], messages=orjson.Fragment(b"\x01"))
+        if resp_bytes is not None:
+            value["response"] = dict(value["response"], message=orjson.Fragment(b"\x02"))
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            raise _Fallback from None
+
+    out = marked(prepared)
+    if _has_ref_shape(out):
+        raise _Fallback
+    exact = marked(obj) if has_floats else out
+    head, rest = out.split(b"\x01")
+    w_head, w_rest = exact.split(b"\x01")
+    joined = b",".join(msgs)
+    if msgs:
+        history = b'{"$history":"' + histories.node(rec.request.messages, msgs).encode() + b'"}'
+    else:
+        history = b"[]"
+    if resp_bytes is None:
+        return b"".join((w_head, history, w_rest)), [head, b"[", joined, b"]", rest], exact != out
+    mid, tail = rest.split(b"\x02")
+    w_mid, w_tail = w_rest.split(b"\x02")
+    ref = pool.ref(resp_bytes, _message_exact(response.message, resp_bytes) if response is not None else None)
+    written = b"".join((w_head, history, w_mid, ref, w_tail))
+    return written, [head, b"[", joined, b"]", mid, resp_bytes, tail], exact != out
+
+
+def _encode_tool(rec: ToolRecord, i: int, pool: _Pool) -> tuple[bytes, list[bytes], bool]:
+    obj = rec.to_json_obj()
+    try:
+        prepared = _prepare(obj, f"/{i}")
+        out = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+    except (_NeedsReference, RecursionError, orjson.JSONEncodeError):
+        raise _Fallback from None
+    if _has_ref_shape(out):
+        raise _Fallback
+    exact = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS) if prepared is not obj else out
+    if len(out) < POOL_MIN_BYTES or "content" not in obj.get("result", {}):
+        return exact, [out], exact != out
+    content_value = obj["result"]["content"]
+    content = _canonical_dump(content_value, i)
+    if content is None or len(content) < POOL_MIN_BYTES:
+        return exact, [out], exact != out
+    ref = pool.ref(content, exact_form(content_value, content))
+    base = dict(obj)
+    base["result"] = dict(obj["result"], content=orjson.Fragment(b"\x03"))
+    head, tail = orjson.dumps(base, option=orjson.OPT_SORT_KEYS).split(b"\x03")
+    written = b"".join((head, ref, tail))
+    # the record's bytes less the pooled content: exact unless its own numbers differ
+    canonical_rest = orjson.dumps(
+        {**prepared, "result": {**prepared["result"], "content": None}}, option=orjson.OPT_SORT_KEYS
+    )
+    exact_rest = orjson.dumps({**obj, "result": {**obj["result"], "content": None}}, option=orjson.OPT_SORT_KEYS)
+    return written, [out], canonical_rest != exact_rest
+
+
+def _encode_plain(rec: Any, i: int, pool: _Pool) -> tuple[bytes, list[bytes], bool]:
+    """The plain path: the record's canonical JSON (:func:`canonical_json`: any depth,
+    any key) — or its exact form (:func:`exact_form`) — with every object of recorded
+    content shaped like a reference pooled."""
+    obj = rec.to_json_obj()
+    try:
+        out = canonical_json(obj)
+    except CanonicalizationError as exc:
+        raise _relative(exc, i) from None
+    if _has_ref_shape(out):
+        obj = _escape_refs(obj, pool)
+        written = canonical_json(obj)
+    else:
+        written = out
+    exact = exact_form(obj, written)
+    return (written if exact is None else exact), [out], exact is not None
+
+
+def _is_ref(value: Any) -> bool:
+    return (
+        type(value) is dict
+        and len(value) == 1
+        and (type(value.get(POOL_KEY)) is str or type(value.get(HISTORY_KEY)) is str)
+    )
+
+
+def _escape_refs(value: Any, pool: _Pool) -> Any:
+    """``value`` with every object shaped like a reference replaced by a reference to
+    itself in the pool (so that a reader resolves it to what was recorded)."""
+    if type(value) is dict:
+        if _is_ref(value):
+            return orjson.loads(pool.ref(canonical_json(value)))
+        return {k: _escape_refs(v, pool) for k, v in value.items()}
+    if type(value) is list:
+        return [_escape_refs(v, pool) for v in value]
+    return value
+
+
+def _json_number(value: int) -> bytes:
+    return str(value).encode().ljust(OFFSET_WIDTH)
+
+
+@dataclass
+class Encoded:
+    """A recording encoded as version 3: ``data`` (the file's bytes) and ``digest``."""
+
+    data: bytes
+    digest: str
+
+
+def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
+    """Encode ``rec`` as a version-3 document. ``header`` holds the header members after
+    the version (``metadata``, ``session``, ``links`` when set), already checked.
+
+    Raises:
+        CanonicalizationError: a record holds a value with no canonical form (JSON
+            Pointer relative to the records array, ``/<record index>/...``).
+    """
+    pool = _Pool()
+    histories = _Histories(pool)
+    digest = hashlib.sha256(b"[")
+    written: list[bytes] = []
+    rows: list[tuple[Any, ...]] = []
+    exact_records: list[int] = []
+    for i, r in enumerate(rec.records):
+        data, parts, exact = _encode_record(r, i, pool, histories)
+        if exact:
+            exact_records.append(i)
+        if i:
+            digest.update(b",")
+        for p in parts:
+            digest.update(p)
+        written.append(data)
+        rows.append(index_row(r))
+    digest.update(b"]")
+    digest_text = "sha256:" + digest.hexdigest()
+
+    out: list[bytes] = []
+    pos = 0
+
+    def put(b: bytes) -> int:
+        nonlocal pos
+        out.append(b)
+        start = pos
+        pos += len(b)
+        return start
+
+    put(b'{"format":"chassis.replay","format_version":3,"index_offset":')
+    put(_json_number(0))
+    offset_part = len(out) - 1
+    put(b',"index_length":')
+    put(_json_number(0))
+    length_part = len(out) - 1
+    put(b",")
+    first = True
+    for name, value in header.items():
+        put((b"" if first else b",") + b'"' + name.encode() + b'":' + dumps(value))
+        first = False
+    put(b',"digest":"' + digest_text.encode() + b'"')
+    header_end = pos
+    put(b',"pool":{')
+    pool_ids = list(pool.values)
+    pool_spans: list[int] = []
+    for k, pid in enumerate(pool_ids):
+        put((b"\n" if k == 0 else b",\n") + b'"' + pid.encode() + b'":')
+        value = pool.values[pid]
+        pool_spans.append(put(value))
+        pool_spans.append(pos)
+    put(b"\n}," if pool_ids else b"},")
+    put(b'"records":[')
+    starts: list[int] = []
+    ends: list[int] = []
+    for k, data in enumerate(written):
+        put(b"\n" if k == 0 else b",\n")
+        starts.append(put(data))
+        ends.append(pos)
+    put(b"\n]," if written else b"],")
+    put(b'"index":')
+    columns = list(zip(*rows)) if rows else [() for _ in INDEX_COLUMNS]
+    index = {
+        "header_end": header_end,
+        "exact": {"records": exact_records, "pool": pool.exact},
+        "pool": {"ids": pool_ids, "spans": pool_spans},
+        "records": {
+            "start": starts,
+            "end": ends,
+            **{name: list(col) for name, col in zip(INDEX_COLUMNS, columns)},
+        },
+    }
+    index_bytes = orjson.dumps(index)
+    index_at = put(index_bytes)
+    put(b"}\n")
+    out[offset_part] = _json_number(index_at)
+    out[length_part] = _json_number(len(index_bytes))
+    return Encoded(b"".join(out), digest_text)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def is_indexed(head: bytes) -> bool:
+    """Whether ``head`` (the first bytes of a file) opens a version-3 document as the
+    writer lays it out (the fixed-width index position)."""
+    return _PREFIX.match(head) is not None
+
+
+@dataclass
+class RecordIndex:
+    """The index of a version-3 file, columns checked for shape: ``columns`` maps each of
+    :data:`INDEX_COLUMNS` to a list of one entry per record, ``start`` / ``end`` the byte
+    range of each record, ``pool`` pool id → byte range, ``header_end`` the byte where
+    the header's members end."""
+
+    header_end: int
+    start: list[int]
+    end: list[int]
+    columns: dict[str, list[Any]]
+    pool: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: records and pool values written in their exact form rather than canonical JSON
+    #: (:func:`exact_form`): their canonical JSON is computed when the file is verified
+    exact_records: frozenset[int] = frozenset()
+    exact_pool: frozenset[str] = frozenset()
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+def _index_error(reason: str, source: str, path: str) -> FormatError:
+    return FormatError(f"damaged record index: {reason}", file=source, path=path)
+
+
+def _check_ints(values: Any, path: str, source: str, low: int, high: int) -> list[int]:
+    if type(values) is not list or any(type(v) is not int or not low <= v <= high for v in values):
+        raise _index_error(f"expected an array of byte offsets within the file (0 to {high:,})", source, path)
+    return values
+
+
+class IndexedFile:
+    """A version-3 file opened for reading piece by piece: the header and the index are
+    read at once (the fixed-width ``index_offset`` / ``index_length``), records and pool
+    values only when asked for.
+
+    ``data`` is the file's bytes, or a read-only memory map of it (:meth:`open`).
+
+    Raises (from the constructor):
+        FormatError: not a version-3 file as the writer lays it out, or a damaged index
+            or trailer (names the file and the JSON Pointer under ``/index``).
+    """
+
+    def __init__(self, data: bytes | mmap.mmap, source: str) -> None:
+        self.data = data
+        self.source = source
+        m = _PREFIX.match(data[:_PREFIX_LEN])
+        if m is None:
+            raise FormatError("not a version-3 file with a record index", file=source, path="/index_offset")
+        try:
+            offset, length = int(m[1]), int(m[2])
+        except ValueError:  # digits, then spaces: "12 3" is no number
+            raise _index_error("index_offset and index_length must be integers", source, "/index_offset") from None
+        size = len(data)
+        if offset + length > size or offset < _PREFIX_LEN:
+            raise _index_error(
+                f"index_offset {offset:,} and index_length {length:,} point outside the file ({size:,} bytes)",
+                source,
+                "/index_offset",
+            )
+        if data[offset - len(_INDEX_MEMBER) : offset] != _INDEX_MEMBER:
+            raise _index_error(
+                "the index is not where index_offset says (the file was edited after it was written)",
+                source,
+                "/index_offset",
+            )
+        trailer = bytes(data[offset + length :])
+        if trailer.strip() != b"}":
+            raise _index_error("the index is not the document's last member (bytes follow it)", source, "/index")
+        try:
+            raw = orjson.loads(data[offset : offset + length])
+        except orjson.JSONDecodeError as exc:
+            raise _index_error(f"not JSON at index_offset ({exc.msg})", source, "/index") from None
+        self.index = self._check_index(raw, offset)
+        self._pool_values: dict[str, Any] = {}
+        self._histories: dict[str, list[str]] = {}
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> IndexedFile:
+        """Map the file at ``path`` read-only (nothing is read until used).
+
+        Raises:
+            FormatError: as the constructor; an unreadable file.
+        """
+        source = str(path)
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        except OSError as exc:
+            raise FormatError(f"cannot read: {exc.strerror or exc}", file=source) from None
+        return cls(data, source)
+
+    def _check_index(self, raw: Any, offset: int) -> RecordIndex:
+        source = self.source
+        if type(raw) is not dict:
+            raise _index_error("the index is not an object", source, "/index")
+        header_end = raw.get("header_end")
+        if type(header_end) is not int or not _PREFIX_LEN <= header_end < offset:
+            raise _index_error("header_end is not a byte offset within the header", source, "/index/header_end")
+        pool_raw = raw.get("pool")
+        if type(pool_raw) is not dict:
+            raise _index_error("'pool' is not an object", source, "/index/pool")
+        ids = pool_raw.get("ids")
+        if type(ids) is not list or any(type(p) is not str or not _POOL_ID.fullmatch(p) for p in ids):
+            raise _index_error("pool ids must be an array of 16 or 64 hex digits", source, "/index/pool/ids")
+        spans = _check_ints(pool_raw.get("spans"), "/index/pool/spans", source, header_end, offset)
+        if len(spans) != 2 * len(ids):
+            raise _index_error("pool spans must hold two offsets per pool id", source, "/index/pool/spans")
+        pool = {pid: (spans[2 * k], spans[2 * k + 1]) for k, pid in enumerate(ids)}
+        if len(pool) != len(ids):
+            raise _index_error("a pool id is listed twice", source, "/index/pool/ids")
+        recs = raw.get("records")
+        if type(recs) is not dict:
+            raise _index_error("'records' is not an object", source, "/index/records")
+        start = _check_ints(recs.get("start"), "/index/records/start", source, header_end, offset)
+        end = _check_ints(recs.get("end"), "/index/records/end", source, header_end, offset)
+        n = len(start)
+        if len(end) != n:
+            raise _index_error("'start' and 'end' differ in length", source, "/index/records/end")
+        prev = header_end
+        for i in range(n):
+            if not prev <= start[i] < end[i]:
+                raise _index_error(f"record {i}'s byte range is out of order", source, f"/index/records/start/{i}")
+            prev = end[i]
+        columns: dict[str, list[Any]] = {}
+        for name in INDEX_COLUMNS:
+            col = recs.get(name)
+            if type(col) is not list or len(col) != n:
+                raise _index_error(
+                    f"column {name!r} must be an array of {n:,} entries", source, f"/index/records/{name}"
+                )
+            columns[name] = col
+        seqs = columns["seq"]
+        if any(type(s) is not int for s in seqs):
+            raise _index_error("column 'seq' must hold integers", source, "/index/records/seq")
+        exact = raw.get("exact", {"records": [], "pool": []})
+        if (
+            type(exact) is not dict
+            or type(exact.get("records")) is not list
+            or type(exact.get("pool")) is not list
+            or any(type(k) is not int for k in exact["records"])
+            or any(type(p) is not str for p in exact["pool"])
+        ):
+            raise _index_error(
+                "'exact' must hold a list of record positions and a list of pool ids", source, "/index/exact"
+            )
+        return RecordIndex(header_end, start, end, columns, pool, frozenset(exact["records"]), frozenset(exact["pool"]))
+
+    # ------------------------------------------------------------------ pieces
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def header(self) -> dict[str, Any]:
+        """The header members (``format`` … ``digest``) as parsed JSON.
+
+        Raises:
+            FormatError: the header range does not hold the header (a damaged index).
+        """
+        try:
+            doc = orjson.loads(bytes(self.data[: self.index.header_end]) + b"}")
+        except orjson.JSONDecodeError as exc:
+            raise _index_error(
+                f"header_end does not end the header ({exc.msg})", self.source, "/index/header_end"
+            ) from None
+        if type(doc) is not dict:
+            raise _index_error("header_end does not end the header", self.source, "/index/header_end")
+        return doc
+
+    def pool_bytes(self, pid: str, *, record: int | None = None, path: str = "") -> bytes:
+        """The canonical JSON of pool value ``pid``.
+
+        Raises:
+            FormatError: no such pool id (names ``record`` and ``path``, the reference).
+        """
+        span = self.index.pool.get(pid)
+        if span is None:
+            raise FormatError(
+                f"reference to pool id {pid!r}, which the pool does not hold",
+                file=self.source,
+                record=record,
+                path=path,
+            )
+        return bytes(self.data[span[0] : span[1]])
+
+    def pool_value(self, pid: str, *, record: int | None = None, path: str = "") -> Any:
+        """The parsed pool value ``pid`` (parsed once).
+
+        Raises:
+            FormatError: no such id; the bytes at its range are not JSON.
+        """
+        value = self._pool_values.get(pid, _MISSING)
+        if value is _MISSING:
+            data = self.pool_bytes(pid, record=record, path=path)
+            try:
+                value = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                raise FormatError(
+                    f"pool value is not JSON ({exc.msg}): the pool or its index is damaged",
+                    file=self.source,
+                    path=f"/pool/{pid}",
+                ) from None
+            self._pool_values[pid] = value
+        return value
+
+    def history(self, node: str, *, record: int | None = None, path: str = "") -> list[str]:
+        """The pool ids of the messages of history node ``node``: its parent's, then its
+        own (memoized per node).
+
+        Raises:
+            FormatError: a node that is not ``{"messages": [ids], "parent": id|null}``,
+                or a chain of parents that loops (names ``/pool/<id>``).
+        """
+        return expand_history(
+            node, lambda pid: self.pool_value(pid, record=record, path=path), self._histories, self.source
+        )
+
+    def record_bytes(self, i: int) -> bytes:
+        """The bytes of record ``i`` as written (references unresolved)."""
+        return bytes(self.data[self.index.start[i] : self.index.end[i]])
+
+    def raw_record(self, i: int) -> dict[str, Any]:
+        """Record ``i`` as parsed JSON with its references resolved (pool values shared,
+        not copied). Checks that the bytes at the index's range are that record (an
+        object with the ``seq`` and ``kind`` of the index row).
+
+        Raises:
+            FormatError: the range does not hold record ``i``, a reference names no pool
+                value (record and JSON Pointer given).
+        """
+        data = self.record_bytes(i)
+        try:
+            raw = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise FormatError(
+                f"the record index points at bytes that are not a record ({exc.msg})",
+                file=self.source,
+                record=i,
+                path=f"/index/records/start/{i}",
+            ) from None
+        cols = self.index.columns
+        if type(raw) is not dict or raw.get("seq") != cols["seq"][i] or raw.get("kind") != cols["kind"][i]:
+            raise FormatError(
+                "the record index disagrees with the record at its range (seq or kind)",
+                file=self.source,
+                record=i,
+                path=f"/index/records/seq/{i}",
+            )
+        if _HISTORY_OPEN in data:
+            raw = self.expand_messages(raw, i)
+        if _REF_OPEN in data:
+            return self.resolve(raw, i)
+        return cast(dict[str, Any], raw)
+
+    def expand_messages(self, raw: dict[str, Any], i: int) -> dict[str, Any]:
+        """``raw`` (record ``i``) with a request's history reference
+        ``{"$history": id}`` replaced by the references of its messages."""
+        req = raw.get("request")
+        if type(req) is dict:
+            ref = req.get("messages")
+            if type(ref) is dict and is_history_ref(ref):
+                path = f"/records/{i}/request/messages"
+                ids = self.history(ref[HISTORY_KEY], record=i, path=path)
+                return {**raw, "request": {**req, "messages": [{POOL_KEY: m} for m in ids]}}
+        return raw
+
+    def resolve(self, raw: dict[str, Any], i: int) -> dict[str, Any]:
+        """``raw`` (record ``i``) with every reference replaced by its pool value."""
+        return _resolve(raw, lambda pid, path: self.pool_value(pid, record=i, path=path), f"/records/{i}")  # type: ignore[no-any-return]
+
+    def iter_raw(self) -> Iterator[dict[str, Any]]:
+        for i in range(len(self)):
+            yield self.raw_record(i)
+
+    def close(self) -> None:
+        if isinstance(self.data, mmap.mmap):
+            try:
+                self.data.close()
+            except BufferError:  # a slice still exported (memoryview): closed with the object
+                pass
+
+
+_MISSING: Any = object()
+HISTORY_KEY: Final = "$history"
+_HISTORY_OPEN = b'{"$history":"'
+
+
+def is_history_ref(value: Any) -> bool:
+    """Whether ``value`` is a history reference ``{"$history": "<id>"}`` (only a
+    request's ``messages`` may be one: in a logical document they are an array)."""
+    return type(value) is dict and len(value) == 1 and type(value.get(HISTORY_KEY)) is str
+
+
+def expand_history(
+    node: str,
+    value_of: Callable[[str], Any],
+    memo: dict[str, list[Any]],
+    source: str,
+    item: Callable[[str], Any] | None = None,
+) -> list[Any]:
+    """The messages of history node ``node`` (``value_of(id)`` gives a pool value), as
+    their pool ids or as ``item(id)``: walk the parents up to a memoized node or the
+    root, then build each node's list down — its parent's list plus its own messages —
+    memoized per node. Raises FormatError for a malformed node or a loop."""
+    found = memo.get(node)
+    if found is not None:
+        return found
+    chain: list[tuple[str, list[str]]] = []
+    seen: set[str] = set()
+    at: str | None = node
+    base: list[str] = []
+    while at is not None:
+        known = memo.get(at)
+        if known is not None:
+            base = known
+            break
+        if at in seen:
+            raise FormatError("history nodes form a loop (the pool is damaged)", file=source, path=f"/pool/{at}")
+        seen.add(at)
+        value = value_of(at)
+        msgs = value.get("messages") if type(value) is dict else None
+        parent = value.get("parent") if type(value) is dict else None
+        if (
+            type(value) is not dict
+            or set(value) != {"messages", "parent"}
+            or type(msgs) is not list
+            or any(type(m) is not str for m in msgs)
+            or (parent is not None and type(parent) is not str)
+        ):
+            raise FormatError(
+                'a history node must be {"messages": [pool ids], "parent": a node id or null}',
+                file=source,
+                path=f"/pool/{at}",
+            )
+        chain.append((at, msgs))
+        at = parent
+    for nid, msgs in reversed(chain):
+        base = base + (msgs if item is None else [item(m) for m in msgs])
+        memo[nid] = base
+    return base
+
+
+def _resolve(value: Any, lookup: Callable[[str, str], Any], path: str) -> Any:
+    """``value`` with every reference ``{"$pool": id}`` replaced by ``lookup(id,
+    pointer)``; containers are copied only where something changed."""
+    t = type(value)
+    if t is dict:
+        if len(value) == 1 and type(value.get(POOL_KEY)) is str:
+            return lookup(value[POOL_KEY], path)
+        changed = False
+        out = {}
+        for k, v in value.items():
+            tv = type(v)
+            if tv is dict or tv is list:
+                nv = _resolve(v, lookup, f"{path}/{_escape(k)}")
+                changed = changed or nv is not v
+                out[k] = nv
+            else:
+                out[k] = v
+        return out if changed else value
+    if t is list:
+        changed = False
+        items = []
+        for j, v in enumerate(value):
+            tv = type(v)
+            if tv is dict or tv is list:
+                nv = _resolve(v, lookup, f"{path}/{j}")
+                changed = changed or nv is not v
+                items.append(nv)
+            else:
+                items.append(v)
+        return items if changed else value
+    return value
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def resolve_pool(doc: dict[str, Any], *, source: str) -> dict[str, Any]:
+    """A parsed version-3 document as a logical one: ``pool`` checked (every id the hash
+    of its value's canonical JSON) and every reference in ``records`` resolved; ``pool``,
+    ``index``, ``index_offset`` and ``index_length`` removed. A document without a
+    ``pool`` is returned without them and with nothing resolved.
+
+    Raises:
+        FormatError: a pool that is not an object of ids to values, an id that is not the
+            hash of its value, a reference to an id the pool does not hold.
+    """
+    out = {k: v for k, v in doc.items() if k not in ("pool", "index", "index_offset", "index_length")}
+    if "pool" not in doc:
+        return out
+    pool = doc["pool"]
+    if type(pool) is not dict:
+        raise FormatError("'pool' must be an object of pool ids to values", file=source, path="/pool")
+    for pid, value in pool.items():
+        check_pool_entry(pid, canonical_or_error(value, source, f"/pool/{_escape(pid)}"), source)
+
+    def lookup(pid: str, path: str) -> Any:
+        if pid not in pool:
+            raise FormatError(f"reference to pool id {pid!r}, which the pool does not hold", file=source, path=path)
+        return pool[pid]
+
+    memo: dict[str, list[str]] = {}
+
+    def expanded(r: Any, i: int) -> Any:
+        req = r.get("request") if type(r) is dict else None
+        if type(req) is dict and is_history_ref(req.get("messages")):
+            path = f"/records/{i}/request/messages"
+            ids = expand_history(req["messages"][HISTORY_KEY], lambda pid: lookup(pid, path), memo, source)
+            return {**r, "request": {**req, "messages": [{POOL_KEY: m} for m in ids]}}
+        return r
+
+    records = out.get("records")
+    if type(records) is list:
+        out["records"] = [_resolve(expanded(r, i), lookup, f"/records/{i}") for i, r in enumerate(records)]
+    return out
+
+
+def canonical_or_error(value: Any, source: str, path: str) -> bytes:
+    try:
+        return canonical_json(value)
+    except CanonicalizationError as exc:
+        raise FormatError(f"value cannot be canonicalized: {exc.reason}", file=source, path=path + exc.path) from None
+
+
+def check_pool_entry(pid: str, data: bytes, source: str) -> None:
+    """Check that ``pid`` is the pool id of ``data`` (canonical JSON).
+
+    Raises:
+        FormatError: it is not (names ``/pool/<id>``)."""
+    if not _POOL_ID.fullmatch(pid):
+        raise FormatError(f"pool id {pid!r} is not 16 or 64 hex digits", file=source, path=f"/pool/{_escape(pid)}")
+    if not hashlib.sha256(data).hexdigest().startswith(pid):
+        raise FormatError("pool value does not hash to its id (the pool is damaged)", file=source, path=f"/pool/{pid}")
+
+
+# --------------------------------------------------------------------------- full load
+
+
+@dataclass
+class StreamedCheck:
+    """What a streamed verification of a version-3 file found: ``digest`` (computed on
+    the logical records), ``records``."""
+
+    digest: str
+    records: int
+
+
+def verify_pool(f: IndexedFile) -> dict[str, bytes]:
+    """Check every pool value of ``f``: JSON whose canonical form's SHA-256 starts with
+    its id, written in that form (or listed as written in its exact form, see
+    :func:`exact_form`). Returns id → canonical bytes.
+
+    Raises:
+        FormatError: the first damaged pool value (``/pool/<id>``).
+    """
+    out: dict[str, bytes] = {}
+    exact = f.index.exact_pool
+    for pid in f.index.pool:
+        value = f.pool_value(pid)
+        canonical = canonical_or_error(value, f.source, f"/pool/{pid}")
+        check_pool_entry(pid, canonical, f.source)
+        if pid not in exact and canonical != f.pool_bytes(pid):
+            raise FormatError(
+                "pool value is not in canonical form (the pool is damaged)", file=f.source, path=f"/pool/{pid}"
+            )
+        out[pid] = canonical
+    return out
+
+
+_REF_SPLIT = re.compile(rb'\{"\$(pool|history)":"([0-9a-f]{16}|[0-9a-f]{64})"\}')
+
+
+def logical_bytes(
+    record: bytes, pool: dict[str, bytes], histories: Callable[[str], bytes] | None = None
+) -> list[bytes]:
+    """The canonical JSON of a record as written (canonical, with references) with each
+    reference replaced by its pooled value's canonical JSON and a history reference by
+    ``histories(id)`` (the canonical JSON of the messages array) — the bytes its digest
+    part is (references occur only as whole objects: recorded content shaped like one is
+    pooled by the writer). Returns the parts in order.
+
+    Raises:
+        KeyError: a reference names an id not in ``pool``.
+    """
+    parts = _REF_SPLIT.split(record)
+    if len(parts) == 1:
+        return parts
+    out = []
+    for k in range(0, len(parts) - 1, 3):
+        out.append(parts[k])
+        pid = parts[k + 2].decode()
+        if parts[k + 1] == b"pool":
+            out.append(pool[pid])
+        elif histories is not None:
+            out.append(histories(pid))
+        else:
+            raise KeyError(pid)
+    out.append(parts[-1])
+    return out
+
+
+def validated_message(
+    f: IndexedFile, pid: str, memo: dict[str, ChatMessage], pool: dict[str, bytes], i: int, path: str
+) -> Any:
+    """The chat message of pool value ``pid``, validated once (memo) and carrying its
+    canonical bytes."""
+    m = memo.get(pid)
+    if m is None:
+        value = f.pool_value(pid, record=i, path=path)
+        m = ChatMessage.model_validate(value, strict=True)
+        if pid in pool:
+            adopt_message_canonical(m, pool[pid])
+        memo[pid] = m
+    return m
+
+
+def describe_row_mismatch(f: IndexedFile, i: int, row: Sequence[Any]) -> FormatError | None:
+    """``None`` when index row ``i`` of ``f`` equals ``row`` (computed from the record),
+    else the FormatError naming the first column that disagrees."""
+    cols = f.index.columns
+    for name, value in zip(INDEX_COLUMNS, row):
+        have = cols[name][i]
+        if have != value and not (type(value) is float and type(have) in (int, float) and abs(have - value) < 1e-6):
+            return FormatError(
+                f"the record index disagrees with record {i}: {name} is {have!r} in the index, {value!r} in the record",
+                file=f.source,
+                record=i,
+                path=f"/index/records/{name}/{i}",
+            )
+    return None

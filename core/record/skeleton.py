@@ -1,0 +1,553 @@
+"""Skeleton decode of a format-version 1 or 2 recording: the timeline columns without the payloads.
+
+A version-1/2 file has no record index (docs/format.md), so its first paint needs one
+pass over the document. Parsing it whole (``orjson.loads``) builds every chat message of
+every model request — most of a file with a growing chat history — only to show a
+timeline row per record. :func:`skeleton` instead decodes with msgspec
+(https://jcristharif.com/msgspec/):
+
+1. for the first paint, one C-level pass over the bytes: the header members kept as
+   unparsed slices (:class:`msgspec.Raw`, parsed with orjson afterwards), every record
+   decoded into a struct declaring only the fields the timeline reads (``seq``,
+   ``kind``, ``at``, names, status inputs, tokens, durations, tool-call ids); requests,
+   arguments, details and compositions are skipped unparsed; a tool result's or a
+   response's ``content`` is kept as bytes and parsed to look for a redaction marker
+   when it is a string, or when its bytes hold ``[REDACTED`` or a ``\\u00`` escape (one
+   that could spell it);
+2. on the first access to :class:`RawRecords`, one more pass that finds the byte slice
+   of each record (a ``msgspec.Raw`` referencing the input buffer); a record is parsed
+   (``orjson.loads`` of its slice) only when it is indexed.
+
+A document the first-paint struct does not fit (another top-level member, a record or
+a member of another shape) takes the general path: every top-level member kept, the
+records sliced first and then decoded one by one.
+
+The columns are those of the version-3 record index (:data:`core.record.indexed.INDEX_COLUMNS`)
+with the meaning :func:`core.record.indexed.index_row` gives them on a validated record;
+for every file that loads, ``columns`` is ``[index_row(r) for r in records]`` transposed.
+
+Checked here, as :meth:`core.analysis.timeline.TimelineIndex.from_raw` checks them: each
+record is an object with a known ``kind`` and an integer ``seq`` that strictly increases.
+Nothing else is: field types, keys, the digest and UTF-8 inside skipped strings (msgspec
+does not decode what it skips) are the later verification's (``core.record.io``). A field
+of the wrong shape never raises here: that record's row is computed from its parsed JSON
+by :func:`row_of_object`, loosely.
+
+Memory: the input buffer (referenced by the slices), one ``msgspec.Raw`` per record and
+the columns; no tree of the document. Pass a read-only ``mmap`` of the file rather than
+its bytes: the decode reads the page cache in place, with no copy into the heap
+(``bench/skeleton_bench.py``: faster than ``read()`` alone).
+"""
+
+from __future__ import annotations
+
+import mmap
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final, overload
+
+import msgspec
+import orjson
+
+from ..errors import FormatError
+from .indexed import INDEX_COLUMNS, epoch_seconds, interrupt_status
+from .io import parse_json
+from .recording import FORMAT_NAME, RECORD_KINDS
+from .redaction import has_marker, holds_marker
+
+#: the format versions :func:`skeleton` reads (version 3 has its own index: core.record.indexed)
+SKELETON_VERSIONS: Final = (1, 2)
+
+_NULL: Final = msgspec.Raw(b"null")
+_KINDS: Final = frozenset(RECORD_KINDS)
+_MARKER_OPEN = b"[REDACTED"
+_MARKER_TEXT = "[REDACTED"
+_ESCAPE = b"\\u00"  # an escaped ASCII character could spell a marker
+
+
+# --------------------------------------------------------------------------- structs
+# Loose by design: ``Any`` or ``Raw`` wherever a wrong type could otherwise raise, nested
+# structs only where the JSON must be an object (a wrong one raises ValidationError and
+# that record falls back to row_of_object). gc=False: decoded JSON holds no cycles.
+
+
+class _Call(msgspec.Struct, gc=False):
+    id: Any = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    content: msgspec.Raw = _NULL
+    tool_calls: list[_Call] | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: Any = 0
+    output_tokens: Any = 0
+
+
+class _Response(msgspec.Struct, gc=False):
+    message: _Message | None = None
+    usage: _Usage | None = None
+
+
+class _Result(msgspec.Struct, gc=False):
+    content: msgspec.Raw = _NULL
+    error: msgspec.Raw = _NULL
+    redacted: Any = False
+
+
+class _Record(msgspec.Struct, gc=False):
+    seq: Any = None
+    kind: Any = None
+    at: Any = None
+    run_id: Any = None
+    generation_id: Any = None
+    replayed: Any = False
+    live_fallback: Any = False
+    meta: msgspec.Raw = _NULL
+    # tool
+    tool: Any = None
+    tool_call_id: Any = None
+    result: _Result | None = None
+    duration_seconds: Any = None
+    # model
+    model: Any = None
+    response: _Response | None = None
+    error: msgspec.Raw = _NULL
+    # interrupt, lifecycle
+    value: msgspec.Raw = _NULL
+    event: Any = None
+
+
+class _Paint(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A version-1/2 document read for the first paint: the header members unparsed, the
+    records as :class:`_Record`. Any other member, or a record of another shape, fails
+    the decode (ValidationError) and sends the document to the general path."""
+
+    format: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    format_version: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    metadata: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    session: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    links: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    digest: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    records: list[_Record] = []
+
+
+class _Slices(msgspec.Struct, gc=False):
+    """The document's records as one slice each (the other members skipped)."""
+
+    records: list[msgspec.Raw] = []
+
+
+_HEADER_MEMBERS = ("format", "format_version", "metadata", "session", "links", "digest")
+_PAINT = msgspec.json.Decoder(_Paint)
+_SLICES_OF_DOCUMENT = msgspec.json.Decoder(_Slices)
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_SLICES = msgspec.json.Decoder(list[msgspec.Raw])
+_RECORD = msgspec.json.Decoder(_Record)
+_VALUE = msgspec.json.Decoder(msgspec.Raw)
+_ANY = msgspec.json.Decoder()
+
+
+def _parse(data: msgspec.Raw | memoryview) -> Any:
+    """JSON value of ``data`` by orjson, or by msgspec when orjson cannot (an integer
+    beyond 64 bits: verification decides about it).
+
+    Raises:
+        msgspec.DecodeError: not JSON (e.g. not UTF-8 inside a string msgspec skipped).
+    """
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    try:
+        return orjson.loads(view)
+    except orjson.JSONDecodeError:
+        return _ANY.decode(view)
+
+
+# --------------------------------------------------------------------------- result
+
+
+class RawRecords(Sequence[dict[str, Any]]):
+    """The records of a skeleton decode, parsed on access: ``raw[i]`` is
+    ``orjson.loads`` of record ``i``'s bytes, parsed anew at each access (not cached: the
+    caller keeps what it validated). ``slice_of(i)`` is the record's bytes, unparsed.
+
+    The byte slices are found on the first access (one more msgspec pass over the
+    document, which nothing parses), so the first paint does not wait for them.
+
+    Raises (on access): FormatError naming the record when its bytes are not JSON (not
+    UTF-8 inside a string the skeleton skipped). An integer beyond 64 bits, which orjson
+    does not read, is parsed by msgspec."""
+
+    def __init__(self, slices: list[msgspec.Raw] | Callable[[], list[msgspec.Raw]], n: int, source: str) -> None:
+        self._slices: list[msgspec.Raw] | None = slices if isinstance(slices, list) else None
+        self._find = slices
+        self._n = n
+        self._lock = threading.Lock()
+        self.source = source
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _all(self) -> list[msgspec.Raw]:
+        slices = self._slices
+        if slices is None:
+            with self._lock:
+                slices = self._slices
+                if slices is None:
+                    assert callable(self._find)
+                    slices = self._find()
+                    if len(slices) != self._n:  # not for bytes that stayed as they were
+                        raise FormatError(
+                            f"the document changed: {len(slices):,} records, {self._n:,} read before",
+                            file=self.source,
+                            path="/records",
+                        )
+                    self._slices = slices
+        return slices
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        n = self._n
+        k = i + n if i < 0 else i
+        if not 0 <= k < n:
+            raise IndexError(f"record {i} out of range ({n} records)")
+        try:
+            value: dict[str, Any] = _parse(self._all()[k])
+        except msgspec.DecodeError as exc:
+            raise _inside(exc, self.source, k) from None
+        return value
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for k in range(self._n):
+            yield self[k]
+
+    def slice_of(self, i: int) -> memoryview:
+        """The bytes of record ``i`` as written in the file (a view of the input)."""
+        return memoryview(self._all()[i])
+
+
+@dataclass
+class Skeleton:
+    """What the first paint of a version-1/2 file needs.
+
+    ``header``: every top-level member except ``records``, as parsed JSON (``orjson``);
+    ``columns``: each of :data:`core.record.indexed.INDEX_COLUMNS` → one entry per record;
+    ``raw``: record ``i`` parsed on access (:class:`RawRecords`), ``len(raw)`` records.
+    """
+
+    header: dict[str, Any]
+    columns: dict[str, list[Any]]
+    raw: RawRecords
+
+
+# --------------------------------------------------------------------------- decode
+
+
+def skeleton(data: bytes | bytearray | memoryview | mmap.mmap, *, source: str) -> Skeleton | None:
+    """The skeleton of the recording in ``data`` (the file's bytes), or ``None`` when
+    the document is not a version-1/2 recording — not an object, ``format`` not
+    ``"chassis.replay"``, ``format_version`` not 1 or 2 (the 0.8.1 layout, version 3,
+    a newer one) — or is JSON only orjson reads: the caller then loads it by the
+    whole-document path, which reports what is wrong with it.
+
+    The slices in ``raw`` reference ``data``: keep it alive (and an mmap open) while
+    they are used.
+
+    Raises:
+        FormatError: bytes that are not JSON (line and column, as
+            :func:`core.record.io.parse_json` reports them); ``records`` not an array
+            (``/records``); a record that is not an object, has an unknown ``kind`` or a
+            ``seq`` that is not an integer or does not increase (file, record and JSON
+            Pointer, as :meth:`core.analysis.timeline.TimelineIndex.from_raw`); a value
+            the timeline reads (a content, ``meta``, an interrupt's value) that is not
+            JSON, e.g. not UTF-8 (file, record, ``/records/<i>``).
+    """
+    try:
+        paint = _PAINT.decode(data)
+    except msgspec.ValidationError:  # another member, something of another shape: the general path
+        return _general(data, source)
+    except msgspec.DecodeError:
+        return _unreadable(data, source)
+    members = {name: value for name in _HEADER_MEMBERS if (value := getattr(paint, name)) is not msgspec.UNSET}
+    try:
+        if _version(members) is None:
+            return None
+        header = {name: orjson.loads(memoryview(raw)) for name, raw in members.items()}
+    except orjson.JSONDecodeError:
+        return _unreadable(data, source)
+    records: list[_Record | None] = paint.records  # type: ignore[assignment]
+    del paint
+    n = len(records)
+    columns = _columns(records, [], source)
+    return Skeleton(header, columns, RawRecords(partial(_slices_of, data), n, source))
+
+
+def _slices_of(data: bytes | bytearray | memoryview | mmap.mmap) -> list[msgspec.Raw]:
+    return _SLICES_OF_DOCUMENT.decode(data).records
+
+
+def _general(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> Skeleton | None:
+    """:func:`skeleton` of a document the first-paint struct does not fit: every member
+    kept, the records sliced first and then read one by one (a record of another shape
+    read from its parsed JSON by :func:`row_of_object`)."""
+    try:
+        members = _MEMBERS.decode(data)
+    except msgspec.ValidationError:  # not an object: but is it JSON?
+        try:
+            _VALUE.decode(data)
+        except msgspec.DecodeError:
+            return _unreadable(data, source)
+        return None
+    except msgspec.DecodeError:
+        return _unreadable(data, source)
+    records = members.pop("records", None)
+    try:
+        if _version(members) is None:
+            return None
+        header = {name: orjson.loads(memoryview(raw)) for name, raw in members.items()}
+    except orjson.JSONDecodeError:
+        return _unreadable(data, source)
+    try:
+        slices = [] if records is None else _SLICES.decode(records)
+    except msgspec.ValidationError:
+        raise FormatError("'records' must be an array of records", file=source, path="/records") from None
+    recs: list[_Record | None] = [None] * len(slices)
+    for i, s in enumerate(slices):
+        try:
+            recs[i] = _RECORD.decode(s)
+        except msgspec.ValidationError:
+            pass  # row_of_object reads it (or says it is not an object)
+    return Skeleton(header, _columns(recs, slices, source), RawRecords(slices, len(slices), source))
+
+
+def _unreadable(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> Skeleton | None:
+    """Raise the FormatError :func:`core.record.io.parse_json` raises for ``data`` (line
+    and column); return ``None`` when orjson reads what msgspec did not (the
+    whole-document path decides)."""
+    parse_json(bytes(data), source=source)
+    return None
+
+
+def _version(members: dict[str, msgspec.Raw]) -> int | None:
+    """The format version the header says, when it is one :func:`skeleton` reads.
+
+    Raises:
+        orjson.JSONDecodeError: ``format`` or ``format_version`` is JSON orjson cannot read.
+    """
+    fmt, ver = members.get("format"), members.get("format_version")
+    if fmt is None or ver is None or orjson.loads(memoryview(fmt)) != FORMAT_NAME:
+        return None
+    version = orjson.loads(memoryview(ver))
+    return version if type(version) is int and version in SKELETON_VERSIONS else None
+
+
+def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str) -> dict[str, list[Any]]:
+    """The index columns of the records ``recs`` (see the module docstring); a ``None``
+    entry is read from its slice in ``slices``. Checks each record's kind and seq.
+
+    Raises:
+        FormatError: as :func:`skeleton`.
+    """
+    n = len(recs)
+    cols: list[list[Any]] = [[None] * n for _ in INDEX_COLUMNS]
+    seqs, kinds, names, statuses, tins, touts, durations, ats, runs, call_ids, calls = cols
+    prev = -1
+    for i, r in enumerate(recs):
+        if r is None:
+            try:
+                obj = _parse(slices[i])
+            except msgspec.DecodeError as exc:
+                raise _inside(exc, source, i) from None
+            if type(obj) is not dict:
+                raise FormatError("record is not a JSON object", file=source, record=i, path=f"/records/{i}")
+            row = row_of_object(obj)
+            kind, seq = obj.get("kind"), obj.get("seq")
+        else:
+            try:
+                row = _row_of_struct(r)
+            except msgspec.DecodeError as exc:
+                raise _inside(exc, source, i) from None
+            kind, seq = r.kind, r.seq
+        if type(kind) is not str or kind not in _KINDS:
+            raise FormatError(
+                f"unknown record kind {kind!r} (expected one of {', '.join(RECORD_KINDS)})",
+                file=source,
+                record=i,
+                path=f"/records/{i}/kind",
+            )
+        if type(seq) is not int or seq <= prev:
+            reason = (
+                "seq must be an integer"
+                if type(seq) is not int
+                else f"seq {seq} does not increase (previous record has seq {prev})"
+            )
+            raise FormatError(reason, file=source, record=i, path=f"/records/{i}/seq")
+        prev = seq
+        (
+            seqs[i],
+            kinds[i],
+            names[i],
+            statuses[i],
+            tins[i],
+            touts[i],
+            durations[i],
+            ats[i],
+            runs[i],
+            call_ids[i],
+            calls[i],
+        ) = row
+    return dict(zip(INDEX_COLUMNS, cols))
+
+
+def _inside(exc: msgspec.DecodeError, source: str, i: int) -> FormatError:
+    return FormatError(f"malformed JSON inside the record: {exc}", file=source, record=i, path=f"/records/{i}")
+
+
+def _may_hold(raw: msgspec.Raw, needle: bytes) -> bool:
+    """Whether the JSON text in ``raw`` could hold ``needle`` (ASCII) once parsed: it
+    holds it as written, or holds an escaped ASCII character that could spell it."""
+    data = bytes(raw)
+    return needle in data or _ESCAPE in data
+
+
+def _raw_marker(raw: msgspec.Raw) -> bool:
+    """Whether the JSON value in ``raw`` holds a redaction marker (:func:`holds_marker`).
+    A string is parsed (orjson parses a string faster than its bytes are searched twice);
+    an array or object only when its bytes could spell a marker."""
+    if raw is _NULL:
+        return False
+    view = memoryview(raw)
+    if view[0] == 0x22:  # '"': a string (a slice is never empty)
+        text = _parse(view)
+        return _MARKER_TEXT in text and has_marker(text)
+    if not _may_hold(raw, _MARKER_OPEN):
+        return False
+    return holds_marker(_parse(view))
+
+
+def _is_null(raw: msgspec.Raw) -> bool:
+    return raw is _NULL or bytes(raw) == b"null"
+
+
+def _duration(value: Any) -> Any:
+    # a float field: a validated integer duration is a float (pydantic converts it)
+    return float(value) if type(value) is int else value
+
+
+def _row_of_struct(r: _Record) -> tuple[Any, ...]:
+    """The index row of a record decoded as :class:`_Record` (as :func:`index_row`)."""
+    kind = r.kind
+    tin = tout = calls = duration = call_id = None
+    status = None
+    if kind == "model":
+        swapped = None
+        if r.meta is not _NULL and _may_hold(r.meta, b"live_model"):
+            meta = _parse(r.meta)
+            swapped = meta.get("live_model") if type(meta) is dict else None
+        name = f"{r.model} → {swapped}" if isinstance(swapped, str) else r.model
+        duration = _duration(r.duration_seconds)
+        resp = r.response
+        if not _is_null(r.error):
+            status = "error"
+        if resp is not None:
+            if resp.usage is not None:
+                tin, tout = resp.usage.input_tokens, resp.usage.output_tokens
+            msg = resp.message
+            if msg is not None:
+                if msg.tool_calls:
+                    calls = [c.id for c in msg.tool_calls]
+                if status is None and _raw_marker(msg.content):
+                    status = "redacted"
+    elif kind == "tool":
+        name = r.tool
+        duration = _duration(r.duration_seconds)
+        call_id = r.tool_call_id
+        res = r.result
+        if res is not None:
+            if not _is_null(res.error):
+                status = "error"
+            elif res.redacted or _raw_marker(res.content):
+                status = "redacted"
+    elif kind == "interrupt":
+        name = "interrupt"
+        status = interrupt_status(None if r.value is _NULL else _parse(r.value))
+    elif kind == "lifecycle":
+        name = r.event
+    else:
+        name = r.generation_id or "snapshot"
+    if status is None:
+        status = "live-fallback" if r.live_fallback else "replayed" if r.replayed else "ok"
+    at = epoch_seconds(r.at) if type(r.at) is str else None
+    return (r.seq, kind, name, status, tin, tout, duration, at, r.run_id, call_id, calls)
+
+
+def _get(value: Any, key: str, default: Any = None) -> Any:
+    return value.get(key, default) if type(value) is dict else default
+
+
+def row_of_object(r: dict[str, Any]) -> tuple[Any, ...]:
+    """The index row of a record given as parsed JSON, as :func:`core.record.indexed.index_row`
+    computes it on the validated record. Loose: a member of the wrong shape gives some
+    value, never an exception (verification rejects such a record later)."""
+    kind = r.get("kind")
+    tin = tout = calls = duration = call_id = None
+    status = None
+    if kind == "model":
+        swapped = _get(r.get("meta"), "live_model")
+        model = r.get("model")
+        name = f"{model} → {swapped}" if isinstance(swapped, str) else model
+        duration = _duration(r.get("duration_seconds"))
+        if r.get("error") is not None:
+            status = "error"
+        resp = r.get("response")
+        if type(resp) is dict:
+            usage = resp.get("usage")
+            if type(usage) is dict:
+                tin, tout = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+            msg = resp.get("message")
+            tool_calls = _get(msg, "tool_calls")
+            if tool_calls and type(tool_calls) is list:
+                calls = [_get(c, "id") for c in tool_calls]
+            if status is None and holds_marker(_get(msg, "content")):
+                status = "redacted"
+    elif kind == "tool":
+        name = r.get("tool")
+        duration = _duration(r.get("duration_seconds"))
+        call_id = r.get("tool_call_id")
+        res = r.get("result")
+        if _get(res, "error") is not None:
+            status = "error"
+        elif _get(res, "redacted") or holds_marker(_get(res, "content")):
+            status = "redacted"
+    elif kind == "interrupt":
+        name = "interrupt"
+        status = interrupt_status(r.get("value"))
+    elif kind == "lifecycle":
+        name = r.get("event")
+    else:
+        name = r.get("generation_id") or "snapshot"
+    if status is None:
+        status = "live-fallback" if r.get("live_fallback") else "replayed" if r.get("replayed") else "ok"
+    at = r.get("at")
+    return (
+        r.get("seq"),
+        kind,
+        name,
+        status,
+        tin,
+        tout,
+        duration,
+        epoch_seconds(at) if type(at) is str else None,
+        r.get("run_id"),
+        call_id,
+        calls,
+    )
