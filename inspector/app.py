@@ -26,7 +26,7 @@ instead of Textual's traceback (set ``TEXTUAL=debug`` to get the traceback).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import events, on, work
@@ -286,13 +286,72 @@ class InspectorApp(App[None]):
 
     @on(Verified)
     def _verified(self, event: Verified) -> None:
-        self.loaded.index.adopt(event.recording)
-        self.loaded.recording = event.recording
         self.loaded.verify = None
+        if self.loaded.whole is not None:
+            # a big run: verified record by record, its records stay in the file
+            self.loaded.recording.digest = event.recording.digest
+            note = "verified: every record and the digest (records are read from the file as they are shown)"
+        else:
+            self.loaded.index.adopt(event.recording)
+            self.loaded.recording = event.recording
+            note = "verified: every record, the digest and the keys"
         keep_long_lived()  # the verified records: out of the cyclic collector's reach
         if isinstance(self.screen, TimelineScreen):
             self.screen.refresh_header()
-        self.notify("verified: every record, the digest and the keys", timeout=4)
+        self.notify(note, timeout=4)
+
+    class WholeRead(Message):
+        """Every record of a big run was read (``then`` continues what asked for them)."""
+
+        def __init__(self, recording: Recording, then: Callable[[], None]) -> None:
+            super().__init__()
+            self.recording = recording
+            self.then = then
+
+    def needs_whole_recording(self, what: str, then: Callable[[], None]) -> bool:
+        """``True`` when the open run's records are not all in memory — still being
+        verified (the user is told to wait), or a big run read from its file record by
+        record (every record is read now, in a worker, and ``then`` runs once they
+        are); ``False`` when they are (the caller goes on). ``what``: the action, for the
+        notices (\"branch it\")."""
+        if self.loaded.verify is not None:
+            self.notify(f"the recording is still being verified: {what} once that is done", timeout=4)
+            return True
+        if self.loaded.whole is None:
+            return False
+        self.notify(f"reading every record of this run to {what}…", timeout=4)
+        self._read_whole(then)
+        return True
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="whole",
+        exit_on_error=False,
+        name="whole",
+        description="reading every record",
+    )
+    def _read_whole(self, then: Callable[[], None]) -> None:
+        whole = self.loaded.whole
+        if whole is None:
+            self.call_from_thread(then)
+            return
+        try:
+            recording = whole()
+        except InspectorError as exc:
+            self.post_message(self.VerificationFailed(exc))
+        else:
+            self.post_message(self.WholeRead(recording, then))
+
+    @on(WholeRead)
+    def _whole_read(self, event: WholeRead) -> None:
+        if self.loaded.whole is None:
+            return
+        self.loaded.index.adopt(event.recording)
+        self.loaded.recording = event.recording
+        self.loaded.whole = None
+        keep_long_lived()
+        event.then()
 
     @on(VerificationFailed)
     def _verification_failed(self, event: VerificationFailed) -> None:

@@ -34,6 +34,13 @@ NATIVE_VERSIONS = (1, 2, FORMAT_VERSION)
 #: ``CHASSIS_INSPECTOR_FAST_OPEN_MB`` overrides it (0 = always, e.g. for tests).
 FAST_OPEN_BYTES = int(float(os.environ.get("CHASSIS_INSPECTOR_FAST_OPEN_MB", "64")) * 1024 * 1024)
 
+#: a version-3 run of at least this many records is verified without keeping its records
+#: as objects (they would take several times the file's size): the timeline reads each
+#: record from the file when it is shown, and what needs every record (a branch, a
+#: replay, a comparison, an audit) reads them then (``LoadedRecording.whole``).
+#: ``CHASSIS_INSPECTOR_KEEP_RECORDS`` overrides it.
+KEEP_RECORDS = int(os.environ.get("CHASSIS_INSPECTOR_KEEP_RECORDS", "200000"))
+
 
 @dataclass
 class LoadedRecording:
@@ -53,6 +60,17 @@ class LoadedRecording:
     verify: Callable[[], Recording] | None = None
     opened: Opened | None = None
     run_requested: bool = False
+    #: for a run too big to hold in memory as objects (at least :data:`KEEP_RECORDS`
+    #: records): reads every record of the file (returns the whole recording or raises
+    #: FormatError) for what needs them all — a branch, a replay, a comparison, an
+    #: audit; ``None`` when ``recording`` holds every record (or will, once verified)
+    whole: Callable[[], Recording] | None = None
+
+    @property
+    def records_pending(self) -> bool:
+        """Whether ``recording`` does not hold every record yet: still being verified,
+        or a big run read from its file record by record (:attr:`whole`)."""
+        return self.verify is not None or self.whole is not None
 
     @property
     def has_runs(self) -> bool:
@@ -182,11 +200,15 @@ def _indexed_open(path: Path) -> LoadedRecording | None:
     shell, _ = indexed_header(f)
     assert INDEXED_VERSION == FORMAT_VERSION
     index = TimelineIndex.from_columns(shell, f.index.columns, _LazyRecords(f), source=str(path))
+    keep = len(f) < KEEP_RECORDS
 
     def verify() -> Recording:
+        return load_indexed(f, keep=keep)
+
+    def whole() -> Recording:
         return load_indexed(f)
 
-    return LoadedRecording(path, shell, index, [], verify=verify)
+    return LoadedRecording(path, shell, index, [], verify=verify, whole=None if keep else whole)
 
 
 def _skeleton_open(path: Path) -> LoadedRecording | None:

@@ -405,7 +405,7 @@ class ReplayRunner:
             digest = recording_digest(rec)
             key = id(rec)
             self._digests[key] = (weakref.ref(rec, lambda _: self._digests.pop(key, None)), digest)
-        if loaded.verify is None:
+        if not loaded.records_pending:
             self._bases[digest] = rec
         return digest
 

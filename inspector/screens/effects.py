@@ -573,8 +573,7 @@ class EffectsScreen(Screen[None]):
         if self._sweeping:
             self.notify("a sweep is running already (K cancels it)", timeout=3)
             return
-        if self.loaded.verify is not None:
-            self.notify("the recording is still being verified: sweep it once that is done", timeout=4)
+        if self.app.needs_whole_recording("sweep it", self.action_sweep):  # type: ignore[attr-defined]
             return
         named = self.loaded.recording.metadata.get("executor")
         named = named if isinstance(named, str) and named else None

@@ -938,8 +938,7 @@ class TimelineScreen(Screen[None]):
         if here is None:
             self.notify("no record selected: a branch starts at a record (its checkpoint)", timeout=3)
             return
-        if self.loaded.verify is not None:
-            self.notify("the recording is still being verified: branch it once that is done", timeout=4)
+        if self.app.needs_whole_recording("branch it", self.action_new_branch):  # type: ignore[attr-defined]
             return
         self.app.push_screen(BranchEditorScreen(self.loaded, self.index.seqs[here]))
 
@@ -969,8 +968,7 @@ class TimelineScreen(Screen[None]):
         """The audit screen: the lineage of this run's final output."""
         from .audit import AuditScreen
 
-        if self.loaded.verify is not None:
-            self.notify("the recording is still being verified: audit it once that is done", timeout=4)
+        if self.app.needs_whole_recording("audit it", self.action_audit):  # type: ignore[attr-defined]
             return
         self.app.push_screen(AuditScreen(self.loaded))
 
@@ -978,8 +976,7 @@ class TimelineScreen(Screen[None]):
         """The effects screen of this run (its replays ranked; sweeps)."""
         from .effects import EffectsScreen
 
-        if self.loaded.verify is not None:
-            self.notify("the recording is still being verified: rank its effects once that is done", timeout=4)
+        if self.app.needs_whole_recording("rank its effects", self.action_effects):  # type: ignore[attr-defined]
             return
         self.app.push_screen(EffectsScreen(self.loaded))
 

@@ -675,9 +675,8 @@ class BranchTreePanel(Vertical):
         loaded = getattr(screen, "loaded", None)
         if loaded is None:
             return
-        if loaded.verify is not None:  # fast-opened: its records are not all read yet
-            self.app.notify("the recording is still being verified: compare once it is", timeout=4)
-            return
+        if self.app.needs_whole_recording("compare", self.compare_selected):  # type: ignore[attr-defined]
+            return  # a fast-opened run: its records are not all read yet
         self.runner.open_events(row.ident, compare_with=loaded)
 
     def open_requirements(self, *, answer: bool = False) -> None:

@@ -13,6 +13,8 @@ header; the movement keys do nothing meanwhile.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.cells import set_cell_size
 from rich.segment import Segment
 from rich.style import Style
@@ -108,7 +110,7 @@ class CompareTable(RowCursorView):
         self._sourced = other_index.has_answer_sources
 
     @property
-    def rows(self) -> list[TraceOp]:
+    def rows(self) -> Sequence[TraceOp]:
         """The comparison's rows (none before it is set)."""
         return self.comparison.rows if self.comparison is not None else []
 

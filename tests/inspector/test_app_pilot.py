@@ -339,6 +339,31 @@ async def test_fast_open_shows_the_timeline_then_verifies_in_the_background(buil
         assert "EditRejected" in blocks[-1].entry.message.content
 
 
+async def test_a_big_run_keeps_its_records_in_the_file_until_a_branch_needs_them(built_path, monkeypatch):
+    """A run of at least KEEP_RECORDS records is verified record by record without being
+    kept as objects; the timeline reads records from the file; B (a branch needs every
+    record) reads them all, then opens the branch editor."""
+    import inspector.loader as loader
+    from inspector.screens.branch_editor import BranchEditorScreen
+
+    monkeypatch.setattr(loader, "KEEP_RECORDS", 5)
+    loaded = loader.load_for_view(built_path, fast_open_bytes=0)
+    assert loaded.whole is not None and loaded.records_pending
+    app = InspectorApp(loaded)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert loaded.verify is None and loaded.recording.records == []  # verified, nothing kept
+        assert not loaded.index.verified and loaded.recording.digest
+        await pilot.press("e", "t")  # a record is read from the file when shown
+        await settle(pilot, app)
+        blocks = list(app.screen.query_one(TranscriptView).query(MessageBlock))
+        assert "EditRejected" in blocks[-1].entry.message.content
+        await pilot.press("B")
+        await settle(pilot, app)
+        assert loaded.whole is None and len(loaded.recording.records) == 17 and loaded.index.verified
+        assert isinstance(app.screen, BranchEditorScreen)
+
+
 @pytest.mark.parametrize("layout", ["indexed", "whole-document"])
 async def test_fast_open_of_an_invalid_file_shows_the_error_and_exits_2(built_path, layout):
     import orjson
