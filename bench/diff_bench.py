@@ -6,13 +6,15 @@ Prints figures and ratios (the numbers in docs/performance.md, section "Diffs"):
 
 * **trace diff** of two runs of ``--records`` call records: a run against itself, against
   a copy with a handful of edits (3 changed results, an inserted and a removed call, changed
-  arguments: 6 edits), and against a branch that departs at the middle and never rejoins
-  (every later call differs). For each: the **alignment** alone (the identities of both
+  arguments: 6 edits), against a branch that departs at the middle and never rejoins
+  (every later call differs), and against the same 6 edits made to the base's own
+  records (renumbered copies whose answers are the base's objects, as a replay's events
+  share them). For each: the **alignment** alone (the identities of both
   runs aligned: ``core.analysis.diff._align_keys``), the **whole** ``trace_diff`` (ops,
   answers compared, first divergence), the plain reference path of both
   (``core.analysis.align.align`` and ``_trace_diff_plain``; skipped by ``--skip-plain``),
   and the yardstick measured in the same run: ``difflib.SequenceMatcher(None, ka, kb,
-  autojunk=False).get_opcodes()`` on the same identities. Targets (docs/performance.md,
+  autojunk=False).get_opcodes()`` on the same identities; wall and thread CPU medians. Targets (docs/performance.md,
   "Trace diff at 100k records"): alignment ≤ 50 ms, whole ≤ 300 ms at 100,000 records
   with 6 edits, i.e. ≤ 0.11x and ≤ 0.65x the yardstick's 0.46 s where they were set;
 * **payload diff** of two ``--payload-mb`` JSON documents (a list of order-like objects)
@@ -52,14 +54,21 @@ from core.record.recording import (
     Usage,
 )
 
+#: the median CPU time of the thread (``time.thread_time``) of the last :func:`_timed`
+#: call: less disturbed than the wall time by the load of a shared machine
+LAST_CPU = [0.0]
+
 
 def _timed(fn, repeat: int) -> tuple[float, object]:
     times = []
+    cpu = []
     out = None
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         out = fn()
         times.append(time.perf_counter() - t)
+        cpu.append(time.thread_time() - c)
+    LAST_CPU[0] = statistics.median(cpu)
     return statistics.median(times), out
 
 
@@ -109,39 +118,57 @@ def bench_trace(n: int, repeat: int, skip_plain: bool = False) -> dict[str, dict
     base = make_run(n)
     print(f"   (built two runs in {time.perf_counter() - t:.1f} s)")
     same = make_run(n)
-    edited = list(make_run(n))
-    for idx in (n // 5 | 1, n // 3 | 1, (2 * n) // 3 | 1):  # three changed tool results
-        edited[idx] = edited[idx].model_copy(update={"result": ToolResult(content={"value": -1})})
-    extra = ToolRecord(seq=0, tool="extra", arguments={"x": 1}, result=ToolResult(content="x"))
-    extra.key = extra.compute_key()
-    del edited[n // 2 | 1]  # one removed call
-    edited.insert(n // 4, extra)  # one inserted call
-    args_changed = edited[(3 * n) // 4 | 1].model_copy(update={"arguments": {"q": "other"}})
-    args_changed.key = args_changed.compute_key()
-    edited[(3 * n) // 4 | 1] = args_changed
-    edited = [r.model_copy(update={"seq": i}) for i, r in enumerate(edited)]
+
+    def six_edits(run: list) -> list:
+        edited = list(run)
+        for idx in (n // 5 | 1, n // 3 | 1, (2 * n) // 3 | 1):  # three changed tool results
+            edited[idx] = edited[idx].model_copy(update={"result": ToolResult(content={"value": -1})})
+        extra = ToolRecord(seq=0, tool="extra", arguments={"x": 1}, result=ToolResult(content="x"))
+        extra.key = extra.compute_key()
+        del edited[n // 2 | 1]  # one removed call
+        edited.insert(n // 4, extra)  # one inserted call
+        args_changed = edited[(3 * n) // 4 | 1].model_copy(update={"arguments": {"q": "other"}})
+        args_changed.key = args_changed.compute_key()
+        edited[(3 * n) // 4 | 1] = args_changed
+        return [r.model_copy(update={"seq": i}) for i, r in enumerate(edited)]
+
+    edited = six_edits(make_run(n))
+    # a replay's events: records of their own (seqs renumbered) whose answers are the
+    # base's own objects, as the replay engine's recorded answers are
+    shared = six_edits(base)
     departed = base[: n // 2] + [
         r.model_copy(update={"seq": n // 2 + i}) for i, r in enumerate(make_run(n - n // 2, seed=1, tag="branch "))
     ]
     gc.collect()  # the runs just built: their collection is not the diff's
-    for label, other in (("identical", same), ("a handful of edits", edited), ("departs at the middle", departed)):
+    cases = (
+        ("identical", same),
+        ("a handful of edits", edited),
+        ("departs at the middle", departed),
+        ("6 edits, answers shared", shared),
+    )
+    for label, other in cases:
         ka, kb = _identities(base), _identities(other)
         yard, _ = _timed(
             lambda ka=ka, kb=kb: difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes(), repeat
         )
+        yard_cpu = LAST_CPU[0]
         al, _ = _timed(lambda ka=ka, kb=kb: _align_keys(ka, kb, 2000), repeat)
+        al_cpu = LAST_CPU[0]
         sec, d = _timed(lambda other=other: trace_diff(base, other), repeat)
+        sec_cpu = LAST_CPU[0]
         fd = d.first_divergence
         figures[label] = {"difflib": yard, "align": al, "whole": sec}
         print(f"   {label:<24} counts={d.counts}  first={fd.to_json() if fd else None}")
         line = (
             f"      difflib {yard * 1000:7.1f} ms | alignment {al * 1000:6.1f} ms ({al / yard:5.2f}x) | "
             f"whole trace_diff {sec * 1000:7.1f} ms ({sec / yard:5.2f}x, {2 * n / sec / 1e6:5.2f} M records/s)"
+            f"\n      CPU: difflib {yard_cpu * 1000:7.1f} ms | alignment {al_cpu * 1000:6.1f} ms "
+            f"({al_cpu / yard_cpu:5.2f}x) | whole {sec_cpu * 1000:7.1f} ms ({sec_cpu / yard_cpu:5.2f}x)"
         )
         if not skip_plain:
             p_al, _ = _timed(lambda ka=ka, kb=kb: align(ka, kb) if ka <= kb else align(kb, ka), repeat)
             p_sec, p = _timed(lambda other=other: _trace_diff_plain(base, other), repeat)
-            same_result = p.ops == d.ops and p.first_divergence == d.first_divergence
+            same_result = p.ops == d.ops and p.counts == d.counts and p.first_divergence == d.first_divergence
             line += (
                 f"\n      plain: alignment {p_al * 1000:6.1f} ms ({p_al / yard:5.2f}x), whole {p_sec * 1000:7.1f} ms "
                 f"({p_sec / yard:5.2f}x); same ops and first divergence: {same_result}"

@@ -40,6 +40,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "claude_code_bench": ([], ["--mb", "2", "--repeat", "1"]),
     "import_scale_bench": ([], ["--steps", "20", "--mb", "2", "--repeat", "1"]),
     "skeleton_bench": ([], ["--mb", "2", "--repeat", "1"]),
+    "scale_bench": ([], ["--quick"]),
 }
 
 

@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left, bisect_right
-from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import attrgetter, ne
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -45,7 +44,19 @@ from deepdiff import DeepDiff
 from ..record.nesting import dumps
 from ..record.recording import Recording
 from .align import align
-from .diff import ALL_KINDS, CALL_KINDS, FirstDivergence, TraceDiff, TraceOp, first_divergence, trace_diff
+from .diff import (
+    _CALL_TYPE_SET,
+    ALL_KINDS,
+    CALL_KINDS,
+    FirstDivergence,
+    TraceDiff,
+    TraceOp,
+    TraceOps,
+    _Gap,
+    _Segment,
+    first_divergence,
+    trace_diff,
+)
 from .payload_diff import PINNED_OPTIONS, Change, _Digests, _HashGuide, findings_of, payload_diff
 from .placeholders import blob_of, format_size, mime_hint
 from .safe_text import HIDDEN_MARK, shown
@@ -79,7 +90,7 @@ MAX_CHANGES = 200
 #: characters of unchanged text shown before the first difference of two changed strings
 CONTEXT_CHARS = 12
 
-_OP = attrgetter("op")
+_SEQ = attrgetter("seq")
 
 #: record fields fresh on every run, and the key (derived from the call), never a difference
 _FRESH = ("seq", "at", "run_id", "generation_id", "replayed", "live_fallback", "duration_seconds", "key")
@@ -91,7 +102,8 @@ class Comparison:
 
     ``rows``: one :class:`~core.analysis.diff.TraceOp` per aligned position, in order
     (the trace diff's ops, with the changed non-call records of a gap paired: module
-    docstring); ``trace``: the diff over all kinds they come from; ``counts``: rows per
+    docstring; from :func:`compare_runs` a :class:`~core.analysis.diff.TraceOps`, each
+    row made when read); ``trace``: the diff over all kinds they come from; ``counts``: rows per
     op (``same``, ``changed``, ``removed``, ``inserted``); ``first_divergence``: over
     calls only, as the replay record holds it (``None``: the calls are the same);
     ``first_divergence_row``: the index of its row; ``differences``: the indices of the
@@ -99,7 +111,7 @@ class Comparison:
 
     base: Recording
     other: Recording
-    rows: list[TraceOp]
+    rows: Sequence[TraceOp]
     trace: TraceDiff
     first_divergence: FirstDivergence | None
     first_divergence_row: int | None
@@ -109,8 +121,8 @@ class Comparison:
     _other_seqs: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self._base_seqs = {r.seq: r for r in self.base.records}
-        self._other_seqs = {r.seq: r for r in self.other.records}
+        self._base_seqs = dict(zip(map(_SEQ, self.base.records), self.base.records))
+        self._other_seqs = dict(zip(map(_SEQ, self.other.records), self.other.records))
         if not self.counts:
             self.counts = {"same": 0, "changed": 0, "removed": 0, "inserted": 0}
             for op in self.rows:
@@ -152,26 +164,50 @@ def compare_runs(base: Recording, other: Recording) -> Comparison:
     diff over every kind, O(N + M + D²) for D differing records, the calls' first
     divergence (:func:`~core.analysis.diff.first_divergence`: their alignment, answers
     compared up to the first difference), and one more alignment of each gap's records
-    (O(G + H + E²) for a gap of G and H records, E of them unpaired)."""
+    (O(G + H + E²) for a gap of G and H records, E of them unpaired, only for gaps that
+    hold records other than calls). When every record of both runs is a call, the calls'
+    first divergence is the trace diff's own. The rows are made when read
+    (:class:`~core.analysis.diff.TraceOps`); counts and differences come from the runs
+    and gaps of the trace diff."""
     trace = trace_diff(base, other, kinds=ALL_KINDS)
-    fd = first_divergence(base, other, kinds=CALL_KINDS)
-    rows = _pair_changed_records(trace.ops)
-    ops = list(map(_OP, rows))
-    differences = list(compress(range(len(ops)), map(ne, ops, repeat("same"))))
-    counts = {"same": 0, "changed": 0, "removed": 0, "inserted": 0}
-    counts.update(Counter(ops))
+    ops = trace.ops
+    assert isinstance(ops, TraceOps)  # trace_diff's ops are made when read
+    a, b = ops.records()
+    if set(map(type, a)) <= _CALL_TYPE_SET and set(map(type, b)) <= _CALL_TYPE_SET:
+        fd = trace.first_divergence  # the records of every kind are the calls
+    else:
+        fd = first_divergence(base, other, kinds=CALL_KINDS)
+    rows = _paired_rows(ops)
+    differences = rows.difference_rows()
     fd_row: int | None = None
     if fd is not None:
-        fd_row = _row_of(rows, fd)
-    return Comparison(base, other, rows, trace, fd, fd_row, differences, counts)
+        fd_row = _row_of(rows, fd, differences)
+    return Comparison(base, other, rows, trace, fd, fd_row, differences, rows.counts())
 
 
-def _pair_changed_records(ops: list[TraceOp]) -> list[TraceOp]:
+def _paired_rows(ops: TraceOps) -> TraceOps:
+    """:func:`_pair_changed_records` on a :class:`~core.analysis.diff.TraceOps`: each gap
+    (one block of removed and inserted ops) that holds a record other than a call is
+    paired; a gap of calls only stays as it is (a call never pairs here), unmade."""
+    a, b = ops.records()
+    segments: list[_Segment] = []
+    for seg in ops.segments():
+        if isinstance(seg, _Gap):
+            types = set(map(type, a[seg.i : seg.i + seg.ni])) | set(map(type, b[seg.j : seg.j + seg.nj]))
+            if not types <= _CALL_TYPE_SET:
+                gap_ops = seg.ops if seg.ops is not None else ops._ops_of(seg, 0, len(seg))
+                seg = _Gap(seg.i, seg.j, seg.ni, seg.nj, _pair_gap(list(gap_ops)))
+        segments.append(seg)
+    return TraceOps(a, b, segments)
+
+
+def _pair_changed_records(ops: Sequence[TraceOp]) -> list[TraceOp]:
     """``ops`` with, in each gap (a run of removed and inserted ops), the removed and
     inserted records that are not calls paired by kind (and lifecycle event) in order —
     a longest common subsequence, so the base's and the other run's records stay in
     order — each pair one ``changed`` row (dimension ``None``). A gap with no such pair
     is kept as it is."""
+    ops = list(ops)
     out: list[TraceOp] = []
     i, n = 0, len(ops)
     while i < n:
@@ -212,18 +248,20 @@ def _pair_gap(gap: list[TraceOp]) -> list[TraceOp]:
     return out
 
 
-def _row_of(rows: list[TraceOp], fd: FirstDivergence) -> int | None:
+def _row_of(rows: Sequence[TraceOp], fd: FirstDivergence, differences: Sequence[int] | None = None) -> int | None:
     """The row of the first divergence: the first row holding its base seq or its other
     seq, not ``same`` (a removed call's ``replay_seq`` names the other run's record at
-    that place, which may be a later row)."""
-    for i, op in enumerate(rows):
-        if op.op == "same":
-            continue
+    that place, which may be a later row). ``differences``: the indices of the rows
+    that are not ``same``, when known (only those rows are read)."""
+    if differences is None:
+        differences = [i for i, op in enumerate(rows) if op.op != "same"]
+    for i in differences:
+        op = rows[i]
         if (fd.base_seq is not None and op.base_seq == fd.base_seq) or (
             fd.replay_seq is not None and op.other_seq == fd.replay_seq
         ):
             return i
-    return next((i for i, op in enumerate(rows) if op.op != "same"), None)
+    return differences[0] if differences else None
 
 
 # --------------------------------------------------------------------------- payload diff of a pair

@@ -45,7 +45,7 @@ import difflib
 import hashlib
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, eq, is_, is_not, not_
@@ -80,6 +80,7 @@ __all__ = [
     "ToolDiff",
     "TraceDiff",
     "TraceOp",
+    "TraceOps",
     "call_identity",
     "first_divergence",
     "output_diff",
@@ -244,12 +245,195 @@ class TraceOp:
         return d
 
 
+class _Run:
+    """Aligned records ``a[i:i+n]`` / ``b[j:j+n]`` (equal keys); ``changed``: the offsets
+    (increasing) of the pairs whose answers differ."""
+
+    __slots__ = ("changed", "i", "j", "n")
+
+    def __init__(self, i: int, j: int, n: int, changed: list[int]) -> None:
+        self.i, self.j, self.n, self.changed = i, j, n, changed
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class _Gap:
+    """Records ``a[i:i+ni]`` removed and ``b[j:j+nj]`` inserted at one place; ``ops``:
+    their ops (:func:`_gap_ops`, or rows given by a caller), made on first read."""
+
+    __slots__ = ("i", "j", "ni", "nj", "ops")
+
+    def __init__(self, i: int, j: int, ni: int, nj: int, ops: list[TraceOp] | None = None) -> None:
+        self.i, self.j, self.ni, self.nj, self.ops = i, j, ni, nj, ops
+
+    def __len__(self) -> int:
+        return self.ni + self.nj if self.ops is None else len(self.ops)
+
+
+_Segment = _Run | _Gap
+_ITER_CHUNK = 4096
+
+
+class TraceOps(Sequence[TraceOp]):
+    """The ops of a trace diff as a read-only sequence, each :class:`TraceOp` made when
+    read: the diff keeps runs of aligned records and gaps, not one object per record (a
+    screen reads the rows it shows; 100,000 ops made at once cost ~0.1 s).
+
+    Indexing (negative indexes too), slicing (a ``list``), iteration, ``len`` and ``==``
+    (with a list, a tuple of ops or another :class:`TraceOps`: the same ops in order)
+    behave as on ``list(self)``. Cost: ``len`` O(1); one op O(log S) for S segments;
+    iteration O(N) in chunks. Thread-safe to read (a gap's ops are cached on first read;
+    two readers may both make them, alike).
+    """
+
+    __slots__ = ("_a", "_b", "_segs", "_starts", "_len")
+
+    def __init__(self, a: list[Any], b: list[Any], segments: list[_Segment]) -> None:
+        self._a, self._b = a, b
+        self._segs = [s for s in segments if len(s)]
+        self._starts: list[int] = []
+        total = 0
+        for s in self._segs:
+            self._starts.append(total)
+            total += len(s)
+        self._len = total
+
+    # -- the sequence
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _ops_of(self, seg: _Segment, lo: int, hi: int) -> list[TraceOp]:
+        """Ops ``lo:hi`` (offsets inside ``seg``)."""
+        if isinstance(seg, _Gap):
+            if seg.ops is None:
+                seg.ops = _gap_ops(self._a[seg.i : seg.i + seg.ni], self._b[seg.j : seg.j + seg.nj])
+            return seg.ops[lo:hi]
+        same = [True] * (hi - lo)
+        ch = seg.changed
+        for c in ch[bisect_left(ch, lo) : bisect_left(ch, hi)]:
+            same[c - lo] = False
+        return _equal_ops(self._a[seg.i + lo : seg.i + hi], self._b[seg.j + lo : seg.j + hi], same)
+
+    def _range(self, start: int, stop: int) -> list[TraceOp]:
+        out: list[TraceOp] = []
+        if start >= stop:
+            return out
+        k = bisect_right(self._starts, start) - 1
+        while start < stop and k < len(self._segs):
+            s0 = self._starts[k]
+            seg = self._segs[k]
+            hi = min(stop - s0, len(seg))
+            out.extend(self._ops_of(seg, start - s0, hi))
+            start = s0 + hi
+            k += 1
+        return out
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._len)
+            if step == 1:
+                return self._range(start, stop)
+            return [self._range(t, t + 1)[0] for t in range(start, stop, step)]
+        t = index.__index__()
+        if t < 0:
+            t += self._len
+        if not 0 <= t < self._len:
+            raise IndexError("trace op index out of range")
+        return self._range(t, t + 1)[0]
+
+    def __iter__(self) -> Iterator[TraceOp]:
+        for seg in self._segs:
+            for lo in range(0, len(seg), _ITER_CHUNK):
+                yield from self._ops_of(seg, lo, min(lo + _ITER_CHUNK, len(seg)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (TraceOps, list, tuple)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<TraceOps: {self._len} ops>"
+
+    # -- what callers read without every op
+
+    def segments(self) -> list[_Segment]:
+        """The runs and gaps, in order (for :mod:`core.analysis.compare`)."""
+        return list(self._segs)
+
+    def records(self) -> tuple[list[Any], list[Any]]:
+        """The aligned records of both sides (the lists the segments index)."""
+        return self._a, self._b
+
+    def changes(self) -> list[TraceOp]:
+        """The ops that are not ``same``, in order (only those are made)."""
+        out: list[TraceOp] = []
+        for seg in self._segs:
+            if isinstance(seg, _Gap):
+                out.extend(op for op in self._ops_of(seg, 0, len(seg)) if op.op != "same")
+            else:
+                for c in seg.changed:
+                    out.extend(self._ops_of(seg, c, c + 1))
+        return out
+
+    def difference_rows(self) -> list[int]:
+        """The indices of the ops that are not ``same``, in order."""
+        out: list[int] = []
+        for s0, seg in zip(self._starts, self._segs):
+            if isinstance(seg, _Gap):
+                if seg.ops is None:
+                    out.extend(range(s0, s0 + len(seg)))
+                else:
+                    out.extend(s0 + t for t, op in enumerate(seg.ops) if op.op != "same")
+            else:
+                out.extend(s0 + c for c in seg.changed)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Ops per ``op`` (``same``, ``changed``, ``removed``, ``inserted``)."""
+        counts = {"same": 0, "changed": 0, "removed": 0, "inserted": 0}
+        for seg in self._segs:
+            if isinstance(seg, _Gap):
+                if seg.ops is None:
+                    counts["removed"] += seg.ni
+                    counts["inserted"] += seg.nj
+                else:
+                    for op in seg.ops:
+                        counts[op.op] += 1
+            else:
+                counts["changed"] += len(seg.changed)
+                counts["same"] += seg.n - len(seg.changed)
+        return counts
+
+    def first_divergence(self) -> FirstDivergence | None:
+        """The first divergence of these ops (:func:`_first_divergence`), reading only
+        the first segment that differs and the op after it."""
+        for k, seg in enumerate(self._segs):
+            if isinstance(seg, _Run):
+                if seg.changed:
+                    return _first_divergence(self._ops_of(seg, seg.changed[0], seg.changed[0] + 1), [], [], [])
+                continue
+            after = self._segs[k + 1] if k + 1 < len(self._segs) else None
+            nxt = (self._a[after.i], self._b[after.j]) if isinstance(after, _Run) else None
+            if seg.ops is None:
+                return _gap_first_divergence(self._a[seg.i : seg.i + seg.ni], self._b[seg.j : seg.j + seg.nj], nxt)
+            ops = list(seg.ops)
+            if after is not None:
+                ops.extend(self._ops_of(after, 0, 1))
+            return _first_divergence(ops, [], [], [])
+        return None
+
+
 @dataclass
 class TraceDiff:
-    """Result of :func:`trace_diff`: ``ops`` in order, ``first_divergence`` (``None``
-    when the runs are the same), ``counts`` per op, and the aligned record counts."""
+    """Result of :func:`trace_diff`: ``ops`` in order (a :class:`TraceOps` from
+    :func:`trace_diff`: made when read), ``first_divergence`` (``None`` when the runs are
+    the same), ``counts`` per op, and the aligned record counts."""
 
-    ops: list[TraceOp]
+    ops: Sequence[TraceOp]
     first_divergence: FirstDivergence | None
     counts: dict[str, int]
     base_records: int
@@ -263,6 +447,8 @@ class TraceDiff:
 
     def changes(self) -> list[TraceOp]:
         """The ops that are not ``same``."""
+        if isinstance(self.ops, TraceOps):
+            return self.ops.changes()
         return [o for o in self.ops if o.op != "same"]
 
     def to_json(self, *, include_same: bool = True) -> dict[str, Any]:
@@ -327,6 +513,28 @@ def _gap_ops(base_recs: list[Any], other_recs: list[Any]) -> list[TraceOp]:
     return ops
 
 
+def _gap_first_divergence(
+    base_recs: list[Any], other_recs: list[Any], after: tuple[Any, Any] | None
+) -> FirstDivergence | None:
+    """``_first_divergence(_gap_ops(base_recs, other_recs) + [the op of after])`` without
+    the gap's ops: its first op is the first removed record (paired with the first
+    record of the same pair key on the other side, :func:`_gap_ops`), else the first
+    inserted one (nothing to pair with); ``after``: the aligned pair after the gap."""
+    if base_recs:
+        r = base_recs[0]
+        if r.kind in ("model", "tool"):
+            key = _pair_key(r)
+            p = next((q for q in other_recs if _pair_key(q) == key), None)
+            if p is not None:
+                return FirstDivergence(r.seq, p.seq, "request" if r.kind == "model" else "tool arguments")
+        if other_recs:
+            return FirstDivergence(r.seq, other_recs[0].seq, "missing")
+        return FirstDivergence(r.seq, after[1].seq if after else None, "missing")
+    if other_recs:
+        return FirstDivergence(after[0].seq if after else None, other_recs[0].seq, "extra")
+    return None
+
+
 def trace_diff(
     base: Recording | Sequence[Any],
     other: Recording | Sequence[Any],
@@ -341,8 +549,9 @@ def trace_diff(
     whole content). ``max_edits`` bounds the exact Myers search (:mod:`core.analysis.align`).
     Cost: O(N + M + D²) for D differing records; the O(N + M) part runs in C (runs of
     equal keys found by comparing list slices, answers of aligned pairs compared a chunk
-    at a time): about 0.1 s for two runs of 100,000 calls that share most of them (see
-    docs/performance.md, "Trace diff at 100k records"). The result is the one of
+    at a time, at once when both sides hold the same record or answer object); the ops
+    are a :class:`TraceOps`, each op made when read (see docs/performance.md, "Trace
+    diff at 100k records"). The result is the one of
     :func:`core.analysis.align.align` and :func:`core.analysis.align.opcodes` on the
     same keys, pair by pair (a property test holds it to that).
     Raises ``ValueError`` for an unknown kind or a negative ``max_edits``.
@@ -357,24 +566,17 @@ def trace_diff(
     ka = _identities(a)
     kb = _identities(b)
     runs = _align_keys(ka, kb, max_edits)
-    ops: list[TraceOp] = []
-    counts = {"same": 0, "changed": 0, "removed": 0, "inserted": 0}
+    segments: list[_Segment] = []
     i = j = 0
     for ri, rj, n in [*runs, (len(a), len(b), 0)]:
         if ri > i or rj > j:
-            gap = _gap_ops(a[i:ri], b[j:rj])
-            counts["removed"] += ri - i
-            counts["inserted"] += rj - j
-            ops.extend(gap)
+            segments.append(_Gap(i, j, ri - i, rj - j))
         if n:
-            xa, xb = a[ri : ri + n], b[rj : rj + n]
-            same = _same_flags(xa, xb)
-            changed = n - sum(same)
-            counts["same"] += n - changed
-            counts["changed"] += changed
-            ops.extend(_equal_ops(xa, xb, same))
+            same = _same_flags(a[ri : ri + n], b[rj : rj + n])
+            segments.append(_Run(ri, rj, n, list(compress(range(n), map(not_, same)))))
         i, j = ri + n, rj + n
-    return TraceDiff(ops, _first_divergence(ops, a, b, []), counts, len(a), len(b), tuple(kinds))
+    ops = TraceOps(a, b, segments)
+    return TraceDiff(ops, ops.first_divergence(), ops.counts(), len(a), len(b), tuple(kinds))
 
 
 def first_divergence(
@@ -396,11 +598,8 @@ def first_divergence(
     b = _records(other, kinds)
     i = j = 0
     for ri, rj, n in [*_align_keys(_identities(a), _identities(b), max_edits), (len(a), len(b), 0)]:
-        if ri > i or rj > j:
-            ops = _gap_ops(a[i:ri], b[j:rj])
-            if n:  # the record pair after the gap: "the next record" of a missing or extra one
-                ops.append(TraceOp("same", a[ri].kind, _name(a[ri]), a[ri].seq, b[rj].seq))
-            return _first_divergence(ops, a, b, [])
+        if ri > i or rj > j:  # the record pair after the gap: "the next record" of a missing or extra one
+            return _gap_first_divergence(a[i:ri], b[j:rj], (a[ri], b[rj]) if n else None)
         s, step = 0, _CHUNK  # growing steps: a divergence near the start costs little
         while s < n:
             xa, xb = a[ri + s : ri + min(n, s + step)], b[rj + s : rj + min(n, s + step)]
@@ -745,6 +944,11 @@ def _equal_answers(xs: list[Any], ys: list[Any]) -> list[bool]:
     out = list(map(is_, xs, ys))
     if all(out):
         return out
+    if any(out):  # the same objects are equal: write only the others
+        rest = list(compress(range(len(xs)), map(not_, out)))
+        for t, ok in zip(rest, _equal_answers(list(map(xs.__getitem__, rest)), list(map(ys.__getitem__, rest)))):
+            out[t] = ok
+        return out
     types = set(map(type, xs)) | set(map(type, ys))
     if len(types) == 1 and types <= _OWN_MODELS:  # one of our models: its fields, as _fields gives them
         xs, ys = list(map(_DICT, xs)), list(map(_DICT, ys))
@@ -763,7 +967,22 @@ def _equal_answers(xs: list[Any], ys: list[Any]) -> list[bool]:
 
 def _same_flags(xa: list[Any], xb: list[Any]) -> list[bool]:
     """``[_same_result(p, q) for p, q in zip(xa, xb)]`` for the records of one run of
-    matched keys, with the answers compared by :func:`_equal_answers`."""
+    matched keys: a record paired with itself (a replay's events share the base's
+    record objects) answers alike at once; the others' answers are compared by
+    :func:`_distinct_flags`."""
+    out = list(map(is_, xa, xb))
+    if all(out):
+        return out
+    if not any(out):
+        return _distinct_flags(xa, xb)
+    rest = list(compress(range(len(xa)), map(not_, out)))
+    for t, ok in zip(rest, _distinct_flags(list(map(xa.__getitem__, rest)), list(map(xb.__getitem__, rest)))):
+        out[t] = ok
+    return out
+
+
+def _distinct_flags(xa: list[Any], xb: list[Any]) -> list[bool]:
+    """:func:`_same_flags` with the answers compared by :func:`_equal_answers`."""
     types = list(map(type, xa))
     if types != list(map(type, xb)):
         return [_same_result(p, q) for p, q in zip(xa, xb)]
@@ -881,7 +1100,7 @@ def tool_diffs(
         trace = trace_diff(base, other)
     ba, ob = _by_seq(base), _by_seq(other)
     out: list[ToolDiff] = []
-    for o in trace.ops:
+    for o in trace.changes():
         if o.kind != "tool":
             continue
         if o.op == "changed":
@@ -1028,6 +1247,5 @@ def output_diff(base_output: Any, other_output: Any) -> OutputDiff:
 
 def iter_changed_seqs(trace: TraceDiff) -> Iterable[tuple[int | None, int | None]]:
     """``(base_seq, other_seq)`` of every op that is not ``same`` (for highlighting)."""
-    for o in trace.ops:
-        if o.op != "same":
-            yield o.base_seq, (o.other_seq if o.other_seq is not None else o.counterpart_seq)
+    for o in trace.changes():
+        yield o.base_seq, (o.other_seq if o.other_seq is not None else o.counterpart_seq)

@@ -26,13 +26,12 @@ the damage).
 from __future__ import annotations
 
 import contextlib
-import gc
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import FormatError, InspectorError, SourceImportError
-from ..record.io import load_recording
+from ..record.io import gc_paused, load_recording
 from ._source import TruncatedSourceError, read_head
 from .atif import AtifImporter
 from .base import ImportedRun, Importer, ImportWarning
@@ -188,17 +187,13 @@ def _is_truncated_json(p: Path, head: bytes) -> bool:
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while an importer runs (on again after, if it
-    was): an import allocates millions of objects that live on (the parsed source, the
-    records), which would set off a full collection again and again — a third of a large
-    import's time — while it makes almost no reference cycles to collect."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    """:func:`core.record.io.gc_paused` while an importer runs: an import allocates
+    millions of objects that live on (the parsed source, the records), which would set
+    off a full collection again and again — a third of a large import's time — while it
+    makes almost no reference cycles to collect; what it made is then frozen out of the
+    collector's reach rather than scanned by its next full pass."""
+    with gc_paused():
         yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def import_file(path: str | Path, fmt: str | None = None, *, recover: bool = False) -> list[ImportedRun]:

@@ -38,10 +38,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..errors import CanonicalizationError, FormatError, name_text
 from ..record.canonical import canonical_json, model_key_of, normalize_stop
@@ -71,6 +71,7 @@ from ..record.recording import (
     ToolRecord,
     ToolResult,
     Usage,
+    adopt_message_canonical,
     message_canonical,
 )
 from ..record.recording_redaction import redact_recording
@@ -301,6 +302,99 @@ class ModelKeys:
             "options": options,
         }
         return identity_key(identity)
+
+
+# --------------------------------------------------------------------------- construction
+
+_IMMUTABLE_DEFAULTS = (type(None), bool, int, float, str)
+_M = TypeVar("_M", bound=BaseModel)
+_object_setattr = object.__setattr__
+
+
+class Construct(Generic[_M]):
+    """``Construct(Model)(**values)`` is ``Model.model_construct(**values)`` — the same
+    ``__dict__`` (every field in declaration order, a default for each one not given),
+    ``__pydantic_fields_set__`` (the names given), no extra and no private values — made
+    by copying a template of the defaults instead of pydantic's per-field loop (about a
+    fifth of its cost; an import makes a few objects per source line).
+
+    Only for models where that is what ``model_construct`` does (pydantic 2,
+    ``BaseModel.model_construct``): no field alias or validation alias, no
+    ``model_post_init``, not a root model, ``extra`` not ``"allow"``, and every default
+    an immutable scalar without a factory (``model_construct`` copies a default with
+    ``smart_deepcopy``, which returns such a value itself). For any other model, and for
+    a call that passes a name that is no field or leaves out a required one, it calls
+    ``model_construct``.
+    """
+
+    def __init__(self, cls: type[_M]) -> None:
+        self.cls = cls
+        fields = cls.__pydantic_fields__
+        self.required = frozenset(n for n, f in fields.items() if f.is_required())
+        fast = (
+            not cls.__pydantic_post_init__
+            and not cls.__pydantic_root_model__
+            and cls.model_config.get("extra") != "allow"
+            and all(f.alias is None and f.validation_alias is None for f in fields.values())
+        )
+        template: dict[str, Any] = {}
+        for n, f in fields.items():
+            if f.is_required():
+                template[n] = None  # always given (checked per call)
+            elif f.default_factory is None and type(f.default) in _IMMUTABLE_DEFAULTS:
+                template[n] = f.default
+            else:
+                template[n] = None
+                self.required |= {n}  # its default is made per instance: the fast path needs it given
+        self.template: dict[str, Any] | None = template if fast else None
+
+    def __call__(self, **values: Any) -> _M:
+        template = self.template
+        if template is None or not values.keys() >= self.required:
+            return self.cls.model_construct(**values)
+        state = template.copy()
+        state.update(values)
+        if len(state) != len(template):  # a name that is no field
+            return self.cls.model_construct(**values)
+        m = self.cls.__new__(self.cls)
+        _object_setattr(m, "__dict__", state)
+        _object_setattr(m, "__pydantic_fields_set__", set(values))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
+
+_CHAT_MESSAGE = Construct(ChatMessage)
+
+
+def _adopt_plain_canonical(msg: ChatMessage) -> None:
+    """Give :func:`core.record.recording.message_canonical` the canonical JSON of a
+    message of strings only (``role``, ``content`` and ``tool_call_id`` / ``name`` when
+    set; no tool calls), so the model keys and the pool do not serialize it through
+    pydantic: its saved form is those members, and RFC 8785 writes them as orjson's
+    compact JSON with sorted keys (the names are ASCII; :func:`core.record.canonical.canonical_json`
+    hands strings to orjson unchanged). A value that is not a plain ``str`` or that orjson
+    refuses (a lone surrogate) leaves the message to ``message_canonical``."""
+    saved = {"content": msg.content, "name": msg.name, "role": msg.role, "tool_call_id": msg.tool_call_id}
+    plain = {k: v for k, v in saved.items() if v is not None}
+    if any(type(v) is not str for v in plain.values()):
+        return
+    try:
+        data = orjson.dumps(plain)
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate
+        return
+    adopt_message_canonical(msg, data)
+
+
+_TOOL_CALL = Construct(ToolCall)
+_MODEL_REQUEST = Construct(ModelRequest)
+_USAGE = Construct(Usage)
+_MODEL_RESPONSE = Construct(ModelResponse)
+_MODEL_RECORD = Construct(ModelRecord)
+_ERROR_INFO = Construct(ErrorInfo)
+_TOOL_RECORD = Construct(ToolRecord)
+_TOOL_RESULT = Construct(ToolResult)
+_INTERRUPT_RECORD = Construct(InterruptRecord)
 
 
 # --------------------------------------------------------------------------- big integers
@@ -920,11 +1014,16 @@ class RunBuilder:
 
     def scrub(self, value: Any, place: str) -> Any:
         """Redact ``value`` (field names + secret-looking values); note where."""
-        if not self.redact_enabled or self.redactor is None:  # redact_enabled implies a redactor
+        redactor = self.redactor
+        if not self.redact_enabled or redactor is None:  # redact_enabled implies a redactor
             return value
-        if type(value) is str and not _TRIGGER.search(value) and not self.redactor.secrets:
-            return value  # no pattern can match: skip the six-pattern scan
-        new, changed = redact(value, self.redactor)
+        t = type(value)
+        if t is str:
+            if not _TRIGGER.search(value) and not redactor.known:
+                return value  # no pattern can match: skip the six-pattern scan
+        elif (t is not dict and t is not list) or not value:
+            return value  # a number, a bool, None, {} or []: redact() gives it back unchanged
+        new, changed = redact(value, redactor)
         if changed:
             self._redacted_places.append(place)
         return new
@@ -962,13 +1061,15 @@ class RunBuilder:
                 args = self.scrub(tc.arguments, place)
                 fixed.append(tc if args is tc.arguments else tc.model_copy(update={"arguments": args}))
             tool_calls = fixed
-        msg = ChatMessage.model_construct(
+        msg = _CHAT_MESSAGE(
             role=role if isinstance(role, str) else str(role),
             content=content,
             tool_calls=tool_calls or None,
             tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
             name=name if isinstance(name, str) else None,
         )
+        if not tool_calls and (content is None or type(content) is str):
+            _adopt_plain_canonical(msg)
         return msg
 
     def shared_message(self, source: Any, make: Callable[[], ChatMessage]) -> ChatMessage:
@@ -1007,7 +1108,7 @@ class RunBuilder:
             args, vws = encode_value(args, place=f"{place}.arguments")
             for w in vws:
                 self.warn(w.place, w.message)
-        return ToolCall.model_construct(
+        return _TOOL_CALL(
             id=call_id if isinstance(call_id, str) else ("" if call_id is None else str(call_id)),
             name=name if isinstance(name, str) else str(name or ""),
             arguments=args,
@@ -1048,14 +1149,14 @@ class RunBuilder:
             self.warn(
                 place, f"model call cannot be canonicalized ({why}); imported without a key: replay cannot match it"
             )
-        request = ModelRequest.model_construct(messages=messages, tools=tools, stop=stop_n, options=options)
+        request = _MODEL_REQUEST(messages=messages, tools=tools, stop=stop_n, options=options)
         resp = None
         if response is not None:
             u = None
             if usage is not None:
-                u = Usage.model_construct(input_tokens=int(usage[0] or 0), output_tokens=int(usage[1] or 0))
-            resp = ModelResponse.model_construct(message=response, finish_reason=finish_reason, usage=u)
-        rec = ModelRecord.model_construct(
+                u = _USAGE(input_tokens=int(usage[0] or 0), output_tokens=int(usage[1] or 0))
+            resp = _MODEL_RESPONSE(message=response, finish_reason=finish_reason, usage=u)
+        rec = _MODEL_RECORD(
             seq=len(self.records),
             at=at,
             run_id=self.run_id,
@@ -1097,7 +1198,7 @@ class RunBuilder:
         content = self.scrub(content, place)
         artifact = self.scrub(artifact, place)
         if error is not None:
-            error = ErrorInfo.model_construct(type=error.type, message=self.scrub(error.message, place))
+            error = _ERROR_INFO(type=error.type, message=self.scrub(error.message, place))
         redacted = len(self._redacted_places) > scrubbed_before
         key: str | None = None
         if identity_known:
@@ -1114,7 +1215,7 @@ class RunBuilder:
         # (unify_tool_call_ids): here the source's id is kept as written
         tcid = tool_call_id if isinstance(tool_call_id, str) and tool_call_id else None
         self._places[len(self.records)] = place
-        rec = ToolRecord.model_construct(
+        rec = _TOOL_RECORD(
             seq=len(self.records),
             at=at,
             run_id=self.run_id,
@@ -1126,7 +1227,7 @@ class RunBuilder:
             tool=tool,
             arguments=arguments,
             tool_call_id=tcid,
-            result=ToolResult.model_construct(content=content, artifact=artifact, error=error, redacted=redacted),
+            result=_TOOL_RESULT(content=content, artifact=artifact, error=error, redacted=redacted),
             duration_seconds=_dur(duration),
         )
         self.records.append(rec)
@@ -1134,7 +1235,7 @@ class RunBuilder:
 
     def interrupt(self, value: Any, *, at: str | None = None, place: str = "") -> InterruptRecord:
         """Append an interrupt record (human input, an unknown message role, a state change)."""
-        rec = InterruptRecord.model_construct(
+        rec = _INTERRUPT_RECORD(
             seq=len(self.records),
             at=at,
             run_id=self.run_id,

@@ -67,9 +67,17 @@ def read_jsonl(src: SourceFile) -> tuple[list[Line], list[BadLine]]:
     Never raises for bad content (a file that is not UTF-8 is read with
     ``surrogateescape`` and its odd bytes tagged); the caller decides whether zero good
     lines is an error.
+
+    Two checks are skipped when they cannot find anything, so the common line costs one
+    orjson call: the search for integers of 16 or more digits runs per line only when the
+    whole file has one (:attr:`~._source.SourceFile.may_hold_big_ints`: a line holding
+    one makes the file hold one, the line's start being a newline there), and the nesting
+    walk runs only on a line with more than :data:`~core.record.nesting.MAX_DEPTH` opening
+    brackets (a value nested ``d`` levels has ``d`` of them in its text, and as many
+    closing ones: a line of at most ``2 * MAX_DEPTH + 1`` bytes is not counted).
     """
     from ..record.jsonvalues import might_hold_big_int
-    from ..record.nesting import depth_reason, ensure_recursion_limit, exceeds
+    from ..record.nesting import MAX_DEPTH, depth_reason, ensure_recursion_limit, exceeds
 
     ensure_recursion_limit()
     data = src.data
@@ -80,15 +88,23 @@ def read_jsonl(src: SourceFile) -> tuple[list[Line], list[BadLine]]:
     good: list[Line] = []
     bad: list[BadLine] = []
     last = len(raw_lines)
+    big = src.may_hold_big_ints
+    short = 2 * MAX_DEPTH + 1  # deeper than MAX_DEPTH takes that many brackets, then as many closing ones
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    append = good.append
     for i, raw in enumerate(raw_lines, start=1):
-        if not raw.strip():
+        if not raw or raw.isspace():  # what bytes.strip() removes: ASCII whitespace
             continue
         value: Any
         try:
-            value = orjson.loads(raw)
-            if might_hold_big_int(raw):
+            value = loads(raw)
+            if big and might_hold_big_int(raw):
                 value = _exact(raw.decode("utf-8"))
-        except orjson.JSONDecodeError as exc:
+            elif len(raw) <= short or raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH:
+                append(Line(i, value))
+                continue
+        except decode_error as exc:
             try:
                 value = _exact(raw.decode("utf-8", "surrogateescape"))
             except (json.JSONDecodeError, RecursionError, ValueError):
@@ -98,5 +114,5 @@ def read_jsonl(src: SourceFile) -> tuple[list[Line], list[BadLine]]:
         if exceeds(value):
             bad.append(BadLine(i, depth_reason()))
             continue
-        good.append(Line(i, value))
+        append(Line(i, value))
     return good, bad

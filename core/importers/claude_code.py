@@ -48,7 +48,7 @@ The final output is the default rule: the last model response.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,23 +109,36 @@ class RecordedFork:
         return self.shared_seq + 1
 
 
-@dataclass
 class _Node:
-    uuid: str
-    parent: str | None
-    line: int
-    value: dict[str, Any]
-    children: list[str] = field(default_factory=list)
+    """One line of the tree: its ``uuid``, ``parent`` uuid, 1-based ``line`` number,
+    parsed ``value`` and the uuids of its ``children``; ``type``, ``time`` (``""`` when
+    not a string), ``mid`` (``message.id``, else ``None``) and whether it is a line of
+    tool results only (``results``, :func:`_only_results`) or conversation (``conv``,
+    :func:`_is_conversation`) are read once, when the node is made."""
 
-    @property
-    def type(self) -> str:
-        t = self.value.get("type")
-        return t if isinstance(t, str) else ""
+    __slots__ = ("uuid", "parent", "line", "value", "children", "type", "time", "mid", "results", "conv")
 
-    @property
-    def time(self) -> str:
-        t = self.value.get("timestamp")
-        return t if isinstance(t, str) else ""
+    def __init__(self, uuid: str, parent: str | None, line: int, value: dict[str, Any]) -> None:
+        self.uuid = uuid
+        self.parent = parent
+        self.line = line
+        self.value = value
+        self.children: list[str] = []
+        t = value.get("type")
+        self.type: str = t if type(t) is str else ""
+        ts = value.get("timestamp")
+        self.time: str = ts if type(ts) is str else ""
+        msg = value.get("message")
+        mid = msg.get("id") if type(msg) is dict else None
+        self.mid: str | None = mid if type(mid) is str else None
+        content = msg.get("content") if type(msg) is dict else None
+        self.results: bool = (
+            self.type == "user"
+            and type(content) is list
+            and bool(content)
+            and all(type(b) is dict and b.get("type") == "tool_result" for b in content)
+        )
+        self.conv: bool = self.type == "assistant" or (self.type == "user" and not self.results)
 
 
 def _head_lines(head: bytes) -> list[Any]:
@@ -715,8 +728,7 @@ class _Builder:
 
 
 def _message_id(n: _Node) -> str | None:
-    mid = as_object(n.value.get("message")).get("id")
-    return mid if isinstance(mid, str) else None
+    return n.mid
 
 
 def _text_of(content: Any) -> str:
@@ -729,44 +741,32 @@ def _text_of(content: Any) -> str:
 
 def _conversation_leaves(nodes: dict[str, _Node]) -> list[_Node]:
     """The leaves of the tree's conversation: a ``user``/``assistant`` line none of whose
-    descendants is one (hook progress and bookkeeping lines after it do not count)."""
-    memo: dict[str, bool] = {}
+    descendants is one (hook progress and bookkeeping lines after it do not count).
 
-    def has_conversation_below(u: str) -> bool:
-        # iterative: a session may be thousands of lines deep
-        stack = [(u, False)]
-        while stack:
-            cur, done = stack.pop()
-            if cur in memo:
-                continue
-            kids = nodes[cur].children
-            if not done:
-                stack.append((cur, True))
-                stack.extend((k, False) for k in kids if k in nodes and k not in memo)
-                continue
-            memo[cur] = any(k in nodes and (_is_conversation(nodes[k]) or memo.get(k, False)) for k in kids)
-        return memo[u]
-
-    leaves = [n for u, n in nodes.items() if _is_conversation(n) and not has_conversation_below(u)]
+    Linear: from each conversation line up through its ancestors (those in ``nodes``),
+    marking each as having conversation below, until one already marked (its ancestors
+    are too) — a ``parentUuid`` cycle ends there as well."""
+    below: set[str] = set()  # uuids with a conversation line among their descendants
+    for n in nodes.values():
+        if not n.conv:
+            continue
+        p = n.parent
+        while p is not None and p not in below:
+            up = nodes.get(p)
+            if up is None:
+                break
+            below.add(p)
+            p = up.parent
+    leaves = [n for u, n in nodes.items() if n.conv and u not in below]
     # one response's blocks are lines of their own, each tool_use with its result as a
     # child: the conversation goes on below one of them only — the others are not leaves
-    going_on: set[str] = set()
-    for u, n in nodes.items():
-        mid = _message_id(n) if n.type == "assistant" else None
-        if mid is not None and has_conversation_below(u):
-            going_on.add(mid)
-    return [n for n in leaves if n.type != "assistant" or _message_id(n) not in going_on]
+    going_on = {n.mid for u, n in nodes.items() if n.mid is not None and n.type == "assistant" and u in below}
+    return [n for n in leaves if n.type != "assistant" or n.mid not in going_on]
 
 
 def _only_results(n: _Node) -> bool:
     """A ``user`` line whose content is tool results only (no prompt)."""
-    content = as_object(n.value.get("message")).get("content")
-    return (
-        n.type == "user"
-        and isinstance(content, list)
-        and bool(content)
-        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-    )
+    return n.results
 
 
 def _is_conversation(n: _Node) -> bool:
@@ -774,7 +774,7 @@ def _is_conversation(n: _Node) -> bool:
     line of tool results hangs off the call it answers — with parallel calls, each
     ``tool_use`` line has its result as one child and the response's next block as the
     other, which is not a fork."""
-    return n.type == "assistant" or (n.type == "user" and not _only_results(n))
+    return n.conv
 
 
 def _with_results(path: list[_Node], nodes: dict[str, _Node]) -> list[_Node]:
@@ -783,11 +783,11 @@ def _with_results(path: list[_Node], nodes: dict[str, _Node]) -> list[_Node]:
     answering them (with parallel calls, the conversation goes on below one block's
     result; the others are side children)."""
     on = {n.uuid for n in path}
-    mids = {m for n in path if n.type == "assistant" and (m := _message_id(n)) is not None}
-    extra = [n for n in nodes.values() if n.uuid not in on and n.type == "assistant" and _message_id(n) in mids]
+    mids = {n.mid for n in path if n.type == "assistant" and n.mid is not None}
+    extra = [n for n in nodes.values() if n.mid in mids and n.type == "assistant" and n.uuid not in on]
     on.update(n.uuid for n in extra)
     results = [
-        nodes[k] for n in (*path, *extra) for k in n.children if k not in on and k in nodes and _only_results(nodes[k])
+        k for n in (*path, *extra) for c in n.children if c not in on and (k := nodes.get(c)) is not None and k.results
     ]
     if not extra and not results:
         return path

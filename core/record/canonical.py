@@ -388,7 +388,7 @@ class IdentityCache:
     __slots__ = ("_entries",)
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[Any], Any]] = {}
+        self._entries: dict[int, tuple[weakref.KeyedRef[int, Any], Any]] = {}
 
     def get(self, obj: Any) -> Any:
         """The value cached for ``obj`` (this very object), else ``None``."""
@@ -400,14 +400,13 @@ class IdentityCache:
     def put(self, obj: Any, value: Any) -> None:
         """Cache ``value`` for ``obj`` until ``obj`` is collected."""
         key = id(obj)
-        entries = self._entries
+        # the standard library's KeyedRef: one shared callback instead of a closure per entry
+        self._entries[key] = (weakref.KeyedRef(obj, self._forget, key), value)
 
-        def forget(_ref: Any, key: int = key) -> None:
-            entry = entries.get(key)
-            if entry is not None and entry[0]() is None:
-                entries.pop(key, None)
-
-        entries[key] = (weakref.ref(obj, forget), value)
+    def _forget(self, ref: weakref.KeyedRef[int, Any]) -> None:
+        entry = self._entries.get(ref.key)
+        if entry is not None and entry[0] is ref:
+            del self._entries[ref.key]
 
     def __len__(self) -> int:
         return len(self._entries)

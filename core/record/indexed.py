@@ -35,6 +35,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import mmap
+import operator
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -202,68 +203,112 @@ def index_row(rec: Any) -> tuple[Any, ...]:
 
 
 class _Pool:
-    """The pool being written: canonical bytes → reference bytes and pool id; id → the
-    bytes written (the canonical JSON, or the value's exact form: see
-    :func:`exact_form`); ``exact``: the ids written in their exact form."""
+    """The pool being written: canonical bytes → reference bytes and pool id; id →
+    canonical bytes; ``floats``: id → the JSON Pointers of its integral floats
+    (:func:`float_pointers`)."""
 
     def __init__(self) -> None:
         self.refs: dict[bytes, bytes] = {}
         self.ids: dict[bytes, str] = {}
         self.values: dict[str, bytes] = {}
-        self.canonical: dict[str, bytes] = {}
-        self.exact: list[str] = []
+        self.floats: dict[str, list[str]] = {}
 
-    def ref(self, data: bytes, written: bytes | None = None) -> bytes:
-        """The reference to ``data`` (canonical JSON; ``written``: the bytes to write
-        when they differ from it), pooling it on first sight."""
+    def ref(self, data: bytes, floats: list[str] | None = None) -> bytes:
+        """The reference to ``data`` (canonical JSON; ``floats``: its integral floats),
+        pooling it on first sight."""
         ref = self.refs.get(data)
         if ref is None:
-            ref = self.refs[data] = b'{"$pool":"' + self.id_of(data, written).encode() + b'"}'
+            ref = self.refs[data] = b'{"$pool":"' + self.id_of(data, floats).encode() + b'"}'
         return ref
 
-    def id_of(self, data: bytes, written: bytes | None = None) -> str:
+    def id_of(self, data: bytes, floats: list[str] | None = None) -> str:
         """The pool id of ``data`` (canonical JSON), pooling it on first sight."""
         pid = self.ids.get(data)
         if pid is None:
             full = hashlib.sha256(data).hexdigest()
             pid = full[:_ID_SHORT]
-            if self.canonical.get(pid, data) != data:
+            if self.values.get(pid, data) != data:
                 pid = full  # two values of this file share the short id
-            self.canonical[pid] = data
-            self.values[pid] = data if written is None else written
-            if written is not None:
-                self.exact.append(pid)
+            self.values[pid] = data
+            if floats:
+                self.floats[pid] = floats
             self.ids[data] = pid
         return pid
 
 
-#: a message's exact form when it differs from its canonical JSON (b"" when it does not)
-_MESSAGE_EXACT = IdentityCache()
+#: the integral floats of a message (:func:`float_pointers`), once per message object
+_MESSAGE_FLOATS = IdentityCache()
+#: beyond this magnitude canonical JSON writes a float with an exponent (RFC 8785
+#: §3.2.2.3: ``1e+21``), which reads back as a float
+_INTEGRAL_FLOAT_MAX = 1e21
 
 
-def exact_form(value: Any, canonical: bytes) -> bytes | None:
-    """The bytes that keep ``value``'s number types — ``45.0`` stays a float where
-    canonical JSON writes ``45`` (RFC 8785 §3.2.2.3), ``1e21`` keeps its form — when
-    they differ from ``canonical`` (its canonical JSON), else ``None``. Object members
-    sorted by name, as orjson sorts them."""
-    try:
-        if _prepare(value) is value:  # no float, tuple or mapping anywhere: nothing differs
-            return None
-    except (_NeedsReference, RecursionError, CanonicalizationError):
-        pass
-    try:
-        written = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except (orjson.JSONEncodeError, TypeError):
-        written = dumps(value)
-    return None if written == canonical else written
+def float_pointers(value: Any, path: str = "", skip: frozenset[str] = frozenset()) -> list[str]:
+    """The JSON Pointers (RFC 6901) of the floats in ``value`` whose canonical JSON is an
+    integer literal (``45.0`` is written ``45``, RFC 8785 §3.2.2.3): what a reader turns
+    back into floats, so that a recorded value keeps its number type. ``skip``: member
+    names of the top level not to look into (typed fields, which validation converts)."""
+    out: list[str] = []
+    todo: list[tuple[Any, str]] = [(value, path)]
+    while todo:
+        v, p = todo.pop()
+        t = type(v)
+        if t is float:
+            if v.is_integer() and abs(v) < _INTEGRAL_FLOAT_MAX:
+                out.append(p)
+        elif t is dict:
+            for k, item in v.items():
+                ti = type(item)
+                if ti is str or ti is bool or item is None or ti is int:
+                    continue
+                if p == path and k in skip:
+                    continue
+                todo.append((item, f"{p}/{_escape(k)}"))
+        elif t is list:
+            for j, item in enumerate(v):
+                ti = type(item)
+                if ti is str or ti is bool or item is None or ti is int:
+                    continue
+                todo.append((item, f"{p}/{j}"))
+    out.sort()
+    return out
 
 
-def _message_exact(message: Any, canonical: bytes) -> bytes | None:
-    found = _MESSAGE_EXACT.get(message)
+def _message_floats(message: Any) -> list[str]:
+    found = _MESSAGE_FLOATS.get(message)
     if found is None:
-        found = exact_form(message.to_json_obj(), canonical) or b""
-        _MESSAGE_EXACT.put(message, found)
-    return found or None
+        found = float_pointers(message.to_json_obj())
+        _MESSAGE_FLOATS.put(message, found)
+    return found  # type: ignore[no-any-return]
+
+
+def apply_floats(value: Any, pointers: list[str], source: str, where: str) -> Any:
+    """``value`` (parsed JSON, changed in place) with the integers at ``pointers`` made
+    floats again (:func:`float_pointers`).
+
+    Raises:
+        FormatError: a pointer that does not lead to an integer (a damaged index; names
+            ``where``).
+    """
+    for pointer in pointers:
+        parent: Any = None
+        key: Any = None
+        node = value
+        try:
+            for token in pointer.split("/")[1:]:
+                token = token.replace("~1", "/").replace("~0", "~")
+                parent, key = node, (int(token) if type(node) is list else token)
+                node = node[key]
+        except (KeyError, IndexError, ValueError, TypeError):
+            node = None
+        if type(node) is not int or parent is None:
+            raise FormatError(
+                f"the index lists {pointer!r} as a float, which is not an integer there (a damaged index)",
+                file=source,
+                path=where,
+            )
+        parent[key] = float(node)
+    return value
 
 
 class _Histories:
@@ -272,19 +317,23 @@ class _Histories:
     written once, not once per request. Chains of recent message lists (message objects,
     the end of each node along them, the node ids) find the longest shared prefix."""
 
-    def __init__(self, pool: _Pool) -> None:
+    def __init__(self, pool: _Pool, share: bool = True) -> None:
         self.pool = pool
+        #: whether messages are pooled at all (:func:`_repeats_messages`)
+        self.share = share
         self.chains: list[tuple[list[Any], list[int], list[str]]] = []
 
     def node(self, messages: list[Any], data: list[bytes]) -> str:
-        """The pool id of the node of ``messages`` (whose canonical JSON is ``data``)."""
+        """The pool id of the node of ``messages`` (whose canonical JSON is ``data``).
+        Prefixes are found on the canonical JSON, so equal histories give the same nodes
+        whether or not their messages are the same objects."""
         n = len(messages)
         best = None
         shared = 0
-        first = messages[0]
+        first = data[0]
         for chain in self.chains:
-            if chain[0][0] is first:
-                k = common_prefix(chain[0], messages)
+            if chain[0][0] is first or chain[0][0] == first:
+                k = common_prefix(chain[0], data)
                 if k > shared:
                     best, shared = chain, k
         ends, ids = (best[1], best[2]) if best is not None else ([], [])
@@ -298,10 +347,7 @@ class _Histories:
             node = pid(
                 b'{"messages":['
                 + b",".join(
-                    [
-                        b'"' + pid(d, _message_exact(m, d)).encode() + b'"'
-                        for m, d in zip(messages[start:], data[start:])
-                    ]
+                    [b'"' + pid(d, _message_floats(m)).encode() + b'"' for m, d in zip(messages[start:], data[start:])]
                 )
                 + b'],"parent":'
                 + (b'"' + parent.encode() + b'"' if parent is not None else b"null")
@@ -309,9 +355,9 @@ class _Histories:
             )
         if best is not None and shared == len(best[0]) and j == len(ends):
             self.chains.remove(best)
-            chain = (list(messages), ends, ids)
+            chain = (list(data), ends, ids)
         else:
-            chain = (list(messages), ends[:j], ids[:j])
+            chain = (list(data), ends[:j], ids[:j])
         if node != parent:
             chain[1].append(n)
             chain[2].append(node)
@@ -327,14 +373,16 @@ def _relative(exc: CanonicalizationError, i: int) -> CanonicalizationError:
     return CanonicalizationError(exc.reason, f"/{i}{exc.path}")
 
 
-def _encode_record(rec: Any, i: int, pool: _Pool, histories: _Histories) -> tuple[bytes, list[bytes], bool]:
-    """``(bytes written, parts of the canonical JSON hashed into the digest, whether the
-    bytes written are not canonical)`` of record ``i`` — written canonical unless that
-    would change a number's type (:func:`exact_form`). Raises CanonicalizationError
-    (JSON Pointer relative to the records array)."""
+def _encode_record(
+    rec: Any, i: int, pool: _Pool, histories: _Histories, msgs: list[bytes] | None = None
+) -> tuple[bytes, list[bytes], list[str]]:
+    """``(bytes written: canonical JSON with references, parts of the logical record's
+    canonical JSON hashed into the digest, the record's integral floats)`` of record
+    ``i`` (:func:`float_pointers`). Raises CanonicalizationError (JSON Pointer relative
+    to the records array)."""
     try:
         if type(rec) is ModelRecord:
-            return _encode_model(rec, i, pool, histories)
+            return _encode_model(rec, i, pool, histories, msgs)
         if type(rec) is ToolRecord:
             return _encode_tool(rec, i, pool)
         return _encode_plain(rec, i, pool)
@@ -360,12 +408,15 @@ def _canonical_dump(obj: Any, i: int) -> bytes | None:
         return None
 
 
-def _encode_model(rec: ModelRecord, i: int, pool: _Pool, histories: _Histories) -> tuple[bytes, list[bytes], bool]:
+def _encode_model(
+    rec: ModelRecord, i: int, pool: _Pool, histories: _Histories, msgs: list[bytes] | None = None
+) -> tuple[bytes, list[bytes], list[str]]:
     obj = json_mode_dump(partial(rec.model_dump, exclude=_MODEL_EXCLUDE), exclude_none=True)
-    try:
-        msgs = messages_canonical(rec.request.messages)
-    except CanonicalizationError as exc:
-        raise CanonicalizationError(exc.reason, f"/{i}/request/messages{exc.path}") from None
+    if msgs is None:
+        try:
+            msgs = messages_canonical(rec.request.messages)
+        except CanonicalizationError as exc:
+            raise CanonicalizationError(exc.reason, f"/{i}/request/messages{exc.path}") from None
     response = rec.response
     resp_bytes = None
     if response is not None:
@@ -377,39 +428,44 @@ def _encode_model(rec: ModelRecord, i: int, pool: _Pool, histories: _Histories) 
         prepared = _prepare(obj, f"/{i}")
     except (_NeedsReference, RecursionError):
         raise _Fallback from None
-    has_floats = prepared is not obj
-
-    def marked(value: dict[str, Any]) -> bytes:
-        value = dict(value)
-        value["request"] = dict(value["request"], messages=orjson.Fragment(b"\x01"))
-        if resp_bytes is not None:
-            value["response"] = dict(value["response"], message=orjson.Fragment(b"\x02"))
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            raise _Fallback from None
-
-    out = marked(prepared)
+    floats = float_pointers(obj, skip=_TYPED_FLOATS) if prepared is not obj else []
+    if prepared is obj:
+        prepared = dict(obj)
+    prepared["request"] = dict(prepared["request"], messages=orjson.Fragment(b"\x01"))
+    if resp_bytes is not None:
+        prepared["response"] = dict(prepared["response"], message=orjson.Fragment(b"\x02"))
+    try:
+        out = orjson.dumps(prepared, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        raise _Fallback from None
     if _has_ref_shape(out):
         raise _Fallback
-    exact = marked(obj) if has_floats else out
     head, rest = out.split(b"\x01")
-    w_head, w_rest = exact.split(b"\x01")
     joined = b",".join(msgs)
-    if msgs:
+    inline = not histories.share and not _has_ref_shape(joined)
+    if inline and resp_bytes is not None and _has_ref_shape(resp_bytes):
+        inline = False
+    if inline:  # a run that repeats no message: messages in place, as in version 2
+        history = b"[" + joined + b"]"
+        floats = floats + [
+            f"/request/messages/{j}{p}" for j, m in enumerate(rec.request.messages) for p in _message_floats(m)
+        ]
+    elif msgs:
         history = b'{"$history":"' + histories.node(rec.request.messages, msgs).encode() + b'"}'
     else:
         history = b"[]"
-    if resp_bytes is None:
-        return b"".join((w_head, history, w_rest)), [head, b"[", joined, b"]", rest], exact != out
+    if resp_bytes is None or response is None:
+        return b"".join((head, history, rest)), [head, b"[", joined, b"]", rest], floats
     mid, tail = rest.split(b"\x02")
-    w_mid, w_tail = w_rest.split(b"\x02")
-    ref = pool.ref(resp_bytes, _message_exact(response.message, resp_bytes) if response is not None else None)
-    written = b"".join((w_head, history, w_mid, ref, w_tail))
-    return written, [head, b"[", joined, b"]", mid, resp_bytes, tail], exact != out
+    if inline:
+        ref = resp_bytes
+        floats = floats + [f"/response/message{p}" for p in _message_floats(response.message)]
+    else:
+        ref = pool.ref(resp_bytes, _message_floats(response.message))
+    return b"".join((head, history, mid, ref, tail)), [head, b"[", joined, b"]", mid, resp_bytes, tail], floats
 
 
-def _encode_tool(rec: ToolRecord, i: int, pool: _Pool) -> tuple[bytes, list[bytes], bool]:
+def _encode_tool(rec: ToolRecord, i: int, pool: _Pool) -> tuple[bytes, list[bytes], list[str]]:
     obj = rec.to_json_obj()
     try:
         prepared = _prepare(obj, f"/{i}")
@@ -418,30 +474,24 @@ def _encode_tool(rec: ToolRecord, i: int, pool: _Pool) -> tuple[bytes, list[byte
         raise _Fallback from None
     if _has_ref_shape(out):
         raise _Fallback
-    exact = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS) if prepared is not obj else out
     if len(out) < POOL_MIN_BYTES or "content" not in obj.get("result", {}):
-        return exact, [out], exact != out
+        return out, [out], float_pointers(obj, skip=_TYPED_FLOATS) if prepared is not obj else []
     content_value = obj["result"]["content"]
     content = _canonical_dump(content_value, i)
     if content is None or len(content) < POOL_MIN_BYTES:
-        return exact, [out], exact != out
-    ref = pool.ref(content, exact_form(content_value, content))
-    base = dict(obj)
-    base["result"] = dict(obj["result"], content=orjson.Fragment(b"\x03"))
+        return out, [out], float_pointers(obj, skip=_TYPED_FLOATS) if prepared is not obj else []
+    ref = pool.ref(content, float_pointers(content_value) if prepared is not obj else None)
+    rest = {**obj, "result": {**obj["result"], "content": None}}
+    base = dict(prepared)
+    base["result"] = dict(prepared["result"], content=orjson.Fragment(b"\x03"))
     head, tail = orjson.dumps(base, option=orjson.OPT_SORT_KEYS).split(b"\x03")
-    written = b"".join((head, ref, tail))
-    # the record's bytes less the pooled content: exact unless its own numbers differ
-    canonical_rest = orjson.dumps(
-        {**prepared, "result": {**prepared["result"], "content": None}}, option=orjson.OPT_SORT_KEYS
-    )
-    exact_rest = orjson.dumps({**obj, "result": {**obj["result"], "content": None}}, option=orjson.OPT_SORT_KEYS)
-    return written, [out], canonical_rest != exact_rest
+    floats = float_pointers(rest, skip=_TYPED_FLOATS) if prepared is not obj else []
+    return b"".join((head, ref, tail)), [out], floats
 
 
-def _encode_plain(rec: Any, i: int, pool: _Pool) -> tuple[bytes, list[bytes], bool]:
+def _encode_plain(rec: Any, i: int, pool: _Pool) -> tuple[bytes, list[bytes], list[str]]:
     """The plain path: the record's canonical JSON (:func:`canonical_json`: any depth,
-    any key) — or its exact form (:func:`exact_form`) — with every object of recorded
-    content shaped like a reference pooled."""
+    any key), with every object of recorded content shaped like a reference pooled."""
     obj = rec.to_json_obj()
     try:
         out = canonical_json(obj)
@@ -452,8 +502,11 @@ def _encode_plain(rec: Any, i: int, pool: _Pool) -> tuple[bytes, list[bytes], bo
         written = canonical_json(obj)
     else:
         written = out
-    exact = exact_form(obj, written)
-    return (written if exact is None else exact), [out], exact is not None
+    return written, [out], float_pointers(obj, skip=_TYPED_FLOATS)
+
+
+#: typed float fields of a record: validation makes them floats whatever was written
+_TYPED_FLOATS = frozenset({"duration_seconds"})
 
 
 def _is_ref(value: Any) -> bool:
@@ -469,11 +522,43 @@ def _escape_refs(value: Any, pool: _Pool) -> Any:
     itself in the pool (so that a reader resolves it to what was recorded)."""
     if type(value) is dict:
         if _is_ref(value):
-            return orjson.loads(pool.ref(canonical_json(value)))
+            return orjson.loads(pool.ref(canonical_json(value), float_pointers(value)))
         return {k: _escape_refs(v, pool) for k, v in value.items()}
     if type(value) is list:
         return [_escape_refs(v, pool) for v in value]
     return value
+
+
+#: a run whose message references are at least this many times its distinct messages
+#: has its messages pooled; below it (each message used about once) they stay in place
+SHARE_FACTOR: Final = 1.5
+
+
+def _messages_data(rec: Recording) -> tuple[list[list[bytes] | None], bool]:
+    """The canonical JSON of every model request's messages (``None`` for other records,
+    or a request with a value that has no canonical form: its encoding reports it with
+    its place), and whether the run refers to its messages often enough for the pool
+    to pay (:data:`SHARE_FACTOR`): a growing history repeats every message in every
+    later request; a run of one-off calls does not, and pooling would only add
+    references. Messages are counted by their canonical JSON, so the choice depends on
+    the content only."""
+    total = 0
+    distinct: set[bytes] = set()
+    out: list[list[bytes] | None] = []
+    for r in rec.records:
+        data = None
+        if type(r) is ModelRecord:
+            try:
+                data = messages_canonical(r.request.messages)
+                total += len(data)
+                distinct.update(data)
+                if r.response is not None:
+                    total += 1
+                    distinct.add(message_canonical(r.response.message))
+            except CanonicalizationError:
+                data = None
+        out.append(data)
+    return out, total > 0 and total >= SHARE_FACTOR * len(distinct)
 
 
 def _json_number(value: int) -> bytes:
@@ -497,15 +582,16 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
             Pointer relative to the records array, ``/<record index>/...``).
     """
     pool = _Pool()
-    histories = _Histories(pool)
+    msg_data, share = _messages_data(rec)
+    histories = _Histories(pool, share)
     digest = hashlib.sha256(b"[")
     written: list[bytes] = []
     rows: list[tuple[Any, ...]] = []
-    exact_records: list[int] = []
+    record_floats: dict[str, list[str]] = {}
     for i, r in enumerate(rec.records):
-        data, parts, exact = _encode_record(r, i, pool, histories)
-        if exact:
-            exact_records.append(i)
+        data, parts, floats = _encode_record(r, i, pool, histories, msg_data[i])
+        if floats:
+            record_floats[str(i)] = floats
         if i:
             digest.update(b",")
         for p in parts:
@@ -557,9 +643,9 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
     put(b"\n]," if written else b"],")
     put(b'"index":')
     columns = list(zip(*rows)) if rows else [() for _ in INDEX_COLUMNS]
-    index = {
+    index: dict[str, Any] = {
         "header_end": header_end,
-        "exact": {"records": exact_records, "pool": pool.exact},
+        "floats": {"records": record_floats, "pool": pool.floats},
         "pool": {"ids": pool_ids, "spans": pool_spans},
         "records": {
             "start": starts,
@@ -567,6 +653,15 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
             **{name: list(col) for name, col in zip(INDEX_COLUMNS, columns)},
         },
     }
+    # columns of a few distinct strings are written as positions in a table of them
+    coded: dict[str, list[Any]] = {}
+    for name in CODED_COLUMNS:
+        col = index["records"][name]
+        table = list(dict.fromkeys(col))
+        at = {v: k for k, v in enumerate(table)}
+        index["records"][name] = [at[v] for v in col]
+        coded[name] = table
+    index["strings"] = coded
     index_bytes = orjson.dumps(index)
     index_at = put(index_bytes)
     put(b"}\n")
@@ -596,13 +691,35 @@ class RecordIndex:
     end: list[int]
     columns: dict[str, list[Any]]
     pool: dict[str, tuple[int, int]] = field(default_factory=dict)
-    #: records and pool values written in their exact form rather than canonical JSON
-    #: (:func:`exact_form`): their canonical JSON is computed when the file is verified
-    exact_records: frozenset[int] = frozenset()
-    exact_pool: frozenset[str] = frozenset()
+    #: the integral floats of records and pool values (:func:`float_pointers`): record
+    #: position → JSON Pointers, pool id → JSON Pointers
+    float_records: dict[int, list[str]] = field(default_factory=dict)
+    float_pool: dict[str, list[str]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.start)
+
+
+#: index columns written as positions in a table of their distinct values
+CODED_COLUMNS: Final = ("kind", "name", "status", "run_id")
+
+
+def _decode_column(codes: list[Any], table: Any, name: str, source: str) -> list[Any]:
+    """The values of a coded column: ``table[code]`` for each code (in C)."""
+    if type(table) is not list:
+        raise _index_error(f"no string table for column {name!r}", source, f"/index/strings/{name}")
+    if not codes:
+        return []
+    try:
+        if min(codes) < 0 or max(codes) >= len(table) or any(type(c) is not int for c in (min(codes), max(codes))):
+            raise ValueError
+        return list(map(table.__getitem__, codes))
+    except (TypeError, ValueError, IndexError):
+        raise _index_error(
+            f"column {name!r} must hold positions in its string table (0 to {len(table) - 1})",
+            source,
+            f"/index/records/{name}",
+        ) from None
 
 
 def _index_error(reason: str, source: str, path: str) -> FormatError:
@@ -704,11 +821,13 @@ class IndexedFile:
         n = len(start)
         if len(end) != n:
             raise _index_error("'start' and 'end' differ in length", source, "/index/records/end")
-        prev = header_end
-        for i in range(n):
-            if not prev <= start[i] < end[i]:
-                raise _index_error(f"record {i}'s byte range is out of order", source, f"/index/records/start/{i}")
-            prev = end[i]
+        # each range non-empty and after the one before (compared in C)
+        if not all(map(operator.lt, start, end)) or not all(map(operator.le, end[:-1], start[1:])):
+            i = next((k for k in range(n) if not start[k] < end[k] or (k and end[k - 1] > start[k])), 0)
+            raise _index_error(f"record {i}'s byte range is out of order", source, f"/index/records/start/{i}")
+        strings = raw.get("strings")
+        if type(strings) is not dict:
+            raise _index_error("'strings' must be an object of string tables", source, "/index/strings")
         columns: dict[str, list[Any]] = {}
         for name in INDEX_COLUMNS:
             col = recs.get(name)
@@ -716,22 +835,33 @@ class IndexedFile:
                 raise _index_error(
                     f"column {name!r} must be an array of {n:,} entries", source, f"/index/records/{name}"
                 )
+            if name in CODED_COLUMNS:
+                col = _decode_column(col, strings.get(name), name, source)
             columns[name] = col
         seqs = columns["seq"]
         if any(type(s) is not int for s in seqs):
             raise _index_error("column 'seq' must hold integers", source, "/index/records/seq")
-        exact = raw.get("exact", {"records": [], "pool": []})
-        if (
-            type(exact) is not dict
-            or type(exact.get("records")) is not list
-            or type(exact.get("pool")) is not list
-            or any(type(k) is not int for k in exact["records"])
-            or any(type(p) is not str for p in exact["pool"])
-        ):
+        floats = raw.get("floats", {"records": {}, "pool": {}})
+        ok = type(floats) is dict and type(floats.get("records")) is dict and type(floats.get("pool")) is dict
+        if ok:
+            for group in (floats["records"], floats["pool"]):
+                for pointers in group.values():
+                    if type(pointers) is not list or any(type(q) is not str or not q.startswith("/") for q in pointers):
+                        ok = False
+            ok = ok and all(k.isdigit() and int(k) < n for k in floats["records"])
+        if not ok:
             raise _index_error(
-                "'exact' must hold a list of record positions and a list of pool ids", source, "/index/exact"
+                "'floats' must map record positions and pool ids to lists of JSON Pointers", source, "/index/floats"
             )
-        return RecordIndex(header_end, start, end, columns, pool, frozenset(exact["records"]), frozenset(exact["pool"]))
+        return RecordIndex(
+            header_end,
+            start,
+            end,
+            columns,
+            pool,
+            {int(k): v for k, v in floats["records"].items()},
+            dict(floats["pool"]),
+        )
 
     # ------------------------------------------------------------------ pieces
 
@@ -787,6 +917,9 @@ class IndexedFile:
                     file=self.source,
                     path=f"/pool/{pid}",
                 ) from None
+            floats = self.index.float_pool.get(pid)
+            if floats:
+                value = apply_floats(value, floats, self.source, f"/index/floats/pool/{pid}")
             self._pool_values[pid] = value
         return value
 
@@ -833,6 +966,9 @@ class IndexedFile:
                 record=i,
                 path=f"/index/records/seq/{i}",
             )
+        floats = self.index.float_records.get(i)
+        if floats:
+            raw = apply_floats(raw, floats, self.source, f"/index/floats/records/{i}")
         if _HISTORY_OPEN in data:
             raw = self.expand_messages(raw, i)
         if _REF_OPEN in data:
@@ -1035,24 +1171,18 @@ class StreamedCheck:
 
 
 def verify_pool(f: IndexedFile) -> dict[str, bytes]:
-    """Check every pool value of ``f``: JSON whose canonical form's SHA-256 starts with
-    its id, written in that form (or listed as written in its exact form, see
-    :func:`exact_form`). Returns id → canonical bytes.
+    """Check every pool value of ``f``: bytes whose SHA-256 starts with their id — the
+    canonical JSON the writer hashed (SHA-256 second preimages aside), so nothing is
+    serialized again. Returns id → canonical bytes.
 
     Raises:
         FormatError: the first damaged pool value (``/pool/<id>``).
     """
     out: dict[str, bytes] = {}
-    exact = f.index.exact_pool
     for pid in f.index.pool:
-        value = f.pool_value(pid)
-        canonical = canonical_or_error(value, f.source, f"/pool/{pid}")
-        check_pool_entry(pid, canonical, f.source)
-        if pid not in exact and canonical != f.pool_bytes(pid):
-            raise FormatError(
-                "pool value is not in canonical form (the pool is damaged)", file=f.source, path=f"/pool/{pid}"
-            )
-        out[pid] = canonical
+        data = f.pool_bytes(pid)
+        check_pool_entry(pid, data, f.source)
+        out[pid] = data
     return out
 
 

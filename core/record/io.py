@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -47,6 +47,7 @@ from .canonical import _NeedsReference, _prepare, canonical_json
 from .indexed import (
     Encoded,
     IndexedFile,
+    apply_floats,
     describe_row_mismatch,
     encode_indexed,
     expand_history,
@@ -563,7 +564,6 @@ def _load_indexed(
     source = f.source
     shell, original = indexed_header(f)
     pool = verify_pool(f)
-    exact_records = f.index.exact_records
     memo: dict[str, ChatMessage] = {}
     history_bytes: dict[str, list[bytes]] = {}
     history_messages: dict[str, list[Any]] = {}
@@ -622,19 +622,8 @@ def _load_indexed(
             raise mismatch
         if i:
             h.update(b",")
-        canonical = data
-        if i in exact_records:  # written in its exact form: hash its canonical JSON
-            try:
-                canonical = canonical_json(orjson.loads(data))
-            except CanonicalizationError as exc:
-                raise FormatError(
-                    f"value cannot be canonicalized: {exc.reason}",
-                    file=source,
-                    record=i,
-                    path=f"/records/{i}{exc.path}",
-                ) from None
         try:
-            parts = logical_bytes(canonical, pool, history_json)
+            parts = logical_bytes(data, pool, history_json)
         except KeyError as exc:  # checked when the record was resolved; a guard
             raise FormatError(
                 f"reference to pool id {exc.args[0]!r}, which the pool does not hold", file=source, record=i
@@ -714,11 +703,14 @@ def _indexed_record(
             record=i,
             path=f"/index/records/seq/{i}",
         )
+    floats = f.index.float_records.get(i)
+    if floats:
+        raw = apply_floats(raw, floats, f.source, f"/index/floats/records/{i}")
     if _HUGE_INT.search(data) is not None:
         _check_exact_integers(data, f.source, i)
     refs = data.count(b'{"$pool":"') + data.count(b'{"$history":"')
     if not refs:
-        return raw
+        return cast(dict[str, Any], raw)
     if raw.get("kind") == "model":
         try:
             req = raw.get("request")
@@ -882,13 +874,20 @@ def loads_recording(data: bytes | str, *, source: str = "<bytes>", verify_keys: 
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a recording is read: loading creates
     millions of objects and no garbage cycles, and every full collection would rescan
-    the growing heap (20–37% of a big load's time). Restores the collector's state."""
+    the growing heap (20–37% of a big load's time). Restores the collector's state,
+    after moving the objects alive then to the permanent generation (``gc.freeze``):
+    they are long-lived, hold no reference cycles, and are still freed by reference
+    counting when dropped."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            # what was loaded lives on: out of the collector's reach (gc.freeze), or the
+            # first collection after this would scan all of it (seconds for a big run);
+            # reference counting still frees it
+            gc.freeze()
             gc.enable()
 
 
@@ -997,7 +996,8 @@ def encode_recording(rec: Recording) -> Encoded:
     if "/links" in header:
         members["links"] = header["/links"]
     try:
-        return encode_indexed(rec, members)
+        with gc_paused():  # millions of short-lived objects, no cycles
+            return encode_indexed(rec, members)
     except RecursionError:
         records = [r.to_json_obj() for r in rec.records]
         check_values(records, _RECORDS_VALUES, source="<recording>", at=("records",))

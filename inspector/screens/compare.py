@@ -205,25 +205,40 @@ class CompareScreen(Screen[None]):
         self.run_worker(self._align, thread=True, name="compare: align", group=_ALIGN_GROUP, exit_on_error=False)
 
     def _align(self) -> tuple[Comparison, dict[str, Any], dict[str, Any]]:
-        """In a worker: the comparison (unless given) and both runs' metrics."""
+        """In a worker: the comparison (unless given), shown as soon as it is made (the
+        rows paint while the metrics are computed), then both runs' metrics."""
         c = self.comparison
         if c is None:
             c = compare_runs(self.base.recording, self.other.recording)
+            self.app.call_from_thread(self._show_rows, c)
         return c, run_metrics_row(self.base.recording, "base"), run_metrics_row(self.other.recording, "other")
 
-    def _aligned(self, c: Comparison, a: dict[str, Any], b: dict[str, Any]) -> None:
-        given = self.comparison is not None
-        self.comparison = c
-        self.query_one("#compare-header", Static).update(self._title_text())
+    @staticmethod
+    def _where(c: Comparison) -> str:
         fd = c.first_divergence
-        where = (
+        return (
             "the calls are the same"
             if fd is None
             else f"first divergence: {fd.dimension} at base seq {fd.base_seq if fd.base_seq is not None else '-'}"
             f" / other seq {fd.replay_seq if fd.replay_seq is not None else '-'} (d)"
         )
-        self.query_one("#compare-deltas", Static).update(Text(f"{metric_deltas(a, b)}\n{where}"))
-        if not given:
+
+    def _show_rows(self, c: Comparison) -> None:
+        """The aligned rows on screen, the cursor at the first divergence (the metrics
+        follow in :meth:`_aligned`)."""
+        if not self.is_attached:
+            return
+        self.comparison = c
+        self.query_one("#compare-header", Static).update(self._title_text())
+        self.query_one("#compare-deltas", Static).update(Text(f"computing the metrics…\n{self._where(c)}"))
+        row = c.first_divergence_row
+        self.table.set_comparison(c, row if row is not None else 0)
+
+    def _aligned(self, c: Comparison, a: dict[str, Any], b: dict[str, Any]) -> None:
+        self.comparison = c
+        self.query_one("#compare-header", Static).update(self._title_text())
+        self.query_one("#compare-deltas", Static).update(Text(f"{metric_deltas(a, b)}\n{self._where(c)}"))
+        if self.table.comparison is not c:
             row = c.first_divergence_row
             self.table.set_comparison(c, row if row is not None else 0)
 

@@ -70,6 +70,17 @@ def _growing(n: int, big: int = 0) -> Recording:
     return Recording(metadata={"task": "grow"}, records=records)
 
 
+def golden_growing() -> Recording:
+    """The recording of ``tests/data/format/v3-growing-history.json``: a growing
+    history (history nodes), two big tool results (pooled), an integral float (the
+    index's ``floats``)."""
+    rec = _growing(6, big=1100)
+    t = ToolRecord(seq=12, tool="measure", arguments={"ratio": 2.0, "n": 2}, result=ToolResult(content={"total": 45.0}))
+    t.key = t.compute_key()
+    rec.records.append(t)
+    return rec
+
+
 def _plain_digest(rec: Recording) -> str:
     return canonical_hash([r.to_json_obj() for r in rec.records])
 
@@ -108,6 +119,8 @@ def test_the_writer_pools_each_message_once_and_indexes_every_record():
     assert len(last["messages"]) == 2 and last["parent"] in nodes  # the answer and the tool result
     assert all(len(pool[n]["messages"]) <= 2 for n in nodes)
     index = doc["index"]["records"]
+    for name, table in doc["index"]["strings"].items():  # coded columns: positions in a table
+        index[name] = [table[c] for c in index[name]]
     assert index["seq"] == [r.seq for r in rec.records]
     assert [tuple(index[c][i] for c in INDEX_COLUMNS) for i in range(len(rec.records))] == [
         index_row(r) for r in rec.records
@@ -231,6 +244,32 @@ def test_every_sample_recording_round_trips_with_its_digest():
         assert back.records == rec.records, path.name
 
 
+# --------------------------------------------------------------------------- golden files
+
+
+def test_the_writer_writes_the_v3_golden_exactly():
+    """The layout is stable: a change to these bytes is a format change (docs/format.md)."""
+    golden = (FORMAT / "v3-growing-history.json").read_bytes()
+    rec = golden_growing()
+    assert dumps_recording(rec) == golden
+    back = loads_recording(golden, verify_keys=True)
+    assert back.records == rec.records and back.digest == _plain_digest(rec)
+    assert type(back.records[-1].arguments["ratio"]) is float and type(back.records[-1].arguments["n"]) is int
+    doc = orjson.loads(golden)
+    assert doc["index"]["floats"]["records"] == {"12": ["/arguments/ratio", "/result/content/total"]}
+    assert sum(1 for v in doc["pool"].values() if isinstance(v, dict) and "parent" in v) == 6
+
+
+def test_migrating_the_v2_golden_writes_the_v3_golden(tmp_path):
+    out = tmp_path / "v3.json"
+    assert main(["migrate", str(FORMAT / "v2-meta-links.json"), "-o", str(out)]) == 0
+    assert out.read_bytes() == (FORMAT / "v2-migrated-to-v3.json").read_bytes()
+    old = orjson.loads((FORMAT / "v2-meta-links.json").read_bytes())
+    rec = load_recording(out, verify_keys=True)
+    assert rec.digest == old["digest"] and [r.to_json_obj() for r in rec.records] == old["records"]
+    assert rec.links is not None and len(rec.links) == len(old["links"])
+
+
 # --------------------------------------------------------------------------- reading on demand
 
 
@@ -338,7 +377,10 @@ def test_an_index_row_that_disagrees_with_its_record(tmp_path):
     data, doc = _saved(tmp_path)
 
     def lie(ix):
-        ix["records"]["status"][3] = "error"
+        table = ix["strings"]["status"]
+        if "error" not in table:
+            table.append("error")
+        ix["records"]["status"][3] = table.index("error")
 
     err = _error(_patch_index(data, doc, lie))
     assert err.record == 3 and err.path == "/index/records/status/3" and "disagrees with record 3" in err.reason
