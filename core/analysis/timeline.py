@@ -291,6 +291,10 @@ class TimelineIndex:
     haystack column (O(total text)), later searches are one vectorized scan.
     """
 
+    #: the run_id, tool_call_id and calls columns of an index built from columns, until
+    #: the links between calls and answers are built from them (on first use)
+    _link_columns: tuple[list[Any], list[Any], list[Any]] | None = None
+
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
         self._raw: list[Any] | None = None
@@ -308,7 +312,7 @@ class TimelineIndex:
                 self.names[i] = r.tool
                 self.durations[i] = r.duration_seconds
                 if r.tool_call_id:
-                    self.answered_by.setdefault((r.run_id, r.tool_call_id), i)
+                    self._answered_by.setdefault((r.run_id, r.tool_call_id), i)
             elif type(r) is ModelRecord:
                 swapped = r.meta.get("live_model") if r.meta else None
                 # a replay's live call answered by the policy's live_model: both names
@@ -321,7 +325,7 @@ class TimelineIndex:
                         tokens_out += resp.usage.output_tokens
                         self.tokens[i] = resp.usage.input_tokens + resp.usage.output_tokens
                     for c in resp.message.tool_calls or ():
-                        self.requested_by.setdefault((r.run_id, c.id), i)
+                        self._requested_by.setdefault((r.run_id, c.id), i)
             else:
                 self.names[i] = record_name(r)
             status = record_status(r)
@@ -395,7 +399,7 @@ class TimelineIndex:
                     status = "redacted"
                 cid = r.get("tool_call_id")
                 if cid:
-                    self.answered_by.setdefault((run_id, cid), i)
+                    self._answered_by.setdefault((run_id, cid), i)
             elif kind == "model":
                 names[i] = str(r.get("model", ""))
                 self.durations[i] = r.get("duration_seconds")
@@ -411,7 +415,7 @@ class TimelineIndex:
                         self.tokens[i] = ti + to
                     for c in (resp.get("message") or {}).get("tool_calls") or ():
                         if isinstance(c, dict) and c.get("id"):
-                            self.requested_by.setdefault((run_id, c["id"]), i)
+                            self._requested_by.setdefault((run_id, c["id"]), i)
                     if status == "ok" and holds_marker((resp.get("message") or {}).get("content")):
                         status = "redacted"
             elif kind == "interrupt":
@@ -457,7 +461,6 @@ class TimelineIndex:
         self.recording = header
         self._raw = raw_records  # type: ignore[assignment]
         self._source = source
-        n = len(columns["seq"])
         self._setup(0)
         self.seqs = list(columns["seq"])
         self.kinds = list(columns["kind"])
@@ -469,15 +472,8 @@ class TimelineIndex:
         ats = columns["at"]
         self.offsets = list(ats)
         self.error_positions = [i for i, s in enumerate(self.statuses) if s == "error"]
-        runs, call_ids, calls = columns["run_id"], columns["tool_call_id"], columns["calls"]
-        for i in range(n):
-            cid = call_ids[i]
-            if cid:
-                self.answered_by.setdefault((runs[i], cid), i)
-            requested = calls[i]
-            if requested:
-                for c in requested:
-                    self.requested_by.setdefault((runs[i], c), i)
+        # the links between calls and their answers: built on first use
+        self._link_columns = (columns["run_id"], columns["tool_call_id"], columns["calls"])
         counts = dict.fromkeys(RECORD_KINDS, 0)
         for kind, k in Counter(self.kinds).items():
             if kind in counts:
@@ -485,6 +481,33 @@ class TimelineIndex:
         times = [t for t in ats if t is not None]
         self._finish(header.metadata, counts, sum(t for t in tins if t), sum(t for t in touts if t), times)
         return self
+
+    def _build_links(self) -> None:
+        columns = self._link_columns
+        if columns is None:
+            return
+        self._link_columns = None
+        runs, call_ids, calls = columns
+        answered, requested = self._answered_by, self._requested_by
+        for i, cid in enumerate(call_ids):
+            if cid:
+                answered.setdefault((runs[i], cid), i)
+        for i, ids in enumerate(calls):
+            if ids:
+                for c in ids:
+                    requested.setdefault((runs[i], c), i)
+
+    @property
+    def answered_by(self) -> dict[tuple[str | None, str], int]:
+        """(run_id, tool_call_id) → position of the tool record that answered it."""
+        self._build_links()
+        return self._answered_by
+
+    @property
+    def requested_by(self) -> dict[tuple[str | None, str], int]:
+        """(run_id, tool_call_id) → position of the model call that requested it."""
+        self._build_links()
+        return self._requested_by
 
     @property
     def verified(self) -> bool:
@@ -515,9 +538,10 @@ class TimelineIndex:
         self.tokens: list[int | None] = [None] * n
         self.error_positions: list[int] = []
         #: (run_id, tool_call_id) → position of the model call that requested it
-        self.requested_by: dict[tuple[str | None, str], int] = {}
+        self._link_columns = None
+        self._requested_by: dict[tuple[str | None, str], int] = {}
         #: (run_id, tool_call_id) → position of the tool record that answered it
-        self.answered_by: dict[tuple[str | None, str], int] = {}
+        self._answered_by: dict[tuple[str | None, str], int] = {}
         self._summaries: dict[int, str] = {}
         self._haystack: pl.Series | None = None
         self._validated: dict[int, Any] = {}

@@ -643,16 +643,24 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
     put(b"\n]," if written else b"],")
     put(b'"index":')
     columns = list(zip(*rows)) if rows else [() for _ in INDEX_COLUMNS]
+    grouped: dict[tuple[str, ...], list[int]] = {}
+    for position, pointers in record_floats.items():
+        grouped.setdefault(tuple(pointers), []).append(int(position))
+    float_groups = [[list(pointers), positions] for pointers, positions in grouped.items()]
     index: dict[str, Any] = {
         "header_end": header_end,
-        "floats": {"records": record_floats, "pool": pool.floats},
+        "floats": {"records": float_groups, "pool": pool.floats},
         "pool": {"ids": pool_ids, "spans": pool_spans},
         "records": {
             "start": starts,
-            "end": ends,
+            "records_end": ends[-1] if ends else header_end,
             **{name: list(col) for name, col in zip(INDEX_COLUMNS, columns)},
         },
     }
+    # the tool calls a response requested: two flat arrays (a list per record is slow to read)
+    calls_col = index["records"].pop("calls")
+    index["records"]["call_ids"] = [c for ids in calls_col if ids for c in ids]
+    index["records"]["call_records"] = [i for i, ids in enumerate(calls_col) if ids for _ in ids]
     # columns of a few distinct strings are written as positions in a table of them
     coded: dict[str, list[Any]] = {}
     for name in CODED_COLUMNS:
@@ -691,10 +699,18 @@ class RecordIndex:
     end: list[int]
     columns: dict[str, list[Any]]
     pool: dict[str, tuple[int, int]] = field(default_factory=dict)
-    #: the integral floats of records and pool values (:func:`float_pointers`): record
-    #: position → JSON Pointers, pool id → JSON Pointers
-    float_records: dict[int, list[str]] = field(default_factory=dict)
+    #: the integral floats of records (:func:`float_pointers`): groups of (JSON
+    #: Pointers, the positions of the records that have exactly these)
+    float_groups: list[tuple[list[str], list[int]]] = field(default_factory=list)
+    #: pool id → the JSON Pointers of its integral floats
     float_pool: dict[str, list[str]] = field(default_factory=dict)
+    _float_records: dict[int, list[str]] | None = None
+
+    def floats_of(self, i: int) -> list[str] | None:
+        """The JSON Pointers of record ``i``'s integral floats (``None``: none)."""
+        if self._float_records is None:
+            self._float_records = {k: pointers for pointers, positions in self.float_groups for k in positions}
+        return self._float_records.get(i)
 
     def __len__(self) -> int:
         return len(self.start)
@@ -726,8 +742,41 @@ def _index_error(reason: str, source: str, path: str) -> FormatError:
     return FormatError(f"damaged record index: {reason}", file=source, path=path)
 
 
+def _calls_column(recs: dict[str, Any], n: int, source: str) -> list[Any]:
+    """The ``calls`` column (per record: the ids of the tool calls its response
+    requested, or ``None``) from the index's flat ``call_ids`` / ``call_records``."""
+    ids, positions = recs.get("call_ids"), recs.get("call_records")
+    if (
+        type(ids) is not list
+        or type(positions) is not list
+        or len(ids) != len(positions)
+        or (positions and (set(map(type, positions)) != {int} or min(positions) < 0 or max(positions) >= n))
+        or (ids and set(map(type, ids)) != {str})
+    ):
+        raise _index_error(
+            "'call_ids' and 'call_records' must be arrays of one tool-call id and one record position per call",
+            source,
+            "/index/records/call_ids",
+        )
+    calls: list[Any] = [None] * n
+    for position, cid in zip(positions, ids):
+        found = calls[position]
+        if found is None:
+            calls[position] = [cid]
+        else:
+            found.append(cid)
+    return calls
+
+
+def _pointers(value: Any) -> bool:
+    return type(value) is list and all(type(q) is str and q.startswith("/") for q in value)
+
+
 def _check_ints(values: Any, path: str, source: str, low: int, high: int) -> list[int]:
-    if type(values) is not list or any(type(v) is not int or not low <= v <= high for v in values):
+    """``values`` if it is an array of integers from ``low`` to ``high`` (checked in C)."""
+    if type(values) is not list or (
+        values and (set(map(type, values)) != {int} or min(values) < low or max(values) > high)
+    ):
         raise _index_error(f"expected an array of byte offsets within the file (0 to {high:,})", source, path)
     return values
 
@@ -817,10 +866,12 @@ class IndexedFile:
         if type(recs) is not dict:
             raise _index_error("'records' is not an object", source, "/index/records")
         start = _check_ints(recs.get("start"), "/index/records/start", source, header_end, offset)
-        end = _check_ints(recs.get("end"), "/index/records/end", source, header_end, offset)
+        records_end = recs.get("records_end")
+        if type(records_end) is not int or not header_end <= records_end <= offset:
+            raise _index_error("records_end is not a byte offset within the file", source, "/index/records/records_end")
         n = len(start)
-        if len(end) != n:
-            raise _index_error("'start' and 'end' differ in length", source, "/index/records/end")
+        # records are written one per line: each ends where ",\n" and the next begin
+        end = [s - 2 for s in start[1:]] + [records_end] if n else []
         # each range non-empty and after the one before (compared in C)
         if not all(map(operator.lt, start, end)) or not all(map(operator.le, end[:-1], start[1:])):
             i = next((k for k in range(n) if not start[k] < end[k] or (k and end[k - 1] > start[k])), 0)
@@ -828,8 +879,10 @@ class IndexedFile:
         strings = raw.get("strings")
         if type(strings) is not dict:
             raise _index_error("'strings' must be an object of string tables", source, "/index/strings")
-        columns: dict[str, list[Any]] = {}
+        columns: dict[str, list[Any]] = {"calls": _calls_column(recs, n, source)}
         for name in INDEX_COLUMNS:
+            if name == "calls":
+                continue
             col = recs.get(name)
             if type(col) is not list or len(col) != n:
                 raise _index_error(
@@ -841,27 +894,29 @@ class IndexedFile:
         seqs = columns["seq"]
         if any(type(s) is not int for s in seqs):
             raise _index_error("column 'seq' must hold integers", source, "/index/records/seq")
-        floats = raw.get("floats", {"records": {}, "pool": {}})
-        ok = type(floats) is dict and type(floats.get("records")) is dict and type(floats.get("pool")) is dict
+        floats = raw.get("floats", {"records": [], "pool": {}})
+        ok = type(floats) is dict and type(floats.get("records")) is list and type(floats.get("pool")) is dict
+        groups: list[tuple[list[str], list[int]]] = []
         if ok:
-            for group in (floats["records"], floats["pool"]):
-                for pointers in group.values():
-                    if type(pointers) is not list or any(type(q) is not str or not q.startswith("/") for q in pointers):
-                        ok = False
-            ok = ok and all(k.isdigit() and int(k) < n for k in floats["records"])
+            for group in floats["records"]:
+                if type(group) is not list or len(group) != 2 or not _pointers(group[0]):
+                    ok = False
+                    break
+                positions = group[1]
+                if type(positions) is not list or (
+                    positions and (set(map(type, positions)) != {int} or min(positions) < 0 or max(positions) >= n)
+                ):
+                    ok = False
+                    break
+                groups.append((group[0], positions))
+            ok = ok and all(_pointers(v) for v in floats["pool"].values())
         if not ok:
             raise _index_error(
-                "'floats' must map record positions and pool ids to lists of JSON Pointers", source, "/index/floats"
+                "'floats' must list groups of [JSON Pointers, record positions] and map pool ids to JSON Pointers",
+                source,
+                "/index/floats",
             )
-        return RecordIndex(
-            header_end,
-            start,
-            end,
-            columns,
-            pool,
-            {int(k): v for k, v in floats["records"].items()},
-            dict(floats["pool"]),
-        )
+        return RecordIndex(header_end, start, end, columns, pool, groups, dict(floats["pool"]))
 
     # ------------------------------------------------------------------ pieces
 
@@ -966,7 +1021,7 @@ class IndexedFile:
                 record=i,
                 path=f"/index/records/seq/{i}",
             )
-        floats = self.index.float_records.get(i)
+        floats = self.index.floats_of(i)
         if floats:
             raw = apply_floats(raw, floats, self.source, f"/index/floats/records/{i}")
         if _HISTORY_OPEN in data:

@@ -703,7 +703,7 @@ def _indexed_record(
             record=i,
             path=f"/index/records/seq/{i}",
         )
-    floats = f.index.float_records.get(i)
+    floats = f.index.floats_of(i)
     if floats:
         raw = apply_floats(raw, floats, f.source, f"/index/floats/records/{i}")
     if _HUGE_INT.search(data) is not None:
