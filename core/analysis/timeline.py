@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -293,7 +293,7 @@ class TimelineIndex:
 
     #: the run_id, tool_call_id and calls columns of an index built from columns, until
     #: the links between calls and answers are built from them (on first use)
-    _link_columns: tuple[list[Any], list[Any], list[Any]] | None = None
+    _link_columns: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None = None
 
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
@@ -444,7 +444,7 @@ class TimelineIndex:
     def from_columns(
         cls,
         header: Recording,
-        columns: dict[str, list[Any]],
+        columns: Mapping[str, Sequence[Any]],
         raw_records: Sequence[Any],
         *,
         source: str = "<index>",
@@ -492,6 +492,11 @@ class TimelineIndex:
         for i, cid in enumerate(call_ids):
             if cid:
                 answered.setdefault((runs[i], cid), i)
+        positions, ids_flat = getattr(calls, "positions", None), getattr(calls, "ids", None)
+        if positions is not None and ids_flat is not None:  # a record index's flat form
+            for i, c in zip(positions, ids_flat):
+                requested.setdefault((runs[i], c), i)
+            return
         for i, ids in enumerate(calls):
             if ids:
                 for c in ids:

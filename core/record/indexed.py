@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any, Final, cast
+from typing import Any, Final, cast, overload
 
 import orjson
 
@@ -742,9 +742,43 @@ def _index_error(reason: str, source: str, path: str) -> FormatError:
     return FormatError(f"damaged record index: {reason}", file=source, path=path)
 
 
-def _calls_column(recs: dict[str, Any], n: int, source: str) -> list[Any]:
-    """The ``calls`` column (per record: the ids of the tool calls its response
-    requested, or ``None``) from the index's flat ``call_ids`` / ``call_records``."""
+class CallsColumn(Sequence[Any]):
+    """The ``calls`` column of a record index (per record: the ids of the tool calls its
+    response requested, or ``None``), kept as the index writes it — ``call_records``
+    (positions) and ``call_ids``, one entry per call — and made a list per record only
+    when a record's entry is asked for (the verification's row check)."""
+
+    def __init__(self, positions: list[int], ids: list[str], n: int) -> None:
+        self.positions = positions
+        self.ids = ids
+        self._n = n
+        self._rows: list[Any] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _built(self) -> list[Any]:
+        if self._rows is None:
+            rows: list[Any] = [None] * self._n
+            for position, cid in zip(self.positions, self.ids):
+                found = rows[position]
+                if found is None:
+                    rows[position] = [cid]
+                else:
+                    found.append(cid)
+            self._rows = rows
+        return self._rows
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        return self._built()[i]
+
+
+def _calls_column(recs: dict[str, Any], n: int, source: str) -> CallsColumn:
+    """The ``calls`` column from the index's flat ``call_ids`` / ``call_records``."""
     ids, positions = recs.get("call_ids"), recs.get("call_records")
     if (
         type(ids) is not list
@@ -758,14 +792,7 @@ def _calls_column(recs: dict[str, Any], n: int, source: str) -> list[Any]:
             source,
             "/index/records/call_ids",
         )
-    calls: list[Any] = [None] * n
-    for position, cid in zip(positions, ids):
-        found = calls[position]
-        if found is None:
-            calls[position] = [cid]
-        else:
-            found.append(cid)
-    return calls
+    return CallsColumn(positions, ids, n)
 
 
 def _pointers(value: Any) -> bool:
@@ -879,7 +906,7 @@ class IndexedFile:
         strings = raw.get("strings")
         if type(strings) is not dict:
             raise _index_error("'strings' must be an object of string tables", source, "/index/strings")
-        columns: dict[str, list[Any]] = {"calls": _calls_column(recs, n, source)}
+        columns: dict[str, Any] = {"calls": _calls_column(recs, n, source)}
         for name in INDEX_COLUMNS:
             if name == "calls":
                 continue
