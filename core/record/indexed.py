@@ -853,6 +853,7 @@ class IndexedFile:
         self.index = self._check_index(raw, offset)
         self._pool_values: dict[str, Any] = {}
         self._histories: dict[str, list[str]] = {}
+        self._released = 0
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> IndexedFile:
@@ -1076,6 +1077,22 @@ class IndexedFile:
     def iter_raw(self) -> Iterator[dict[str, Any]]:
         for i in range(len(self)):
             yield self.raw_record(i)
+
+    def release_before(self, offset: int) -> None:
+        """Let the kernel drop the pages of a memory-mapped file before ``offset`` that
+        a pass has read (``MADV_DONTNEED``: clean file pages, read again from the page
+        cache if touched): a pass over a big file then keeps the process's resident
+        memory bounded. Nothing for a file read into memory."""
+        data = self.data
+        if not isinstance(data, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        end = offset - offset % mmap.PAGESIZE
+        if end > self._released:
+            try:
+                data.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
+            except (OSError, ValueError):
+                return
+            self._released = end
 
     def close(self) -> None:
         if isinstance(self.data, mmap.mmap):

@@ -632,8 +632,10 @@ def _load_indexed(
             h.update(part)
         if keep:
             records.append(rec)
-        if progress is not None and not i & 4095:
-            progress(i, n)
+        if not i & 4095:
+            if progress is not None:
+                progress(i, n)
+            f.release_before(f.index.start[i])
     h.update(b"]")
     digest = "sha256:" + h.hexdigest()
     if shell.digest != digest:
