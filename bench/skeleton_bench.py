@@ -20,7 +20,14 @@ as ratios to ``read()`` (target: first paint ≤ 1.5x), and the peak memory of e
 a fresh process (VmHWM growth from after the imports, the file's bytes included) as a
 ratio to the file size.
 
-Usage: python bench/skeleton_bench.py [--mb 100] [--repeat 5] [--shapes issue,synthetic]
+A third shape, ``small`` (``--shapes small``), is a v1 file of ``--records`` small records
+(``bench.app_synth.write_synthetic``: 1,000,000 records make 916 MB), where the per-record
+work dominates: each run is a fresh process timing ``read()`` (the yardstick) and then
+``skeleton()`` of the file mapped (``mmap``), as the app's first paint does; medians of
+``--repeat`` runs, and the median ratio.
+
+Usage: python bench/skeleton_bench.py [--mb 100] [--repeat 5] [--shapes issue,synthetic,small]
+       [--records 1000000]
 """
 
 from __future__ import annotations
@@ -242,11 +249,43 @@ def bench(path: Path, repeat: int) -> None:
         print(f"  {labels[name]:<36} {t:>8.3f}s {t / yard:>8.2f}x {size / 1e6 / t:>8.0f} {mem:>14}")
 
 
+SMALL_SNIPPET = """
+import mmap, sys, time
+sys.path.insert(0, {root!r})
+from core.record.skeleton import skeleton
+t = time.perf_counter()
+with open({path!r}, 'rb') as fh:
+    fh.read()
+read = time.perf_counter() - t
+t = time.perf_counter()
+fh = open({path!r}, 'rb')
+sk = skeleton(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), source='f')
+print(read, time.perf_counter() - t, len(sk.raw))
+"""
+
+
+def bench_small(path: Path, repeat: int) -> None:
+    """read() and mmap + skeleton() of ``path``, each run in a fresh process."""
+    runs = []
+    for _ in range(repeat):
+        code = SMALL_SNIPPET.format(root=str(ROOT), path=str(path))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        read, sk, n = out.stdout.split()
+        runs.append((float(read), float(sk), int(n)))
+    read_t = statistics.median(r for r, _, _ in runs)
+    sk_t = statistics.median(s for _, s, _ in runs)
+    ratio = statistics.median(s / r for r, s, _ in runs)
+    print(f"  {path.stat().st_size / 1e6:,.1f} MB, {runs[0][2]:,} records; medians of {repeat} fresh processes")
+    print(f"  read() (yardstick)                 {read_t:>8.3f}s    1.00x")
+    print(f"  mmap + skeleton()                  {sk_t:>8.3f}s {ratio:>7.2f}x  (median of per-run ratios)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--mb", type=int, default=100, help="file size in MB")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--shapes", default="issue,synthetic", help="issue, synthetic or both, comma separated")
+    ap.add_argument("--shapes", default="issue,synthetic", help="issue, synthetic, small; comma separated")
+    ap.add_argument("--records", type=int, default=1_000_000, help="records of the small shape")
     args = ap.parse_args()
     makers: dict[str, Callable[[int], bytes]] = {
         "issue": lambda b: v2_bytes(make_issue_shaped(b)),
@@ -254,6 +293,14 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory() as tmp:
         for shape in args.shapes.split(","):
+            if shape == "small":
+                from bench.app_synth import write_synthetic
+
+                t0 = time.perf_counter()
+                small = write_synthetic(Path(tmp) / "small.json", args.records)
+                print(f"small shape (generated in {time.perf_counter() - t0:.1f} s):")
+                bench_small(small, args.repeat)
+                continue
             t0 = time.perf_counter()
             data = makers[shape](args.mb * 1_000_000)
             path = Path(tmp) / f"{shape}.json"

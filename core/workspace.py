@@ -522,12 +522,12 @@ def _head_digest(decoder: json.JSONDecoder, text: str) -> object:
         return _MORE if len(text) < 256 else None
     try:
         _, pos = decoder.raw_decode(text, head.end())  # metadata
-        for key in ("session", "links", "digest"):
+        for key in ("session", "links", "summary", "digest"):  # links and summary optional
             prefix = f',"{key}":'
             if len(text) < pos + len(prefix) + 1:
                 return _MORE
             if not text.startswith(prefix, pos):
-                if key == "links":
+                if key in ("links", "summary"):
                     continue
                 return None
             value, pos = decoder.raw_decode(text, pos + len(prefix))

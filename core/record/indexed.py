@@ -38,7 +38,7 @@ import mmap
 import operator
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -622,6 +622,7 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
     for name, value in header.items():
         put((b"" if first else b",") + b'"' + name.encode() + b'":' + dumps(value))
         first = False
+    put(b',"summary":' + orjson.dumps(index_summary(dict(zip(INDEX_COLUMNS, zip(*rows))) if rows else None, len(rows))))
     put(b',"digest":"' + digest_text.encode() + b'"')
     header_end = pos
     put(b',"pool":{')
@@ -714,6 +715,44 @@ class RecordIndex:
 
     def __len__(self) -> int:
         return len(self.start)
+
+
+#: the members of a version-3 document that belong to its encoding, not to the recording
+ENCODING_MEMBERS: Final = ("pool", "index", "index_offset", "index_length", "summary")
+
+
+def index_summary(columns: Mapping[str, Sequence[Any]] | None, n: int) -> dict[str, Any]:
+    """The header's ``summary`` of a version-3 file, from its index columns: ``counts``
+    by kind, ``models`` and ``tools`` (name → calls), ``run_ids`` (in order of first
+    appearance), ``tokens`` (``{"input", "output"}`` sums, ``None`` when no call has a
+    usage) and ``first_error`` (the position of the first tool or model record whose
+    status is ``error``, or ``None``) — what ``info`` prints, read without the index."""
+    counts = {k: 0 for k in ("tool", "model", "interrupt", "snapshot", "lifecycle")}
+    models: dict[str, int] = {}
+    tools: dict[str, int] = {}
+    if columns is None or n == 0:
+        return {"counts": counts, "models": models, "tools": tools, "run_ids": [], "tokens": None, "first_error": None}
+    kinds, names, statuses = columns["kind"], columns["name"], columns["status"]
+    for kind, name in zip(kinds, names):
+        if kind in counts:
+            counts[kind] += 1
+        if kind == "model":
+            models[name] = models.get(name, 0) + 1
+        elif kind == "tool":
+            tools[name] = tools.get(name, 0) + 1
+    tins = [t for t in columns["input_tokens"] if t is not None]
+    touts = [t for t in columns["output_tokens"] if t is not None]
+    first_error = next(
+        (i for i, (k, st) in enumerate(zip(kinds, statuses)) if st == "error" and k in ("tool", "model")), None
+    )
+    return {
+        "counts": counts,
+        "models": models,
+        "tools": tools,
+        "run_ids": list(dict.fromkeys(r for r in columns["run_id"] if r)),
+        "tokens": {"input": sum(tins), "output": sum(touts)} if tins or touts else None,
+        "first_error": first_error,
+    }
 
 
 #: index columns written as positions in a table of their distinct values
@@ -1209,7 +1248,7 @@ def resolve_pool(doc: dict[str, Any], *, source: str) -> dict[str, Any]:
         FormatError: a pool that is not an object of ids to values, an id that is not the
             hash of its value, a reference to an id the pool does not hold.
     """
-    out = {k: v for k, v in doc.items() if k not in ("pool", "index", "index_offset", "index_length")}
+    out = {k: v for k, v in doc.items() if k not in ENCODING_MEMBERS}
     if "pool" not in doc:
         return out
     pool = doc["pool"]

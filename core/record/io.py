@@ -45,6 +45,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import CanonicalizationError, FormatError, OutputError
 from .canonical import _NeedsReference, _prepare, canonical_json
 from .indexed import (
+    ENCODING_MEMBERS,
     Encoded,
     IndexedFile,
     apply_floats,
@@ -52,6 +53,7 @@ from .indexed import (
     encode_indexed,
     expand_history,
     index_row,
+    index_summary,
     is_history_ref,
     is_indexed,
     logical_bytes,
@@ -638,6 +640,13 @@ def _load_indexed(
             f.release_before(f.index.start[i])
     h.update(b"]")
     digest = "sha256:" + h.hexdigest()
+    stated = f.header().get("summary")
+    if stated is not None and stated != index_summary(f.index.columns, n):
+        raise FormatError(
+            "the header's summary disagrees with the record index (the header was changed)",
+            file=source,
+            path="/summary",
+        )
     if shell.digest != digest:
         raise FormatError(
             f"digest mismatch: header says {shell.digest}, records hash to {digest} "
@@ -668,7 +677,7 @@ def indexed_header(f: IndexedFile) -> tuple[Recording, int]:
         header = _exact_reparse(bytes(f.data[: f.index.header_end]) + b"}", source)
     _check_header_depth(header, source)
     doc, original = migrate({**header, "records": []}, source=source)
-    fields = {k: v for k, v in doc.items() if k not in ("records", "index_offset", "index_length")}
+    fields = {k: v for k, v in doc.items() if k != "records" and k not in ENCODING_MEMBERS}
     try:
         shell = Recording.model_validate(fields, strict=True)
     except ValidationError as exc:

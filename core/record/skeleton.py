@@ -22,6 +22,12 @@ A document the first-paint struct does not fit (another top-level member, a reco
 a member of another shape) takes the general path: every top-level member kept, the
 records sliced first and then decoded one by one.
 
+Per record, the columns are written directly from the struct (no row tuple), a string
+content is searched as bytes before it is parsed (:func:`_raw_marker`), and Python's
+cyclic garbage collector is paused for the decode (:func:`_cyclic_gc_paused`: the decode
+builds no cycles, and on a million small records the collector's full passes cost a
+third of the time).
+
 The columns are those of the version-3 record index (:data:`core.record.indexed.INDEX_COLUMNS`)
 with the meaning :func:`core.record.indexed.index_row` gives them on a validated record;
 for every file that loads, ``columns`` is ``[index_row(r) for r in records]`` transposed.
@@ -41,9 +47,11 @@ its bytes: the decode reads the page cache in place, with no copy into the heap
 
 from __future__ import annotations
 
+import gc
 import mmap
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, overload
@@ -271,6 +279,41 @@ def skeleton(data: bytes | bytearray | memoryview | mmap.mmap, *, source: str) -
             the timeline reads (a content, ``meta``, an interrupt's value) that is not
             JSON, e.g. not UTF-8 (file, record, ``/records/<i>``).
     """
+    with _cyclic_gc_paused():
+        return _skeleton(data, source)
+
+
+_GC_LOCK = threading.Lock()
+_gc_pauses = 0  # skeleton() calls running; the collector is re-enabled when the last ends
+_gc_was_enabled = False
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (``gc.disable``) while a skeleton decode
+    runs, and re-enable it after (when it was enabled before the first of concurrent
+    decodes). The decode allocates one struct per record and, per model call, a list of
+    tool-call ids; each allocation burst triggers collections whose full ones traverse
+    everything allocated so far (1,000,000 small records: 8 full collections, ~1.4 s of
+    4.3 s, ``docs/performance.md``). Nothing it builds holds a cycle, so nothing is left
+    for the collector: reference counting frees it all as usual."""
+    global _gc_pauses, _gc_was_enabled
+    with _GC_LOCK:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+def _skeleton(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> Skeleton | None:
+    """:func:`skeleton`, the collector paused by the caller."""
     try:
         paint = _PAINT.decode(data)
     except msgspec.ValidationError:  # another member, something of another shape: the general path
@@ -362,6 +405,8 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
     seqs, kinds, names, statuses, tins, touts, durations, ats, runs, call_ids, calls = cols
     prev = -1
     for i, r in enumerate(recs):
+        # the struct path is _row_of_struct inlined, writing the columns directly (one
+        # call and one tuple less per record); test_skeleton checks the two agree
         if r is None:
             try:
                 obj = _parse(slices[i])
@@ -369,43 +414,107 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
                 raise _inside(exc, source, i) from None
             if type(obj) is not dict:
                 raise FormatError("record is not a JSON object", file=source, record=i, path=f"/records/{i}")
-            row = row_of_object(obj)
             kind, seq = obj.get("kind"), obj.get("seq")
-        else:
-            try:
-                row = _row_of_struct(r)
-            except msgspec.DecodeError as exc:
-                raise _inside(exc, source, i) from None
-            kind, seq = r.kind, r.seq
-        if type(kind) is not str or kind not in _KINDS:
-            raise FormatError(
-                f"unknown record kind {kind!r} (expected one of {', '.join(RECORD_KINDS)})",
-                file=source,
-                record=i,
-                path=f"/records/{i}/kind",
-            )
-        if type(seq) is not int or seq <= prev:
-            reason = (
-                "seq must be an integer"
-                if type(seq) is not int
-                else f"seq {seq} does not increase (previous record has seq {prev})"
-            )
-            raise FormatError(reason, file=source, record=i, path=f"/records/{i}/seq")
+            _check(kind, seq, prev, source, i)
+            (
+                seqs[i],
+                kinds[i],
+                names[i],
+                statuses[i],
+                tins[i],
+                touts[i],
+                durations[i],
+                ats[i],
+                runs[i],
+                call_ids[i],
+                calls[i],
+            ) = row_of_object(obj)
+            assert type(seq) is int  # _check
+            prev = seq
+            continue
+        kind = r.kind
+        status = None
+        try:
+            if kind == "model":
+                model = r.model
+                if r.meta is not _NULL and _may_hold(r.meta, b"live_model"):
+                    meta = _parse(r.meta)
+                    swapped = meta.get("live_model") if type(meta) is dict else None
+                    names[i] = f"{model} → {swapped}" if isinstance(swapped, str) else model
+                else:
+                    names[i] = model
+                duration = r.duration_seconds
+                durations[i] = float(duration) if type(duration) is int else duration
+                if r.error is not _NULL and bytes(r.error) != b"null":
+                    status = "error"
+                resp = r.response
+                if resp is not None:
+                    usage = resp.usage
+                    if usage is not None:
+                        tins[i] = usage.input_tokens
+                        touts[i] = usage.output_tokens
+                    msg = resp.message
+                    if msg is not None:
+                        if msg.tool_calls:
+                            calls[i] = [c.id for c in msg.tool_calls]
+                        if status is None and _raw_marker(msg.content):
+                            status = "redacted"
+            elif kind == "tool":
+                names[i] = r.tool
+                duration = r.duration_seconds
+                durations[i] = float(duration) if type(duration) is int else duration
+                call_ids[i] = r.tool_call_id
+                res = r.result
+                if res is not None:
+                    if res.error is not _NULL and bytes(res.error) != b"null":
+                        status = "error"
+                    elif res.redacted or _raw_marker(res.content):
+                        status = "redacted"
+            elif kind == "interrupt":
+                names[i] = "interrupt"
+                status = interrupt_status(None if r.value is _NULL else _parse(r.value))
+            elif kind == "lifecycle":
+                names[i] = r.event
+            else:
+                names[i] = r.generation_id or "snapshot"
+        except msgspec.DecodeError as exc:
+            raise _inside(exc, source, i) from None
+        seq = r.seq
+        if type(kind) is not str or kind not in _KINDS or type(seq) is not int or seq <= prev:
+            _check(kind, seq, prev, source, i)
         prev = seq
-        (
-            seqs[i],
-            kinds[i],
-            names[i],
-            statuses[i],
-            tins[i],
-            touts[i],
-            durations[i],
-            ats[i],
-            runs[i],
-            call_ids[i],
-            calls[i],
-        ) = row
+        seqs[i] = seq
+        kinds[i] = kind
+        if status is None:
+            status = "live-fallback" if r.live_fallback else "replayed" if r.replayed else "ok"
+        statuses[i] = status
+        at = r.at
+        if type(at) is str:
+            ats[i] = epoch_seconds(at)
+        runs[i] = r.run_id
     return dict(zip(INDEX_COLUMNS, cols))
+
+
+def _check(kind: Any, seq: Any, prev: int, source: str, i: int) -> None:
+    """Check record ``i``'s ``kind`` and ``seq`` (``prev``: the previous record's seq).
+
+    Raises:
+        FormatError: an unknown kind, a seq that is not an integer or does not increase.
+    """
+    if type(kind) is not str or kind not in _KINDS:
+        raise FormatError(
+            f"unknown record kind {kind!r} (expected one of {', '.join(RECORD_KINDS)})",
+            file=source,
+            record=i,
+            path=f"/records/{i}/kind",
+        )
+    if type(seq) is not int or seq <= prev:
+        reason = (
+            "seq must be an integer"
+            if type(seq) is not int
+            else f"seq {seq} does not increase (previous record has seq {prev})"
+        )
+        raise FormatError(reason, file=source, record=i, path=f"/records/{i}/seq")
 
 
 def _inside(exc: msgspec.DecodeError, source: str, i: int) -> FormatError:
@@ -420,13 +529,41 @@ def _may_hold(raw: msgspec.Raw, needle: bytes) -> bool:
 
 
 def _raw_marker(raw: msgspec.Raw) -> bool:
-    """Whether the JSON value in ``raw`` holds a redaction marker (:func:`holds_marker`).
-    A string is parsed (orjson parses a string faster than its bytes are searched twice);
-    an array or object only when its bytes could spell a marker."""
+    """Whether the JSON value in ``raw`` holds a redaction marker (:func:`holds_marker`),
+    as :func:`_raw_marker_exact` says, parsing only what could hold one.
+
+    A string whose bytes are ASCII, hold no backslash (no escape, which could spell a
+    marker or be one orjson rejects) and no ``[REDACTED`` holds no marker and is valid
+    JSON as msgspec already checked it (msgspec checks a skipped string's characters and
+    escapes, not its UTF-8): it is not parsed. Anything else is read exactly.
+
+    Raises:
+        msgspec.DecodeError: as :func:`_raw_marker_exact`.
+    """
+    if raw is _NULL:
+        return False
+    data = bytes(raw)
+    if data[0] == 0x22:  # '"': a string (a slice is never empty)
+        if data.isascii() and data.find(b"\\") < 0 and data.find(_MARKER_OPEN) < 0:
+            return False
+        return _raw_marker_exact(raw)
+    if data.find(_MARKER_OPEN) < 0 and data.find(_ESCAPE) < 0:
+        return False
+    return holds_marker(_parse(raw))
+
+
+def _raw_marker_exact(raw: msgspec.Raw) -> bool:
+    """Whether the JSON value in ``raw`` holds a redaction marker (:func:`holds_marker`):
+    a string is parsed; an array or object only when its bytes could spell a marker (an
+    array or object is not parsed here either way, so its UTF-8 is left to verification).
+
+    Raises:
+        msgspec.DecodeError: a string that is not JSON (e.g. not UTF-8).
+    """
     if raw is _NULL:
         return False
     view = memoryview(raw)
-    if view[0] == 0x22:  # '"': a string (a slice is never empty)
+    if view[0] == 0x22:  # '"'
         text = _parse(view)
         return _MARKER_TEXT in text and has_marker(text)
     if not _may_hold(raw, _MARKER_OPEN):
@@ -444,7 +581,13 @@ def _duration(value: Any) -> Any:
 
 
 def _row_of_struct(r: _Record) -> tuple[Any, ...]:
-    """The index row of a record decoded as :class:`_Record` (as :func:`index_row`)."""
+    """The index row of a record decoded as :class:`_Record` (as :func:`index_row`), by
+    the plain functions: the reference :func:`_columns` (which inlines this with the fast
+    :func:`_raw_marker`) is tested against.
+
+    Raises:
+        msgspec.DecodeError: a value it parses is not JSON.
+    """
     kind = r.kind
     tin = tout = calls = duration = call_id = None
     status = None
@@ -465,7 +608,7 @@ def _row_of_struct(r: _Record) -> tuple[Any, ...]:
             if msg is not None:
                 if msg.tool_calls:
                     calls = [c.id for c in msg.tool_calls]
-                if status is None and _raw_marker(msg.content):
+                if status is None and _raw_marker_exact(msg.content):
                     status = "redacted"
     elif kind == "tool":
         name = r.tool
@@ -475,7 +618,7 @@ def _row_of_struct(r: _Record) -> tuple[Any, ...]:
         if res is not None:
             if not _is_null(res.error):
                 status = "error"
-            elif res.redacted or _raw_marker(res.content):
+            elif res.redacted or _raw_marker_exact(res.content):
                 status = "redacted"
     elif kind == "interrupt":
         name = "interrupt"

@@ -76,9 +76,9 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
 
 
 def indexed_summary(path: Path) -> dict[str, Any] | None:
-    """The facts of :func:`recording_summary` for a version-3 file, from its header and
-    record index alone (and the one record of the first error): ``None`` when ``path``
-    is not laid out with an index. Nothing else is read, so nothing else is verified
+    """The facts of :func:`recording_summary` for a version-3 file, from its header (its
+    ``summary``) and the one record of the first error: ``None`` when ``path`` is not
+    laid out with an index. Nothing else is read, so nothing else is verified
     (``validate`` reads every record).
 
     Raises:
@@ -87,7 +87,7 @@ def indexed_summary(path: Path) -> dict[str, Any] | None:
     """
     from pydantic import TypeAdapter, ValidationError
 
-    from core.record.indexed import IndexedFile, is_indexed
+    from core.record.indexed import IndexedFile, index_summary, is_indexed
     from core.record.io import indexed_header
     from core.record.reader import read_input_head
     from core.record.recording import Record
@@ -102,43 +102,31 @@ def indexed_summary(path: Path) -> dict[str, Any] | None:
         return None  # the header's offsets are out of date (an edited file): read it whole
     try:
         shell, original = indexed_header(f)
-        cols = f.index.columns
-        models: dict[str, int] = {}
-        tools: dict[str, int] = {}
-        for kind, name in zip(cols["kind"], cols["name"]):
-            if kind == "model":
-                models[name] = models.get(name, 0) + 1
-            elif kind == "tool":
-                tools[name] = tools.get(name, 0) + 1
-        runs = list(dict.fromkeys(r for r in cols["run_id"] if r))
-        tins = [t for t in cols["input_tokens"] if t is not None]
-        touts = [t for t in cols["output_tokens"] if t is not None]
-        counts = {k: 0 for k in ("tool", "model", "interrupt", "snapshot", "lifecycle")}
-        for kind in cols["kind"]:
-            if kind in counts:
-                counts[kind] += 1
+        summary = f.header().get("summary")
+        if not isinstance(summary, dict):  # written before summaries: from the index columns
+            summary = index_summary(f.index.columns, len(f))
+        counts, models, tools = summary["counts"], summary["models"], summary["tools"]
+        runs, tokens, first = summary["run_ids"], summary["tokens"], summary["first_error"]
         first_error = None
-        for i, status in enumerate(cols["status"]):
-            if status == "error" and cols["kind"][i] in ("tool", "model"):
-                try:
-                    r = TypeAdapter(Record).validate_python(f.raw_record(i))
-                except ValidationError as exc:
-                    raise FormatError(
-                        f"record does not validate ({exc.errors(include_url=False)[0].get('msg')})",
-                        file=str(path),
-                        record=i,
-                        path=f"/records/{i}",
-                    ) from None
-                err = r.result.error if isinstance(r, ToolRecord) else getattr(r, "error", None)
-                first_error = {
-                    "seq": r.seq,
-                    "kind": r.kind,
-                    "name": r.tool if isinstance(r, ToolRecord) else getattr(r, "model", None),
-                    "type": err.type if err else None,
-                    "message": err.message if err else None,
-                }
-                break
-        usage_seen = bool(tins or touts)
+        if isinstance(first, int):
+            i = first
+            try:
+                r = TypeAdapter(Record).validate_python(f.raw_record(i))
+            except ValidationError as exc:
+                raise FormatError(
+                    f"record does not validate ({exc.errors(include_url=False)[0].get('msg')})",
+                    file=str(path),
+                    record=i,
+                    path=f"/records/{i}",
+                ) from None
+            err = r.result.error if isinstance(r, ToolRecord) else getattr(r, "error", None)
+            first_error = {
+                "seq": r.seq,
+                "kind": r.kind,
+                "name": r.tool if isinstance(r, ToolRecord) else getattr(r, "model", None),
+                "type": err.type if err else None,
+                "message": err.message if err else None,
+            }
         return {
             "format": shell.format,
             "format_version": shell.format_version,
@@ -151,7 +139,7 @@ def indexed_summary(path: Path) -> dict[str, Any] | None:
             "models": models,
             "tools": tools,
             "run_ids": runs,
-            "tokens": {"input": sum(tins), "output": sum(touts)} if usage_seen else _usage_totals(shell),
+            "tokens": tokens if tokens else _usage_totals(shell),
             "first_error": first_error,
         }
     finally:

@@ -38,7 +38,7 @@ def recording_schema() -> dict[str, Any]:
 def _allow_encoding(schema: dict[str, Any]) -> None:
     """Add the optional members of the version-3 encoding (docs/format.md § "Version 3")
     to ``schema`` in place: the header's ``index_offset`` / ``index_length`` (integers,
-    byte offsets), ``pool`` (pool id → any JSON value), ``index`` (an object), and a
+    byte offsets), ``summary`` (an object), ``pool`` (pool id → any JSON value), ``index`` (an object), and a
     reference ``{"$pool": id}`` wherever a chat message may stand (the writer pools
     messages; recorded content shaped like a reference is any JSON already), and a
     history reference ``{"$history": id}`` as a request's ``messages``."""
@@ -94,6 +94,12 @@ def _allow_encoding(schema: dict[str, Any]) -> None:
         "description": 'Each shared value once, by pool id; referenced as {"$pool": id} from the records.',
         "propertyNames": {"pattern": POOL_ID_PATTERN},
         "title": "Pool",
+        "type": "object",
+    }
+    props["summary"] = {
+        "additionalProperties": True,
+        "description": "What `info` prints, from the record index: counts, models, tools, run ids, tokens, first error.",
+        "title": "Summary",
         "type": "object",
     }
     props["index"] = {

@@ -413,6 +413,16 @@ def test_an_index_range_out_of_order(tmp_path):
     assert err.path.startswith("/index/records/start/")
 
 
+def test_a_summary_that_disagrees_with_the_index(tmp_path):
+    data, _ = _saved(tmp_path)
+    at = data.index(b'"summary":{"counts":{"tool":') + len(b'"summary":{"counts":{"tool":')
+    digit = data[at : at + 1]
+    assert digit.isdigit()
+    other = b"9" if digit != b"9" else b"8"  # same length: the offsets still hold
+    err = _error(data[:at] + other + data[at + 1 :])
+    assert err.path == "/summary" and "summary disagrees" in err.reason
+
+
 def test_a_damaged_pool_value(tmp_path):
     data, doc = _saved(tmp_path)
     pid = next(iter(doc["pool"]))

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import gc
+import json
 import mmap
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -36,9 +39,19 @@ from core.record.recording import (
     Usage,
 )
 from core.record.redaction import REDACTED, marker
-from core.record.skeleton import Skeleton, row_of_object, skeleton
+from core.record.skeleton import (
+    Skeleton,
+    _columns,
+    _raw_marker,
+    _raw_marker_exact,
+    _Record,
+    _row_of_struct,
+    row_of_object,
+    skeleton,
+)
 from tests.builders import DATA, SAMPLES, make_recording
 
+_RECORD_LIST = msgspec.json.Decoder(list[_Record])
 FILES = sorted(SAMPLES.glob("*.json")) + [DATA / "format" / "v1.json", DATA / "format" / "v2-meta-links.json"]
 
 
@@ -418,3 +431,107 @@ def test_an_integer_beyond_64_bits_is_left_to_verification() -> None:
     sk = decode(data)
     assert sk.columns["status"] == ["redacted"]
     assert sk.raw[0]["result"]["content"] == [2**70, REDACTED]
+
+
+# --------------------------------------------------------------------------- fast paths
+# _columns inlines _row_of_struct and checks markers by a bytes search first
+# (_raw_marker); each is compared with the plain function it replaces.
+
+
+def _raw_of(value_json: bytes) -> msgspec.Raw:
+    raw: msgspec.Raw = msgspec.json.decode(b'{"v":' + value_json + b"}", type=dict[str, msgspec.Raw])["v"]
+    return raw
+
+
+_MARKER_PARTS = st.sampled_from(
+    ["[REDACTED]", "[REDACTED:jwt]", "[REDACTED", "REDACTED]", "[REDACTED:Bad]", "\\u005bREDACTED]", "é", "\\\\", "x"]
+)
+_TEXTS = st.lists(st.one_of(_MARKER_PARTS, st.text(max_size=8)), max_size=6).map("".join)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    value=st.one_of(
+        _TEXTS,
+        st.lists(_TEXTS, max_size=3),
+        st.dictionaries(_TEXTS, _TEXTS, max_size=3),
+        st.none(),
+        st.integers(-(2**63), 2**63 - 1),
+    ),
+    escape=st.booleans(),
+)
+def test_raw_marker_fast_path_agrees_with_the_exact_check(value: Any, escape: bool) -> None:
+    """Strings with and without markers, escapes (an escaped ``[`` spelling a marker,
+    every non-ASCII character escaped when ``escape``) and non-ASCII text."""
+    data = orjson.dumps(value)
+    if escape:
+        data = json.dumps(value, ensure_ascii=True).encode()
+    raw = _raw_of(data)
+    assert _raw_marker(raw) == _raw_marker_exact(raw)
+    spelled = _raw_of(data.replace(b"[REDACTED", b"\\u005bREDACTED"))
+    assert _raw_marker(spelled) == _raw_marker_exact(spelled)
+
+
+def test_raw_marker_fast_path_still_rejects_bytes_that_are_not_utf8() -> None:
+    raw = _raw_of(b'"ok \xff\xfe"')
+    with pytest.raises(msgspec.DecodeError):
+        _raw_marker_exact(raw)
+    with pytest.raises(msgspec.DecodeError):
+        _raw_marker(raw)
+
+
+def _struct_rows(data: bytes) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The columns by the inlined loop, and by _row_of_struct (the plain path)."""
+    records = _RECORD_LIST.decode(data)
+    rows = [_row_of_struct(r) for r in records]
+    plain = {name: [row[k] for row in rows] for k, name in enumerate(INDEX_COLUMNS)}
+    return _columns(list(records), [], "f.json"), plain
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_inlined_columns_equal_the_plain_rows_on_sample_files(path: Path) -> None:
+    records = orjson.dumps(orjson.loads(path.read_bytes()).get("records", []))
+    fast, plain = _struct_rows(records)
+    assert fast == plain
+
+
+def test_inlined_columns_equal_the_plain_rows_on_every_kind() -> None:
+    recs = [
+        {"seq": 0, "kind": "snapshot", "at": "2026-01-01T00:00:00Z"},
+        {"seq": 1, "kind": "lifecycle", "event": "run.start", "at": "2026-01-01T00:00:00.5+02:00"},
+        {"seq": 2, "kind": "model", "model": "m", "meta": {"live_model": "n"}, "duration_seconds": 2},
+        {"seq": 3, "kind": "model", "model": "m", "error": {"type": "x"}, "response": None},
+        {
+            "seq": 4,
+            "kind": "model",
+            "model": "m",
+            "replayed": True,
+            "response": {
+                "message": {"content": "a [REDACTED:jwt] b", "tool_calls": [{"id": "c1"}, {"id": "c2"}]},
+                "usage": {"input_tokens": 3, "output_tokens": 4},
+            },
+        },
+        {"seq": 5, "kind": "tool", "tool": "t", "tool_call_id": "c1", "result": {"content": ["[REDACTED]"]}},
+        {"seq": 6, "kind": "tool", "tool": "t", "result": {"content": "ok", "error": None}, "live_fallback": True},
+        {"seq": 7, "kind": "tool", "tool": "t", "result": {"error": {"message": "boom"}}, "duration_seconds": 0.5},
+        {"seq": 8, "kind": "interrupt", "value": {"action": "approve"}, "at": "not a time"},
+    ]
+    fast, plain = _struct_rows(orjson.dumps(recs))
+    assert fast == plain
+    assert fast["status"][4] == "redacted" and fast["status"][3] == "error"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_left_as_it_was(enabled: bool) -> None:
+    """skeleton() pauses the cyclic collector while it decodes, and restores its state
+    after a decode and after an error."""
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        decode(v2_bytes(make_recording()))
+        assert gc.isenabled() is enabled
+        with pytest.raises(FormatError):
+            skeleton(b'{"format": "chassis.replay", "format_version": 2, "records": [{"kind": "x"}]}', source="f")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
