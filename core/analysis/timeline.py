@@ -61,6 +61,7 @@ from ..record.recording import (
     ToolRecord,
 )
 from ..record.redaction import holds_marker
+from ..record.skeleton import check_kind_and_seq
 from .timeline_text import (
     _error_text,
     composition_text,
@@ -367,22 +368,9 @@ class TimelineIndex:
         for i, r in enumerate(raw_records):
             if type(r) is not dict:
                 raise FormatError("record is not a JSON object", file=source, record=i, path=f"/records/{i}")
-            kind = r.get("kind")
-            if kind not in counts:
-                raise FormatError(
-                    f"unknown record kind {kind!r} (expected one of {', '.join(RECORD_KINDS)})",
-                    file=source,
-                    record=i,
-                    path=f"/records/{i}/kind",
-                )
-            seq = r.get("seq")
-            if type(seq) is not int or seq <= prev:
-                reason = (
-                    "seq must be an integer"
-                    if type(seq) is not int
-                    else f"seq {seq} does not increase (previous record has seq {prev})"
-                )
-                raise FormatError(reason, file=source, record=i, path=f"/records/{i}/seq")
+            kind: Any = r.get("kind")
+            seq: Any = r.get("seq")
+            check_kind_and_seq(kind, seq, prev, source, i)  # a known kind, an increasing integer
             prev = seq
             counts[kind] += 1
             self.seqs[i] = seq

@@ -415,7 +415,7 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
             if type(obj) is not dict:
                 raise FormatError("record is not a JSON object", file=source, record=i, path=f"/records/{i}")
             kind, seq = obj.get("kind"), obj.get("seq")
-            _check(kind, seq, prev, source, i)
+            check_kind_and_seq(kind, seq, prev, source, i)
             (
                 seqs[i],
                 kinds[i],
@@ -481,7 +481,7 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
             raise _inside(exc, source, i) from None
         seq = r.seq
         if type(kind) is not str or kind not in _KINDS or type(seq) is not int or seq <= prev:
-            _check(kind, seq, prev, source, i)
+            check_kind_and_seq(kind, seq, prev, source, i)
         prev = seq
         seqs[i] = seq
         kinds[i] = kind
@@ -495,7 +495,7 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
     return dict(zip(INDEX_COLUMNS, cols))
 
 
-def _check(kind: Any, seq: Any, prev: int, source: str, i: int) -> None:
+def check_kind_and_seq(kind: Any, seq: Any, prev: int, source: str, i: int) -> None:
     """Check record ``i``'s ``kind`` and ``seq`` (``prev``: the previous record's seq).
 
     Raises:
