@@ -49,6 +49,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..errors import FormatError
 from ..record.canonical import args_hash
+from ..record.indexed import interrupt_status, record_status
 from ..record.recording import (
     RECORD_KINDS,
     ChatMessage,
@@ -65,7 +66,6 @@ from ..record.skeleton import check_kind_and_seq
 from .timeline_text import (
     _error_text,
     composition_text,
-    interrupt_status,
     interrupt_text,
     one_line,
     record_name,
@@ -88,28 +88,6 @@ UNKNOWN_SOURCE = "unknown"
 SOURCED_KINDS = frozenset({"model", "tool", "interrupt"})
 SEPARATOR_KINDS = ("snapshot", "lifecycle")
 OUTCOME_KEYS = ("outcome", "resolved", "exit_status", "status", "result", "success", "score")
-
-
-def record_status(rec: Any) -> str:
-    """The status of a record, by the precedence in the module docstring."""
-    if type(rec) is ToolRecord:
-        if rec.result.error is not None:
-            return "error"
-    elif type(rec) is ModelRecord:
-        if rec.error is not None:
-            return "error"
-    elif type(rec) is InterruptRecord:
-        return interrupt_status(rec.value)
-    if type(rec) is ToolRecord and (rec.result.redacted or holds_marker(rec.result.content)):
-        return "redacted"
-    if type(rec) is ModelRecord and rec.response is not None and rec.response.message is not None:
-        if holds_marker(rec.response.message.content):
-            return "redacted"
-    if rec.live_fallback:
-        return "live-fallback"
-    if rec.replayed:
-        return "replayed"
-    return "ok"
 
 
 def _message_id(m: Any) -> int:

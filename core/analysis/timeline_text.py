@@ -115,23 +115,6 @@ def record_name(rec: Any) -> str:
     return "interrupt"
 
 
-_USER_ROLES = frozenset({"human", "user"})
-_USER_TYPES = frozenset({"human", "user", "user_message", "user_input", "human_input", "input"})
-
-
-def interrupt_status(value: Any) -> str:
-    """``input`` when an interrupt's value is a human/user message — an object whose
-    ``role`` or ``source`` is ``human``/``user`` or whose ``type`` is one of
-    ``human``, ``user``, ``user_message``, ``user_input``, ``human_input``, ``input``
-    (e.g. Who&When's opening question, OpenHands' user_message, Inspect's input event) —
-    else ``interrupted`` (an approval, a pause, an agent-state change)."""
-    if isinstance(value, dict) and (
-        value.get("role") in _USER_ROLES or value.get("source") in _USER_ROLES or value.get("type") in _USER_TYPES
-    ):
-        return "input"
-    return "interrupted"
-
-
 def composition_text(composition: dict[str, Any]) -> str:
     """``plugins: a, b · tools: x · capabilities: y`` for a snapshot's composition."""
     parts = []

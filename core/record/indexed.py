@@ -1071,6 +1071,22 @@ class IndexedFile:
                 value (record and JSON Pointer given).
         """
         data = self.record_bytes(i)
+        raw = self.parse_record(i, data)
+        if _HISTORY_OPEN in data:
+            raw = self.expand_messages(raw, i)
+        if _REF_OPEN in data:
+            return self.resolve(raw, i)
+        return raw
+
+    def parse_record(self, i: int, data: bytes) -> dict[str, Any]:
+        """Record ``i`` parsed from ``data`` (its bytes), references left in place:
+        checked to be the record its index row describes (an object with that ``seq``
+        and ``kind``), its integral floats made floats again (the index's ``floats``).
+
+        Raises:
+            FormatError: the bytes are not JSON, or not that record (names the index's
+                place), or the index lists a float that is not there.
+        """
         try:
             raw = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -1091,10 +1107,6 @@ class IndexedFile:
         floats = self.index.floats_of(i)
         if floats:
             raw = apply_floats(raw, floats, self.source, f"/index/floats/records/{i}")
-        if _HISTORY_OPEN in data:
-            raw = self.expand_messages(raw, i)
-        if _REF_OPEN in data:
-            return self.resolve(raw, i)
         return cast(dict[str, Any], raw)
 
     def expand_messages(self, raw: dict[str, Any], i: int) -> dict[str, Any]:

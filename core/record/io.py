@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -48,7 +48,6 @@ from .indexed import (
     ENCODING_MEMBERS,
     Encoded,
     IndexedFile,
-    apply_floats,
     describe_row_mismatch,
     encode_indexed,
     expand_history,
@@ -446,6 +445,38 @@ def _check_header_canonical(rec: Recording, source: str) -> None:
             ) from None
 
 
+class _RecordOrder:
+    """The checks across records of one recording, fed in order (SPEC "Recording
+    format"): ``seq`` strictly increases, and no ``tool_call_id`` is answered twice in
+    one run."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.prev_seq = -1
+        self.answered: dict[tuple[str | None, str], int] = {}
+
+    def check(self, rec: Any, i: int) -> None:
+        """Check validated record ``i``. Raises FormatError naming the record and field."""
+        if rec.seq <= self.prev_seq:
+            raise FormatError(
+                f"seq {rec.seq} does not increase (previous record has seq {self.prev_seq})",
+                file=self.source,
+                record=i,
+                path=f"/records/{i}/seq",
+            )
+        self.prev_seq = rec.seq
+        if type(rec) is ToolRecord and rec.tool_call_id:
+            k = (rec.run_id, rec.tool_call_id)
+            if k in self.answered:
+                raise FormatError(
+                    f"tool_call_id {rec.tool_call_id!r} is answered twice (records {self.answered[k]} and {i})",
+                    file=self.source,
+                    record=i,
+                    path=f"/records/{i}/tool_call_id",
+                )
+            self.answered[k] = i
+
+
 def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool | str = "auto") -> Recording:
     """Validate (and migrate) a parsed JSON document into a :class:`Recording`.
 
@@ -471,8 +502,7 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
     records = []
     validate = _RECORD_ADAPTER.validate_python
     memo = _MessageMemo()
-    prev_seq = -1
-    answered: dict[tuple[str | None, str], int] = {}
+    order = _RecordOrder(source)
     for i, raw in enumerate(raw_records):
         if type(raw) is dict and raw.get("kind") == "model":
             req = raw.get("request")
@@ -482,24 +512,7 @@ def recording_from_dict(obj: Any, *, source: str = "<dict>", verify_keys: bool |
             rec = validate(raw, strict=True)
         except ValidationError as exc:
             raise _validation_to_format_error(exc, source, i) from None
-        if rec.seq <= prev_seq:
-            raise FormatError(
-                f"seq {rec.seq} does not increase (previous record has seq {prev_seq})",
-                file=source,
-                record=i,
-                path=f"/records/{i}/seq",
-            )
-        prev_seq = rec.seq
-        if type(rec) is ToolRecord and rec.tool_call_id:
-            k = (rec.run_id, rec.tool_call_id)
-            if k in answered:
-                raise FormatError(
-                    f"tool_call_id {rec.tool_call_id!r} is answered twice (records {answered[k]} and {i})",
-                    file=source,
-                    record=i,
-                    path=f"/records/{i}/tool_call_id",
-                )
-            answered[k] = i
+        order.check(rec, i)
         records.append(rec)
 
     digest = records_digest(raw_records, source=source)
@@ -591,8 +604,7 @@ def _load_indexed(
     validate = _RECORD_ADAPTER.validate_python
     h = hashlib.sha256(b"[")
     records: list[Any] = []
-    prev_seq = -1
-    answered: dict[tuple[str | None, str], int] = {}
+    order = _RecordOrder(source)
     n = len(f)
     for i in range(n):
         data = f.record_bytes(i)
@@ -601,24 +613,7 @@ def _load_indexed(
             rec = validate(raw, strict=True)
         except ValidationError as exc:
             raise _validation_to_format_error(exc, source, i) from None
-        if rec.seq <= prev_seq:
-            raise FormatError(
-                f"seq {rec.seq} does not increase (previous record has seq {prev_seq})",
-                file=source,
-                record=i,
-                path=f"/records/{i}/seq",
-            )
-        prev_seq = rec.seq
-        if type(rec) is ToolRecord and rec.tool_call_id:
-            k = (rec.run_id, rec.tool_call_id)
-            if k in answered:
-                raise FormatError(
-                    f"tool_call_id {rec.tool_call_id!r} is answered twice (records {answered[k]} and {i})",
-                    file=source,
-                    record=i,
-                    path=f"/records/{i}/tool_call_id",
-                )
-            answered[k] = i
+        order.check(rec, i)
         mismatch = describe_row_mismatch(f, i, index_row(rec))
         if mismatch is not None:
             raise mismatch
@@ -697,31 +692,12 @@ def _indexed_record(
     """Record ``i`` of ``f`` parsed from ``data`` with its references resolved: the
     messages of a request and a response as chat messages validated once per pool id
     (carrying their canonical bytes), any other reference as the pooled value."""
-    try:
-        raw = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise FormatError(
-            f"the record index points at bytes that are not a record ({exc.msg})",
-            file=f.source,
-            record=i,
-            path=f"/index/records/start/{i}",
-        ) from None
-    cols = f.index.columns
-    if type(raw) is not dict or raw.get("seq") != cols["seq"][i] or raw.get("kind") != cols["kind"][i]:
-        raise FormatError(
-            "the record index disagrees with the record at its range (seq or kind)",
-            file=f.source,
-            record=i,
-            path=f"/index/records/seq/{i}",
-        )
-    floats = f.index.floats_of(i)
-    if floats:
-        raw = apply_floats(raw, floats, f.source, f"/index/floats/records/{i}")
+    raw = f.parse_record(i, data)
     if _HUGE_INT.search(data) is not None:
         _check_exact_integers(data, f.source, i)
     refs = data.count(b'{"$pool":"') + data.count(b'{"$history":"')
     if not refs:
-        return cast(dict[str, Any], raw)
+        return raw
     if raw.get("kind") == "model":
         try:
             req = raw.get("request")

@@ -32,9 +32,9 @@ from typing import Any
 
 import orjson
 
-from ..analysis.timeline_text import interrupt_status
 from ..errors import CanonicalizationError
 from ..record.canonical import canonical_hash
+from ..record.indexed import interrupt_status
 from ..record.nesting import dumps
 from ..record.recording import ChatMessage, InterruptRecord, ModelRecord, Recording, ToolRecord
 
