@@ -13,6 +13,7 @@ every node at the same paths: on one machine they are; on a cluster, a shared fo
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -41,7 +42,7 @@ def import_ray() -> ModuleType:
     """The ``ray`` module. Raises RayError saying how to install it when it is missing
     (:data:`RAY_INSTALL`)."""
     try:
-        import ray
+        ray: ModuleType = importlib.import_module("ray")  # an optional extra: typed the same with or without it
     except ImportError as exc:
         raise RayError(
             f"--ray-address needs Ray, which is not installed ({exc}); install it with: {RAY_INSTALL}"
