@@ -6,6 +6,7 @@ Every error carries a short ``title`` (the area) and a human message. The CLI pr
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 
@@ -100,6 +101,10 @@ class CanonicalizationError(InspectorError, ValueError):
         where = short_pointer(path) if path else "/"
         super().__init__(f"cannot canonicalize value at {where}: {reason}")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # rebuilt from its fields (pickled to and from worker processes)
+        return (type(self), (self.reason, self.path))
+
 
 class FormatError(InspectorError, ValueError):
     """A recording was rejected rather than misread.
@@ -130,6 +135,21 @@ class FormatError(InspectorError, ValueError):
         self.line = line
         self.column = column
         super().__init__(self._compose())
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # rebuilt from its fields (pickled to and from worker processes)
+        return (
+            partial(
+                type(self),
+                self.reason,
+                file=self.file,
+                record=self.record,
+                path=self.path,
+                line=self.line,
+                column=self.column,
+            ),
+            (),
+        )
 
     def _compose(self) -> str:
         where: list[str] = []

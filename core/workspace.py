@@ -710,10 +710,11 @@ class BranchTree:
 
 
 #: the start of an events document as the workspace writes it (keys in this order; a
-#: version-3 file has its fixed-width ``index_offset``/``index_length`` before ``metadata``)
+#: version-3 file has its fixed-width ``index_offset``/``index_length``/``header_end``
+#: before ``metadata``)
 _EVENTS_HEAD = re.compile(
     r'\{"format":"[^"\\]*","format_version":[0-9]+,'
-    r'(?:"index_offset":[0-9]+ *,"index_length":[0-9]+ *,)?"metadata":'
+    r'(?:"index_offset":[0-9]+ *,"index_length":[0-9]+ *,"header_end":[0-9]+ *,)?"metadata":'
 )
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 

@@ -203,12 +203,30 @@ def _indexed_open(path: Path) -> LoadedRecording | None:
     keep = len(f) < KEEP_RECORDS
 
     def verify() -> Recording:
-        return load_indexed(f, keep=keep)
+        if keep:
+            return load_indexed(f, keep=True)
+        # nothing to keep: the check runs in a process of its own (inspector.verifier)
+        from .verifier import verify_digest
+
+        checked = shell.model_copy()
+        checked.digest = verify_digest(path, _worker_cancelled)
+        return checked
 
     def whole() -> Recording:
         return load_indexed(f)
 
     return LoadedRecording(path, shell, index, [], verify=verify, whole=None if keep else whole)
+
+
+def _worker_cancelled() -> bool:
+    """Whether the Textual worker running this thread was cancelled (the app is closing);
+    ``False`` outside a worker."""
+    from textual.worker import NoActiveWorker, get_current_worker
+
+    try:
+        return get_current_worker().is_cancelled
+    except NoActiveWorker:
+        return False
 
 
 def _skeleton_open(path: Path) -> LoadedRecording | None:

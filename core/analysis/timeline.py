@@ -141,6 +141,33 @@ def _haystack(rec: Any, previous_request: dict[str | None, Counter[int]]) -> str
     return "\n".join(parts).lower()
 
 
+def _as_list(values: Sequence[Any]) -> list[Any]:
+    return values if type(values) is list else list(values)
+
+
+def _total(values: Iterable[Any]) -> Any:
+    """The sum (an ``int`` for integers) of the numbers in ``values``, ``None`` and
+    anything else skipped; in C when every entry is a number or ``None`` (a record index
+    not yet verified may hold anything: then entry by entry)."""
+    try:
+        return sum(filter(None, values))
+    except TypeError:
+        return sum(v for v in values if isinstance(v, (int, float)))
+
+
+def positions_of(values: list[Any], value: Any) -> list[int]:
+    """The positions of ``value`` in ``values``, ascending (``list.index`` steps in C:
+    cheap when ``value`` is rare, such as the errors of a big run)."""
+    out: list[int] = []
+    i = -1
+    try:
+        while True:
+            i = values.index(value, i + 1)
+            out.append(i)
+    except ValueError:
+        return out
+
+
 def _parse_at(at: str | None) -> float | None:
     if at is None:
         return None
@@ -270,9 +297,9 @@ class TimelineIndex:
     haystack column (O(total text)), later searches are one vectorized scan.
     """
 
-    #: the run_id, tool_call_id and calls columns of an index built from columns, until
-    #: the links between calls and answers are built from them (on first use)
-    _link_columns: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None = None
+    #: the columns of an index built from columns (run_id, tool_call_id and calls read
+    #: from them), until the links between calls and answers are built (on first use)
+    _link_columns: Mapping[str, Sequence[Any]] | None = None
 
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
@@ -428,24 +455,25 @@ class TimelineIndex:
         self._raw = raw_records  # type: ignore[assignment]
         self._source = source
         self._setup(0)
-        self.seqs = list(columns["seq"])
-        self.kinds = list(columns["kind"])
-        self.names = list(columns["name"])
-        self.statuses = list(columns["status"])
-        self.durations = list(columns["duration"])
+        # the columns' lists are taken as they are (never changed here), not copied
+        self.seqs = _as_list(columns["seq"])
+        self.kinds = _as_list(columns["kind"])
+        self.names = _as_list(columns["name"])
+        self.statuses = _as_list(columns["status"])
+        self.durations = _as_list(columns["duration"])
         tins, touts = columns["input_tokens"], columns["output_tokens"]
         self.tokens = [None if a is None and b is None else (a or 0) + (b or 0) for a, b in zip(tins, touts)]
         ats = columns["at"]
         self.offsets = list(ats)
-        self.error_positions = [i for i, s in enumerate(self.statuses) if s == "error"]
+        self.error_positions = positions_of(self.statuses, "error")
         # the links between calls and their answers: built on first use
-        self._link_columns = (columns["run_id"], columns["tool_call_id"], columns["calls"])
+        self._link_columns = columns
         counts = dict.fromkeys(RECORD_KINDS, 0)
         for kind, k in Counter(self.kinds).items():
             if kind in counts:
                 counts[kind] = k
         times = [t for t in ats if t is not None]
-        self._finish(header.metadata, counts, sum(t for t in tins if t), sum(t for t in touts if t), times)
+        self._finish(header.metadata, counts, _total(tins), _total(touts), times)
         return self
 
     def _build_links(self) -> None:
@@ -453,7 +481,12 @@ class TimelineIndex:
         if columns is None:
             return
         self._link_columns = None
-        runs, call_ids, calls = columns
+        try:
+            runs, call_ids, calls = columns["run_id"], columns["tool_call_id"], columns["calls"]
+        except FormatError:
+            # a damaged record index (read lazily): no links; the verification that
+            # runs after the first paint reports the damage and the app shows it
+            return
         answered, requested = self._answered_by, self._requested_by
         for i, cid in enumerate(call_ids):
             if cid:
@@ -529,7 +562,7 @@ class TimelineIndex:
         start = min(times) if times else None
         if start is not None:
             self.offsets = [None if o is None else o - start for o in self.offsets]
-        busy = sum(d for d in self.durations if isinstance(d, (int, float)))
+        busy = _total(self.durations)
         outcome = None
         for k in OUTCOME_KEYS:
             if k in metadata and metadata[k] is not None:

@@ -18,10 +18,12 @@ once and can be read piece by piece:
 * ``index``: the last member, columns with one entry per record — ``seq``, ``kind``,
   ``name``, ``status``, tokens, ``duration``, ``at`` (seconds since the epoch),
   ``run_id``, the tool-call ids answered or requested, and each record's byte range —
-  plus the byte range of every pool value and the end of the header. The header's
-  leading members ``index_offset`` and ``index_length`` are written at a fixed width
-  (:data:`OFFSET_WIDTH` characters, padded with spaces), so a reader finds the index
-  from the first bytes of the file without parsing the rest.
+  plus the byte range of every pool value. The header's leading members
+  ``index_offset``, ``index_length`` and ``header_end`` are written at a fixed width
+  (:data:`OFFSET_WIDTH` characters, padded with spaces), so a reader finds the header
+  and the index from the first bytes of the file without parsing the rest; the index
+  gives the byte range of each column (:func:`layout_index`), so a reader parses only
+  the columns it needs (:class:`RecordIndex`).
 
 A file rewritten by another JSON tool (re-indented, say) is still a version-3 document:
 it loads through the whole-document path (:func:`resolve_pool`) without its index. The
@@ -34,12 +36,13 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import mmap
 import operator
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any, Final, cast, overload
@@ -64,7 +67,8 @@ from .recording import (
 from .redaction import holds_marker
 
 INDEXED_VERSION: Final = 3
-#: characters of each fixed-width header number (``index_offset``, ``index_length``)
+#: characters of each fixed-width number (``index_offset``, ``index_length``,
+#: ``header_end``, the index's ``records_at``)
 OFFSET_WIDTH: Final = 20
 #: a tool result's ``content`` whose canonical JSON is at least this long is pooled
 POOL_MIN_BYTES: Final = 1024
@@ -73,9 +77,32 @@ _REF_OPEN = b'{"$pool":"'
 _INDEX_MEMBER = b'"index":'
 _ID_SHORT = 16
 _PREFIX = re.compile(
-    rb'\{"format":"chassis\.replay","format_version":3,"index_offset":([0-9][0-9 ]{19}),"index_length":([0-9][0-9 ]{19}),'
+    rb'\{"format":"chassis\.replay","format_version":3,"index_offset":([0-9][0-9 ]{19}),'
+    rb'"index_length":([0-9][0-9 ]{19}),"header_end":([0-9][0-9 ]{19}),'
 )
-_PREFIX_LEN = len(b'{"format":"chassis.replay","format_version":3,"index_offset":,"index_length":,') + 2 * OFFSET_WIDTH
+_PREFIX_LEN = (
+    len(b'{"format":"chassis.replay","format_version":3,"index_offset":,"index_length":,"header_end":,')
+    + 3 * OFFSET_WIDTH
+)
+#: the index's first member: the byte where its ``records`` object begins (fixed width)
+_INDEX_HEAD = re.compile(rb'\{"records_at":([0-9][0-9 ]{19}),')
+_RECORDS_MEMBER = b',"records":'
+#: the ``records`` members of an index, in the order the writer lays them out
+RECORD_MEMBERS: Final = (
+    "start",
+    "seq",
+    "kind",
+    "name",
+    "status",
+    "input_tokens",
+    "output_tokens",
+    "duration",
+    "at",
+    "run_id",
+    "tool_call_id",
+    "call_ids",
+    "call_records",
+)
 _POOL_ID = re.compile(r"[0-9a-f]{16}|[0-9a-f]{64}")
 #: the record index's columns, in the order :func:`index_row` returns them
 INDEX_COLUMNS: Final = (
@@ -617,12 +644,16 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
     put(b',"index_length":')
     put(_json_number(0))
     length_part = len(out) - 1
+    put(b',"header_end":')
+    put(_json_number(0))
+    header_end_part = len(out) - 1
     put(b",")
     first = True
     for name, value in header.items():
         put((b"" if first else b",") + b'"' + name.encode() + b'":' + dumps(value))
         first = False
-    put(b',"summary":' + orjson.dumps(index_summary(dict(zip(INDEX_COLUMNS, zip(*rows))) if rows else None, len(rows))))
+    summary = index_summary(dict(zip(INDEX_COLUMNS, zip(*rows))) if rows else None, len(rows), rec.records.__getitem__)
+    put(b',"summary":' + dumps(summary))
     put(b',"digest":"' + digest_text.encode() + b'"')
     header_end = pos
     put(b',"pool":{')
@@ -648,35 +679,62 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
     for position, pointers in record_floats.items():
         grouped.setdefault(tuple(pointers), []).append(int(position))
     float_groups = [[list(pointers), positions] for pointers, positions in grouped.items()]
-    index: dict[str, Any] = {
-        "header_end": header_end,
-        "floats": {"records": float_groups, "pool": pool.floats},
-        "pool": {"ids": pool_ids, "spans": pool_spans},
-        "records": {
-            "start": starts,
-            "records_end": ends[-1] if ends else header_end,
-            **{name: list(col) for name, col in zip(INDEX_COLUMNS, columns)},
-        },
-    }
+    records: dict[str, Any] = {"start": starts, **{name: list(col) for name, col in zip(INDEX_COLUMNS, columns)}}
     # the tool calls a response requested: two flat arrays (a list per record is slow to read)
-    calls_col = index["records"].pop("calls")
-    index["records"]["call_ids"] = [c for ids in calls_col if ids for c in ids]
-    index["records"]["call_records"] = [i for i, ids in enumerate(calls_col) if ids for _ in ids]
+    calls_col = records.pop("calls")
+    records["call_ids"] = [c for ids in calls_col if ids for c in ids]
+    records["call_records"] = [i for i, ids in enumerate(calls_col) if ids for _ in ids]
     # columns of a few distinct strings are written as positions in a table of them
     coded: dict[str, list[Any]] = {}
     for name in CODED_COLUMNS:
-        col = index["records"][name]
+        col = records[name]
         table = list(dict.fromkeys(col))
         at = {v: k for k, v in enumerate(table)}
-        index["records"][name] = [at[v] for v in col]
+        records[name] = [at[v] for v in col]
         coded[name] = table
-    index["strings"] = coded
-    index_bytes = orjson.dumps(index)
+    members = {
+        "count": len(written),
+        "records_end": ends[-1] if ends else header_end,
+        "floats": {"records": float_groups, "pool": pool.floats},
+        "pool": {"ids": pool_ids, "spans": pool_spans},
+        "strings": coded,
+    }
+    index_bytes = layout_index(members, records, pos)
     index_at = put(index_bytes)
     put(b"}\n")
     out[offset_part] = _json_number(index_at)
     out[length_part] = _json_number(len(index_bytes))
+    out[header_end_part] = _json_number(header_end)
     return Encoded(b"".join(out), digest_text)
+
+
+def layout_index(members: Mapping[str, Any], records: Mapping[str, list[Any]], at: int) -> bytes:
+    """The bytes of a record index written at byte ``at`` of its file: first
+    ``records_at`` (:data:`OFFSET_WIDTH` characters wide: the byte where the ``records``
+    object begins), then ``columns`` (each member of ``records`` → its value's byte range
+    ``[start, end]``, relative to ``records_at``), then ``members`` (``count``,
+    ``records_end``, ``floats``, ``pool``, ``strings``; any ``records_at`` / ``columns``
+    in it are replaced), and last ``records`` (:data:`RECORD_MEMBERS` in order, then
+    any others) — so a reader parses the small head alone, and each column only when it
+    is asked for."""
+    order = [m for m in RECORD_MEMBERS if m in records] + [m for m in records if m not in RECORD_MEMBERS]
+    parts: list[bytes] = []
+    spans: dict[str, list[int]] = {}
+    pos = 1  # after the records object's "{"
+    for k, name in enumerate(order):
+        key = (b"," if k else b"") + orjson.dumps(name) + b":"
+        value = orjson.dumps(records[name])
+        spans[name] = [pos + len(key), pos + len(key) + len(value)]
+        parts.append(key + value)
+        pos += len(key) + len(value)
+    body = b"{" + b"".join(parts) + b"}"
+    rest = {k: v for k, v in members.items() if k not in ("records_at", "columns", "records")}
+    head_tail = b',"columns":' + orjson.dumps(spans)
+    if rest:
+        head_tail += b"," + orjson.dumps(rest)[1:-1]
+    head_len = len(b'{"records_at":') + OFFSET_WIDTH + len(head_tail) + len(_RECORDS_MEMBER)
+    records_at = at + head_len
+    return b'{"records_at":' + _json_number(records_at) + head_tail + _RECORDS_MEMBER + body + b"}"
 
 
 # --------------------------------------------------------------------------- reading
@@ -688,24 +746,55 @@ def is_indexed(head: bytes) -> bool:
     return _PREFIX.match(head) is not None
 
 
-@dataclass
 class RecordIndex:
-    """The index of a version-3 file, columns checked for shape: ``columns`` maps each of
-    :data:`INDEX_COLUMNS` to a list of one entry per record, ``start`` / ``end`` the byte
-    range of each record, ``pool`` pool id → byte range, ``header_end`` the byte where
-    the header's members end."""
+    """The index of a version-3 file (:func:`layout_index`), read lazily: its head
+    (``pool`` id → byte range, ``floats``, the string tables) when the file is opened,
+    each column of ``records`` when it is first asked for, checked for shape then.
 
-    header_end: int
-    start: list[int]
-    end: list[int]
-    columns: dict[str, list[Any]]
-    pool: dict[str, tuple[int, int]] = field(default_factory=dict)
-    #: the integral floats of records (:func:`float_pointers`): groups of (JSON
-    #: Pointers, the positions of the records that have exactly these)
-    float_groups: list[tuple[list[str], list[int]]] = field(default_factory=list)
-    #: pool id → the JSON Pointers of its integral floats
-    float_pool: dict[str, list[str]] = field(default_factory=dict)
-    _float_records: dict[int, list[str]] | None = None
+    ``columns`` maps each of :data:`INDEX_COLUMNS` to one entry per record; ``start`` /
+    ``end`` give each record's byte range; ``header_end`` the byte where the header's
+    members end. A damaged column raises :class:`FormatError` (naming
+    ``/index/records/<column>``) when it is read: at the latest by a full load, which
+    reads them all.
+    """
+
+    def __init__(
+        self,
+        data: bytes | mmap.mmap,
+        source: str,
+        *,
+        header_end: int,
+        index_offset: int,
+        count: int,
+        records_at: int,
+        spans: dict[str, tuple[int, int]],
+        records_end: int,
+        strings: dict[str, Any],
+        pool: dict[str, tuple[int, int]],
+        float_groups: list[tuple[list[str], list[int]]],
+        float_pool: dict[str, list[str]],
+    ) -> None:
+        self._data = data
+        self._source = source
+        self.header_end = header_end
+        self._index_offset = index_offset
+        self._n = count
+        self._records_at = records_at
+        self._spans = spans
+        self.records_end = records_end
+        self._strings = strings
+        self.pool = pool
+        #: the integral floats of records (:func:`float_pointers`): groups of (JSON
+        #: Pointers, the positions of the records that have exactly these)
+        self.float_groups = float_groups
+        #: pool id → the JSON Pointers of its integral floats
+        self.float_pool = float_pool
+        self._float_records: dict[int, list[str]] | None = None
+        self._ranges: tuple[list[int], list[int]] | None = None
+        self.columns = IndexColumns(self)
+
+    def __len__(self) -> int:
+        return self._n
 
     def floats_of(self, i: int) -> list[str] | None:
         """The JSON Pointers of record ``i``'s integral floats (``None``: none)."""
@@ -713,26 +802,203 @@ class RecordIndex:
             self._float_records = {k: pointers for pointers, positions in self.float_groups for k in positions}
         return self._float_records.get(i)
 
+    def member(self, name: str) -> Any:
+        """The parsed value of ``records.<name>`` (not checked).
+
+        Raises:
+            FormatError: the index has no such member, or its bytes are not JSON.
+        """
+        span = self._spans.get(name)
+        if span is None:
+            raise _index_error(f"no column {name!r} in the index", self._source, f"/index/records/{name}")
+        a, b = span
+        try:
+            return orjson.loads(self._data[self._records_at + a : self._records_at + b])
+        except orjson.JSONDecodeError as exc:
+            raise _index_error(
+                f"column {name!r} is not JSON at its range ({exc.msg})", self._source, f"/index/records/{name}"
+            ) from None
+
+    def array(self, name: str) -> list[Any]:
+        """Column ``name`` as an array of one entry per record.
+
+        Raises:
+            FormatError: it is not (names ``/index/records/<name>``).
+        """
+        col = self.member(name)
+        if type(col) is not list or len(col) != self._n:
+            raise _index_error(
+                f"column {name!r} must be an array of {self._n:,} entries", self._source, f"/index/records/{name}"
+            )
+        return col
+
+    def _byte_ranges(self) -> tuple[list[int], list[int]]:
+        if self._ranges is None:
+            source, n = self._source, self._n
+            start = _check_ints(
+                self.array("start"), "/index/records/start", source, self.header_end, self._index_offset
+            )
+            # records are written one per line: each ends where ",\n" and the next begin
+            end = (
+                [*map(operator.sub, itertools.islice(start, 1, None), itertools.repeat(2)), self.records_end]
+                if n
+                else []
+            )
+            # each range non-empty and after the one before (compared in C)
+            if not all(map(operator.lt, start, end)) or not all(map(operator.le, end[:-1], start[1:])):
+                i = next((k for k in range(n) if not start[k] < end[k] or (k and end[k - 1] > start[k])), 0)
+                raise _index_error(f"record {i}'s byte range is out of order", source, f"/index/records/start/{i}")
+            self._ranges = (start, end)
+        return self._ranges
+
+    @property
+    def start(self) -> list[int]:
+        """The byte where each record begins (the ``start`` column, read and checked on
+        first use)."""
+        return self._byte_ranges()[0]
+
+    @property
+    def end(self) -> list[int]:
+        """The byte where each record ends: two before the next begins, the last at
+        ``records_end``."""
+        return self._byte_ranges()[1]
+
+
+class IndexColumns(Mapping[str, Sequence[Any]]):
+    """The columns of a :class:`RecordIndex` by name (:data:`INDEX_COLUMNS`), each read
+    and checked on first use and kept: coded columns decoded from their string table,
+    ``seq`` checked to hold integers, ``calls`` built from ``call_ids`` /
+    ``call_records``.
+
+    Raises (on a lookup):
+        FormatError: the column is damaged (``/index/records/<name>``).
+    """
+
+    def __init__(self, index: RecordIndex) -> None:
+        self._index = index
+        self._read: dict[str, Sequence[Any]] = {}
+
+    def __getitem__(self, name: str) -> Sequence[Any]:
+        col = self._read.get(name)
+        if col is None:
+            if name not in INDEX_COLUMNS:
+                raise KeyError(name)
+            col = self._load(name)
+            self._read[name] = col
+        return col
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(INDEX_COLUMNS)
+
     def __len__(self) -> int:
-        return len(self.start)
+        return len(INDEX_COLUMNS)
+
+    def _load(self, name: str) -> Sequence[Any]:
+        ix = self._index
+        source = ix._source
+        if name == "calls":
+            return _calls_column(ix.member("call_ids"), ix.member("call_records"), len(ix), source)
+        col = ix.array(name)
+        if name in CODED_COLUMNS:
+            return _decode_column(col, ix._strings.get(name), name, source)
+        allowed, what = _COLUMN_TYPES[name]
+        if col and not set(map(type, col)) <= allowed:  # in C: a type per entry
+            raise _index_error(f"column {name!r} must hold {what}", source, f"/index/records/{name}")
+        return col
 
 
 #: the members of a version-3 document that belong to its encoding, not to the recording
-ENCODING_MEMBERS: Final = ("pool", "index", "index_offset", "index_length", "summary")
+ENCODING_MEMBERS: Final = ("pool", "index", "index_offset", "index_length", "header_end", "summary")
 
 
-def index_summary(columns: Mapping[str, Sequence[Any]] | None, n: int) -> dict[str, Any]:
+def error_details(r: Any) -> dict[str, Any]:
+    """What ``info`` shows of a record's error: ``seq``, ``kind``, ``name`` (the tool or
+    the model), and the error's ``type`` and ``message`` (``None`` when the record has
+    no error object)."""
+    err = r.result.error if isinstance(r, ToolRecord) else getattr(r, "error", None)
+    return {
+        "seq": r.seq,
+        "kind": r.kind,
+        "name": r.tool if isinstance(r, ToolRecord) else getattr(r, "model", None),
+        "type": err.type if err else None,
+        "message": err.message if err else None,
+    }
+
+
+def first_error_position(columns: Mapping[str, Sequence[Any]]) -> int | None:
+    """The position of the first tool or model record whose status is ``error``."""
+    return next(
+        (
+            i
+            for i, (k, st) in enumerate(zip(columns["kind"], columns["status"]))
+            if st == "error" and k in ("tool", "model")
+        ),
+        None,
+    )
+
+
+def check_summary(summary: Any, source: str) -> dict[str, Any]:
+    """``summary`` (a header's, read without the records) if it has the shape
+    :func:`index_summary` writes: ``counts``, ``models`` and ``tools`` objects of
+    counts, ``run_ids`` strings, ``tokens`` ``None`` or two integers, ``first_error``
+    ``None`` or the position, seq, kind (``tool`` / ``model``) and strings (or ``None``)
+    of :func:`error_details`. Its values are not checked against the records here (a full
+    load does that).
+
+    Raises:
+        FormatError: another shape (names ``/summary/<member>``).
+    """
+
+    def counts(v: Any) -> bool:
+        return type(v) is dict and all(type(k) is str and type(c) is int for k, c in v.items())
+
+    def text(v: Any) -> bool:
+        return v is None or type(v) is str
+
+    if type(summary) is not dict:
+        raise FormatError("'summary' is not an object", file=source, path="/summary")
+    tokens, fe = summary.get("tokens"), summary.get("first_error")
+    checks = {
+        "counts": counts(summary.get("counts")),
+        "models": counts(summary.get("models")),
+        "tools": counts(summary.get("tools")),
+        "run_ids": type(summary.get("run_ids")) is list and all(type(r) is str for r in summary["run_ids"]),
+        "tokens": tokens is None
+        or (type(tokens) is dict and type(tokens.get("input")) is int and type(tokens.get("output")) is int),
+        "first_error": fe is None
+        or (
+            type(fe) is dict
+            and type(fe.get("position")) is int
+            and type(fe.get("seq")) is int
+            and fe.get("kind") in ("tool", "model")
+            and all(text(fe.get(k)) for k in ("name", "type", "message"))
+        ),
+    }
+    for member, ok in checks.items():
+        if not ok:
+            raise FormatError(
+                f"the header's summary has a malformed {member!r} (the header was changed)",
+                file=source,
+                path=f"/summary/{member}",
+            )
+    return summary
+
+
+def index_summary(
+    columns: Mapping[str, Sequence[Any]] | None, n: int, record_at: Callable[[int], Any] | None = None
+) -> dict[str, Any]:
     """The header's ``summary`` of a version-3 file, from its index columns: ``counts``
     by kind, ``models`` and ``tools`` (name → calls), ``run_ids`` (in order of first
     appearance), ``tokens`` (``{"input", "output"}`` sums, ``None`` when no call has a
-    usage) and ``first_error`` (the position of the first tool or model record whose
-    status is ``error``, or ``None``) — what ``info`` prints, read without the index."""
+    usage) and ``first_error``: ``None``, or ``{"position": i}`` and, with ``record_at``
+    (position → the record model), :func:`error_details` of that record — what ``info``
+    prints, read without the index or any record."""
     counts = {k: 0 for k in ("tool", "model", "interrupt", "snapshot", "lifecycle")}
     models: dict[str, int] = {}
     tools: dict[str, int] = {}
     if columns is None or n == 0:
         return {"counts": counts, "models": models, "tools": tools, "run_ids": [], "tokens": None, "first_error": None}
-    kinds, names, statuses = columns["kind"], columns["name"], columns["status"]
+    kinds, names = columns["kind"], columns["name"]
     for kind, name in zip(kinds, names):
         if kind in counts:
             counts[kind] += 1
@@ -742,9 +1008,10 @@ def index_summary(columns: Mapping[str, Sequence[Any]] | None, n: int) -> dict[s
             tools[name] = tools.get(name, 0) + 1
     tins = [t for t in columns["input_tokens"] if t is not None]
     touts = [t for t in columns["output_tokens"] if t is not None]
-    first_error = next(
-        (i for i, (k, st) in enumerate(zip(kinds, statuses)) if st == "error" and k in ("tool", "model")), None
-    )
+    position = first_error_position(columns)
+    first_error = None
+    if position is not None:
+        first_error = {"position": position, **(error_details(record_at(position)) if record_at else {})}
     return {
         "counts": counts,
         "models": models,
@@ -759,17 +1026,36 @@ def index_summary(columns: Mapping[str, Sequence[Any]] | None, n: int) -> dict[s
 CODED_COLUMNS: Final = ("kind", "name", "status", "run_id")
 
 
+_NUMBER = {int, float, type(None)}
+#: the types each uncoded column may hold, and how a message says it
+_COLUMN_TYPES: Final[dict[str, tuple[set[type], str]]] = {
+    "seq": ({int}, "integers"),
+    "input_tokens": ({int, type(None)}, "integers or null"),
+    "output_tokens": ({int, type(None)}, "integers or null"),
+    "duration": (_NUMBER, "numbers or null"),
+    "at": (_NUMBER, "numbers or null"),
+    "tool_call_id": ({str, type(None)}, "strings or null"),
+}
+
+
 def _decode_column(codes: list[Any], table: Any, name: str, source: str) -> list[Any]:
-    """The values of a coded column: ``table[code]`` for each code (in C)."""
-    if type(table) is not list:
-        raise _index_error(f"no string table for column {name!r}", source, f"/index/strings/{name}")
-    if not codes:
-        return []
+    """The values of a coded column: ``table[code]`` for each code (in C). A table holds
+    strings (``run_id``'s also ``null``).
+
+    Raises:
+        FormatError: no table, a table of other values, or a code that is no position
+            in the table.
+    """
+    allowed = (str, type(None)) if name == "run_id" else (str,)
+    if type(table) is not list or not all(type(v) in allowed for v in table):
+        raise _index_error(
+            f"the string table of column {name!r} must be an array of strings", source, f"/index/strings/{name}"
+        )
+    # a lookup in {position: string} fails on a negative, too large or non-integer code
+    lookup = dict(enumerate(table))
     try:
-        if min(codes) < 0 or max(codes) >= len(table) or any(type(c) is not int for c in (min(codes), max(codes))):
-            raise ValueError
-        return list(map(table.__getitem__, codes))
-    except (TypeError, ValueError, IndexError):
+        return list(map(lookup.__getitem__, codes))
+    except (KeyError, TypeError):
         raise _index_error(
             f"column {name!r} must hold positions in its string table (0 to {len(table) - 1})",
             source,
@@ -816,9 +1102,8 @@ class CallsColumn(Sequence[Any]):
         return self._built()[i]
 
 
-def _calls_column(recs: dict[str, Any], n: int, source: str) -> CallsColumn:
+def _calls_column(ids: Any, positions: Any, n: int, source: str) -> CallsColumn:
     """The ``calls`` column from the index's flat ``call_ids`` / ``call_records``."""
-    ids, positions = recs.get("call_ids"), recs.get("call_records")
     if (
         type(ids) is not list
         or type(positions) is not list
@@ -866,9 +1151,11 @@ class IndexedFile:
         if m is None:
             raise FormatError("not a version-3 file with a record index", file=source, path="/index_offset")
         try:
-            offset, length = int(m[1]), int(m[2])
+            offset, length, header_end = int(m[1]), int(m[2]), int(m[3])
         except ValueError:  # digits, then spaces: "12 3" is no number
-            raise _index_error("index_offset and index_length must be integers", source, "/index_offset") from None
+            raise _index_error(
+                "index_offset, index_length and header_end must be integers", source, "/index_offset"
+            ) from None
         size = len(data)
         if offset + length > size or offset < _PREFIX_LEN:
             raise _index_error(
@@ -885,11 +1172,9 @@ class IndexedFile:
         trailer = bytes(data[offset + length :])
         if trailer.strip() != b"}":
             raise _index_error("the index is not the document's last member (bytes follow it)", source, "/index")
-        try:
-            raw = orjson.loads(data[offset : offset + length])
-        except orjson.JSONDecodeError as exc:
-            raise _index_error(f"not JSON at index_offset ({exc.msg})", source, "/index") from None
-        self.index = self._check_index(raw, offset)
+        if not _PREFIX_LEN <= header_end < offset:
+            raise _index_error("header_end is not a byte offset within the header", source, "/header_end")
+        self.index = self._read_index(offset, length, header_end)
         self._pool_values: dict[str, Any] = {}
         self._histories: dict[str, list[str]] = {}
         self._released = 0
@@ -910,57 +1195,69 @@ class IndexedFile:
             raise FormatError(f"cannot read: {exc.strerror or exc}", file=source) from None
         return cls(data, source)
 
-    def _check_index(self, raw: Any, offset: int) -> RecordIndex:
-        source = self.source
+    def _read_index(self, offset: int, length: int, header_end: int) -> RecordIndex:
+        """The index's head (everything before its ``records``), checked for shape; the
+        columns are read when asked for."""
+        source, data = self.source, self.data
+        m = _INDEX_HEAD.match(data[offset : offset + len(b'{"records_at":') + OFFSET_WIDTH + 1])
+        try:
+            records_at = int(m[1]) if m is not None else -1
+        except ValueError:
+            records_at = -1
+        index_end = offset + length
+        if (
+            not offset < records_at < index_end
+            or data[records_at - len(_RECORDS_MEMBER) : records_at] != _RECORDS_MEMBER
+            or data[index_end - 1 : index_end] != b"}"
+        ):
+            raise _index_error(
+                "the index does not begin with records_at, the byte of its records object", source, "/index/records_at"
+            )
+        try:
+            raw = orjson.loads(bytes(data[offset : records_at - len(_RECORDS_MEMBER)]) + b"}")
+        except orjson.JSONDecodeError as exc:
+            raise _index_error(f"not JSON at index_offset ({exc.msg})", source, "/index") from None
         if type(raw) is not dict:
             raise _index_error("the index is not an object", source, "/index")
-        header_end = raw.get("header_end")
-        if type(header_end) is not int or not _PREFIX_LEN <= header_end < offset:
-            raise _index_error("header_end is not a byte offset within the header", source, "/index/header_end")
+        count = raw.get("count")
+        if type(count) is not int or count < 0:
+            raise _index_error("count is not a number of records", source, "/index/count")
+        records_len = index_end - 1 - records_at
+        spans_raw = raw.get("columns")
+        spans: dict[str, tuple[int, int]] = {}
+        if type(spans_raw) is dict:
+            for name, span in spans_raw.items():
+                if (
+                    type(span) is not list
+                    or len(span) != 2
+                    or any(type(x) is not int for x in span)
+                    or not 0 < span[0] < span[1] <= records_len
+                ):
+                    spans = {}
+                    break
+                spans[name] = (span[0], span[1])
+        if not spans:
+            raise _index_error(
+                "'columns' must map each member of records to a byte range within it", source, "/index/columns"
+            )
         pool_raw = raw.get("pool")
         if type(pool_raw) is not dict:
             raise _index_error("'pool' is not an object", source, "/index/pool")
         ids = pool_raw.get("ids")
         if type(ids) is not list or any(type(p) is not str or not _POOL_ID.fullmatch(p) for p in ids):
             raise _index_error("pool ids must be an array of 16 or 64 hex digits", source, "/index/pool/ids")
-        spans = _check_ints(pool_raw.get("spans"), "/index/pool/spans", source, header_end, offset)
-        if len(spans) != 2 * len(ids):
+        spans_pool = _check_ints(pool_raw.get("spans"), "/index/pool/spans", source, header_end, offset)
+        if len(spans_pool) != 2 * len(ids):
             raise _index_error("pool spans must hold two offsets per pool id", source, "/index/pool/spans")
-        pool = {pid: (spans[2 * k], spans[2 * k + 1]) for k, pid in enumerate(ids)}
+        pool = {pid: (spans_pool[2 * k], spans_pool[2 * k + 1]) for k, pid in enumerate(ids)}
         if len(pool) != len(ids):
             raise _index_error("a pool id is listed twice", source, "/index/pool/ids")
-        recs = raw.get("records")
-        if type(recs) is not dict:
-            raise _index_error("'records' is not an object", source, "/index/records")
-        start = _check_ints(recs.get("start"), "/index/records/start", source, header_end, offset)
-        records_end = recs.get("records_end")
+        records_end = raw.get("records_end")
         if type(records_end) is not int or not header_end <= records_end <= offset:
-            raise _index_error("records_end is not a byte offset within the file", source, "/index/records/records_end")
-        n = len(start)
-        # records are written one per line: each ends where ",\n" and the next begin
-        end = [s - 2 for s in start[1:]] + [records_end] if n else []
-        # each range non-empty and after the one before (compared in C)
-        if not all(map(operator.lt, start, end)) or not all(map(operator.le, end[:-1], start[1:])):
-            i = next((k for k in range(n) if not start[k] < end[k] or (k and end[k - 1] > start[k])), 0)
-            raise _index_error(f"record {i}'s byte range is out of order", source, f"/index/records/start/{i}")
+            raise _index_error("records_end is not a byte offset within the file", source, "/index/records_end")
         strings = raw.get("strings")
         if type(strings) is not dict:
             raise _index_error("'strings' must be an object of string tables", source, "/index/strings")
-        columns: dict[str, Any] = {"calls": _calls_column(recs, n, source)}
-        for name in INDEX_COLUMNS:
-            if name == "calls":
-                continue
-            col = recs.get(name)
-            if type(col) is not list or len(col) != n:
-                raise _index_error(
-                    f"column {name!r} must be an array of {n:,} entries", source, f"/index/records/{name}"
-                )
-            if name in CODED_COLUMNS:
-                col = _decode_column(col, strings.get(name), name, source)
-            columns[name] = col
-        seqs = columns["seq"]
-        if any(type(s) is not int for s in seqs):
-            raise _index_error("column 'seq' must hold integers", source, "/index/records/seq")
         floats = raw.get("floats", {"records": [], "pool": {}})
         ok = type(floats) is dict and type(floats.get("records")) is list and type(floats.get("pool")) is dict
         groups: list[tuple[list[str], list[int]]] = []
@@ -971,7 +1268,7 @@ class IndexedFile:
                     break
                 positions = group[1]
                 if type(positions) is not list or (
-                    positions and (set(map(type, positions)) != {int} or min(positions) < 0 or max(positions) >= n)
+                    positions and (set(map(type, positions)) != {int} or min(positions) < 0 or max(positions) >= count)
                 ):
                     ok = False
                     break
@@ -983,7 +1280,20 @@ class IndexedFile:
                 source,
                 "/index/floats",
             )
-        return RecordIndex(header_end, start, end, columns, pool, groups, dict(floats["pool"]))
+        return RecordIndex(
+            data,
+            source,
+            header_end=header_end,
+            index_offset=offset,
+            count=count,
+            records_at=records_at,
+            spans=spans,
+            records_end=records_end,
+            strings=strings,
+            pool=pool,
+            float_groups=groups,
+            float_pool=dict(floats["pool"]),
+        )
 
     # ------------------------------------------------------------------ pieces
 
@@ -999,11 +1309,9 @@ class IndexedFile:
         try:
             doc = orjson.loads(bytes(self.data[: self.index.header_end]) + b"}")
         except orjson.JSONDecodeError as exc:
-            raise _index_error(
-                f"header_end does not end the header ({exc.msg})", self.source, "/index/header_end"
-            ) from None
+            raise _index_error(f"header_end does not end the header ({exc.msg})", self.source, "/header_end") from None
         if type(doc) is not dict:
-            raise _index_error("header_end does not end the header", self.source, "/index/header_end")
+            raise _index_error("header_end does not end the header", self.source, "/header_end")
         return doc
 
     def pool_bytes(self, pid: str, *, record: int | None = None, path: str = "") -> bytes:

@@ -51,6 +51,7 @@ from .indexed import (
     describe_row_mismatch,
     encode_indexed,
     expand_history,
+    first_error_position,
     index_row,
     index_summary,
     is_history_ref,
@@ -606,6 +607,8 @@ def _load_indexed(
     records: list[Any] = []
     order = _RecordOrder(source)
     n = len(f)
+    error_at = first_error_position(f.index.columns) if n else None
+    error_record: Any = None
     for i in range(n):
         data = f.record_bytes(i)
         raw = _indexed_record(f, i, data, pool, memo, messages_of)
@@ -629,6 +632,8 @@ def _load_indexed(
             h.update(part)
         if keep:
             records.append(rec)
+        if i == error_at:
+            error_record = rec
         if not i & 4095:
             if progress is not None:
                 progress(i, n)
@@ -636,7 +641,7 @@ def _load_indexed(
     h.update(b"]")
     digest = "sha256:" + h.hexdigest()
     stated = f.header().get("summary")
-    if stated is not None and stated != index_summary(f.index.columns, n):
+    if stated is not None and stated != index_summary(f.index.columns, n, lambda _: error_record):
         raise FormatError(
             "the header's summary disagrees with the record index (the header was changed)",
             file=source,

@@ -76,18 +76,18 @@ def recording_summary(rec: Recording) -> dict[str, Any]:
 
 
 def indexed_summary(path: Path) -> dict[str, Any] | None:
-    """The facts of :func:`recording_summary` for a version-3 file, from its header (its
-    ``summary``) and the one record of the first error: ``None`` when ``path`` is not
-    laid out with an index. Nothing else is read, so nothing else is verified
-    (``validate`` reads every record).
+    """The facts of :func:`recording_summary` for a version-3 file, from its header and
+    its ``summary`` alone (a header without one: from the index columns and the record of
+    the first error): ``None`` when ``path`` is not laid out with an index. Nothing else
+    is read, so nothing else is verified (``validate`` reads every record).
 
     Raises:
-        FormatError: a damaged header or index, or a first-error record that does not
-            validate (names the file and the place).
+        FormatError: a damaged header, summary or index, or a first-error record that
+            does not validate (names the file and the place).
     """
     from pydantic import TypeAdapter, ValidationError
 
-    from core.record.indexed import IndexedFile, index_summary, is_indexed
+    from core.record.indexed import IndexedFile, check_summary, index_summary, is_indexed
     from core.record.io import indexed_header
     from core.record.reader import read_input_head
     from core.record.recording import Record
@@ -103,30 +103,25 @@ def indexed_summary(path: Path) -> dict[str, Any] | None:
     try:
         shell, original = indexed_header(f)
         summary = f.header().get("summary")
-        if not isinstance(summary, dict):  # written before summaries: from the index columns
-            summary = index_summary(f.index.columns, len(f))
+        if summary is not None:
+            summary = check_summary(summary, str(path))
+        else:  # no summary in the header (a file edited by hand): from the index columns
+
+            def record_at(i: int) -> Any:
+                try:
+                    return TypeAdapter(Record).validate_python(f.raw_record(i))
+                except ValidationError as exc:
+                    raise FormatError(
+                        f"record does not validate ({exc.errors(include_url=False)[0].get('msg')})",
+                        file=str(path),
+                        record=i,
+                        path=f"/records/{i}",
+                    ) from None
+
+            summary = index_summary(f.index.columns, len(f), record_at)
         counts, models, tools = summary["counts"], summary["models"], summary["tools"]
         runs, tokens, first = summary["run_ids"], summary["tokens"], summary["first_error"]
-        first_error = None
-        if isinstance(first, int):
-            i = first
-            try:
-                r = TypeAdapter(Record).validate_python(f.raw_record(i))
-            except ValidationError as exc:
-                raise FormatError(
-                    f"record does not validate ({exc.errors(include_url=False)[0].get('msg')})",
-                    file=str(path),
-                    record=i,
-                    path=f"/records/{i}",
-                ) from None
-            err = r.result.error if isinstance(r, ToolRecord) else getattr(r, "error", None)
-            first_error = {
-                "seq": r.seq,
-                "kind": r.kind,
-                "name": r.tool if isinstance(r, ToolRecord) else getattr(r, "model", None),
-                "type": err.type if err else None,
-                "message": err.message if err else None,
-            }
+        first_error = {k: v for k, v in first.items() if k != "position"} if isinstance(first, dict) else None
         return {
             "format": shell.format,
             "format_version": shell.format_version,

@@ -337,11 +337,13 @@ class TimelineTable(ScrollView, can_focus=True):
         self.marks: dict[int, str] = {}
         #: shown when the view is empty (e.g. "no errors in this recording")
         self.empty_message = "no record matches the filter"
+        self._status_widths: list[int] = []
         self._column_facts = self._facts()
         self._update_virtual_size()
 
     def _facts(self) -> dict:
-        """Which optional columns have data, the longest name and status (for :meth:`Columns.fit`)."""
+        """Which optional columns have data, the longest name and status (for :meth:`Columns.fit`).
+        Read from the index once; :meth:`set_marks` only widens the status column."""
         idx = self.index
         n = len(idx)
         sample = range(n) if n <= 200_000 else range(0, n, max(1, n // 200_000))
@@ -360,19 +362,23 @@ class TimelineTable(ScrollView, can_focus=True):
             "has_duration": any(d is not None for d in idx.durations),
             "has_tokens": any(t is not None for t in idx.tokens),
             "name_width": max(names, default=8),
-            "status_width": max(
-                [len(STATUS_MARKS.get(st, st)) for st in statuses] + [2 + len(m) for m in self.marks.values()],
-                default=6,
-            ),
+            "status_width": self._status_width(statuses),
             "source_width": source_width,
             "source_short_width": source_short_width,
         }
+
+    def _status_width(self, statuses: set[str] | None = None) -> int:
+        """The status column's width: the longest status drawn (``statuses`` seen, kept
+        from the first call) or mark (``⚑ mistake``)."""
+        if statuses is not None:
+            self._status_widths = [len(STATUS_MARKS.get(st, st)) for st in statuses]
+        return max(self._status_widths + [2 + len(m) for m in self.marks.values()], default=6)
 
     def set_marks(self, marks: dict[int, str]) -> None:
         """Mark records by seq (``{seq: "mistake"}``): shown as ``⚑ mistake`` in the
         status column."""
         self.marks = dict(marks)
-        self._column_facts = self._facts()
+        self._column_facts = {**self._column_facts, "status_width": self._status_width()}
         self._line_cache.clear()
         self.refresh()
 
@@ -521,6 +527,13 @@ class TimelineTable(ScrollView, can_focus=True):
         self._line_cache.clear()
         self._style_cache.clear()
 
+    def _known_style(self, name: str) -> Style:
+        """:meth:`_style` of component ``name``, or no style when the table has no such
+        component: a kind, status or source this table does not know (an index not yet
+        verified may say anything) is drawn as recorded text, unstyled, until the
+        verification refuses the file."""
+        return self._style(name) if name in self.COMPONENT_CLASSES else Style()
+
     def _style(self, name: str, partial: bool = True) -> Style:
         """A component style (``name`` = "" for the widget's own), memoised until the
         styles change: computing rich styles is costly and every line needs a dozen."""
@@ -660,7 +673,7 @@ class TimelineTable(ScrollView, can_focus=True):
         match_style = self._style("timeline--match")
         kind = idx.kinds[position]
         status = idx.statuses[position]
-        kind_style = self._style(f"timeline--kind-{kind}")
+        kind_style = self._known_style(f"timeline--kind-{kind}")
         segs: list[Segment] = []
         mark = "●" if is_match else " "
         segs.append(Segment(_cell(mark, cols.mark), base + (match_style if is_match else Style())))
@@ -680,7 +693,7 @@ class TimelineTable(ScrollView, can_focus=True):
             segs.append(Segment(label, base + kind_style))
             segs.extend(self._highlight(text[len(label) :], base + sep_style, match_style))
             return self._finish_row(Strip(segs, width), width, base, is_cursor)
-        segs.append(Segment(_cell(KIND_LABELS.get(kind, kind), cols.kind) + " ", base + kind_style))
+        segs.append(Segment(_cell(KIND_LABELS.get(kind) or line(str(kind)), cols.kind) + " ", base + kind_style))
         # recorded text: control, bidi and invisible characters shown, marked (inspector.plain)
         segs.append(Segment(_cell(line(idx.names[position]), cols.name) + " ", base))
         summary = _cell(line(idx.summary_of(position)), cols.summary)
@@ -688,8 +701,8 @@ class TimelineTable(ScrollView, can_focus=True):
         segs.append(Segment(" ", base))
         if status == "replayed" and self._sourced:
             status = "ok"  # every record of a replay's events is replayed: the source column says how
-        status_style = self._style(f"timeline--status-{status}")
-        label = STATUS_MARKS.get(status, status)
+        status_style = self._known_style(f"timeline--status-{status}")
+        label = STATUS_MARKS.get(status) or line(str(status))
         mark_label = self.marks.get(idx.seqs[position])
         if mark_label:
             segs.append(Segment(_cell("⚑ " + mark_label, cols.status), base + self._style("timeline--marked")))
@@ -699,7 +712,7 @@ class TimelineTable(ScrollView, can_focus=True):
             source = idx.answer_source(position)
             text = "" if source is None else source_cell(source, cols.source)
             segs.append(Segment(" ", base))
-            style = self._style(f"timeline--source-{source}") if source else Style()
+            style = self._known_style(f"timeline--source-{source}") if source else Style()
             segs.append(Segment(_cell(text, cols.source), base + style))
         if cols.duration:
             segs.append(

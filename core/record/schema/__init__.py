@@ -37,7 +37,7 @@ def recording_schema() -> dict[str, Any]:
 
 def _allow_encoding(schema: dict[str, Any]) -> None:
     """Add the optional members of the version-3 encoding (docs/format.md § "Version 3")
-    to ``schema`` in place: the header's ``index_offset`` / ``index_length`` (integers,
+    to ``schema`` in place: the header's ``index_offset`` / ``index_length`` / ``header_end`` (integers,
     byte offsets), ``summary`` (an object), ``pool`` (pool id → any JSON value), ``index`` (an object), and a
     reference ``{"$pool": id}`` wherever a chat message may stand (the writer pools
     messages; recorded content shaped like a reference is any JSON already), and a
@@ -82,9 +82,13 @@ def _allow_encoding(schema: dict[str, Any]) -> None:
     request = defs["ModelRequest"]["properties"]
     request["messages"] = {"anyOf": [request["messages"], {"$ref": "#/$defs/HistoryReference"}]}
     props = schema["properties"]
-    for name, what in (("index_offset", "Byte offset"), ("index_length", "Length in bytes")):
+    for name, what in (
+        ("index_offset", "Byte offset of the record index in the file"),
+        ("index_length", "Length in bytes of the record index"),
+        ("header_end", "Byte offset where the header's members end"),
+    ):
         props[name] = {
-            "description": f"{what} of the record index in the file (written at a fixed width).",
+            "description": f"{what} (written at a fixed width).",
             "minimum": 0,
             "title": name.replace("_", " ").capitalize(),
             "type": "integer",

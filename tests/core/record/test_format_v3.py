@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from core.errors import FormatError
 from core.record.canonical import canonical_hash
-from core.record.indexed import INDEX_COLUMNS, IndexedFile, index_row, is_indexed
+from core.record.indexed import INDEX_COLUMNS, IndexedFile, index_row, is_indexed, layout_index
 from core.record.io import (
     dumps_recording,
     load_indexed,
@@ -130,7 +130,7 @@ def test_the_writer_pools_each_message_once_and_indexes_every_record():
         index_row(r) for r in rec.records
     ]
     # the byte ranges hold the records, one per line
-    ends = [s - 2 for s in index["start"][1:]] + [index["records_end"]]  # one record per line
+    ends = [s - 2 for s in index["start"][1:]] + [doc["index"]["records_end"]]  # one record per line
     for i, (s, e) in enumerate(zip(index["start"], ends)):
         assert orjson.loads(data[s:e])["seq"] == rec.records[i].seq
         assert data[s - 1 : s] == b"\n"
@@ -316,8 +316,8 @@ def _saved(tmp_path) -> tuple[bytes, dict]:
 
 
 def _patch_index(data: bytes, doc: dict, change) -> bytes:
-    """``data`` with its index replaced by ``change(index)`` (the header's fixed-width
-    offsets rewritten to match)."""
+    """``data`` with its index replaced by ``change(index)`` (laid out by the writer's
+    own ``layout_index``, the header's fixed-width offsets rewritten to match)."""
     m = re.match(
         rb'\{"format":"chassis\.replay","format_version":3,"index_offset":(\d+) *,"index_length":(\d+) *,', data
     )
@@ -325,7 +325,7 @@ def _patch_index(data: bytes, doc: dict, change) -> bytes:
     start = int(m[1])
     index = doc["index"]
     change(index)
-    new = orjson.dumps(index)
+    new = layout_index(index, index["records"], start)
     head = data[:start] + new + b"}\n"
     fixed = re.sub(
         rb'"index_length":\d+ *,', b'"index_length":' + str(len(new)).encode().ljust(20) + b",", head, count=1

@@ -1,0 +1,217 @@
+"""A big version-3 run is verified in a process of its own (inspector.verifier): the same
+answer as the in-process check, errors with their place, and a child that never outlives
+the app. The record index is read lazily: what a first paint or ``info`` does not need is
+not read, and a damaged column read later is reported, not raised into the timeline."""
+
+from __future__ import annotations
+
+import subprocess
+
+import orjson
+import pytest
+
+from core.errors import FormatError
+from core.record.indexed import RecordIndex
+from core.record.io import load_recording, save_recording
+from inspector import verifier
+from inspector.app import InspectorApp
+from inspector.cli import main
+from inspector.cli.recording_cmds import indexed_summary
+from inspector.loader import load_for_view
+from inspector.screens.error import ErrorScreen
+from tests.builders import SAMPLES
+
+SAMPLE = SAMPLES / "sample-agent-fault-tool-error.json"
+
+
+def _saved(tmp_path):
+    rec = load_recording(SAMPLE)
+    path = tmp_path / "run.json"
+    save_recording(rec, path)
+    return rec, path
+
+
+def _lie_about_a_status(path, column: str = "status", was: bytes = b'"ok"', now: bytes = b'"in"') -> None:
+    """Rename a value in the string table of an index column (same length: the ranges
+    still hold): the first paint shows it, the verification refuses it."""
+    data = path.read_bytes()
+    head = b'"' + column.encode() + b'":['
+    at = data.index(head, data.index(b'"strings":')) + len(head)
+    assert data[at : at + len(was)] == was
+    path.write_bytes(data[:at] + now + data[at + len(was) :])
+
+
+def test_the_child_verifies_and_answers_the_digest(tmp_path):
+    rec, path = _saved(tmp_path)
+    assert verifier.verify_digest(path) == rec.digest
+
+
+def test_the_child_reports_damage_with_its_place(tmp_path):
+    _, path = _saved(tmp_path)
+    _lie_about_a_status(path)
+    with pytest.raises(FormatError) as info:
+        verifier.verify_digest(path)
+    err = info.value
+    assert err.file == str(path) and err.record == 0 and err.path == "/index/records/status/0"
+    assert "disagrees with record 0" in err.reason
+
+
+def test_a_child_that_dies_without_an_answer_is_an_error(tmp_path, monkeypatch):
+    _, path = _saved(tmp_path)
+    monkeypatch.setattr(verifier.sys, "executable", "/bin/false")
+    with pytest.raises(FormatError) as info:
+        verifier.verify_digest(path)
+    assert "ended without an answer (exit code 1" in info.value.reason and info.value.file == str(path)
+
+
+def test_cancelling_kills_the_child(tmp_path, monkeypatch):
+    _, path = _saved(tmp_path)
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        p = real(*args, **kwargs)
+        started.append(p)
+        return p
+
+    monkeypatch.setattr(verifier.subprocess, "Popen", popen)
+    with pytest.raises(verifier.VerificationCancelled):
+        verifier.verify_digest(path, cancelled=lambda: True)
+    (proc,) = started
+    assert proc.returncode is not None  # killed and reaped, not left running
+
+
+def test_the_child_ends_when_its_parent_closes_the_pipe(tmp_path):
+    """The orphan guard: standard input closed (the app ended) ends the child, even
+    before it finished verifying."""
+    _, path = _saved(tmp_path)
+    proc = subprocess.Popen(
+        [verifier.sys.executable, "-c", "import inspector.verifier as v, time; v._exit_when_orphaned()"],
+        stdin=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 3
+
+
+def test_the_cli_entry_prints_one_json_line(tmp_path, capsys):
+    rec, path = _saved(tmp_path)
+    assert verifier.main([str(path)]) == 0
+    assert orjson.loads(capsys.readouterr().out) == {"digest": rec.digest}
+    assert verifier.main([]) == 2
+
+
+@pytest.mark.parametrize(
+    ("column", "was", "now", "where"),
+    [
+        ("status", b'"ok"', b'"in"', "/index/records/status/0"),
+        # a kind the timeline has no style for; reading the record refuses the range
+        ("kind", b'"lifecycle"', b'"\\u001b[2J"', "/index/records"),
+    ],
+)
+async def test_a_big_damaged_run_paints_then_fails_its_verification_in_the_app(
+    tmp_path, monkeypatch, column, was, now, where
+):
+    import inspector.loader as loader
+
+    _, path = _saved(tmp_path)
+    _lie_about_a_status(path, column, was, now)
+    monkeypatch.setattr(loader, "KEEP_RECORDS", 5)  # verified by the child, nothing kept
+    loaded = load_for_view(path, fast_open_bytes=0)
+    assert loaded.whole is not None
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, ErrorScreen)
+        assert where in app.screen.message and str(path) in app.screen.message
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.return_code == 2
+
+
+# --------------------------------------------------------------------------- lazy index
+
+
+def test_info_reads_the_header_alone(tmp_path, monkeypatch):
+    """``info`` on a version-3 file reads its header and summary: no column of the
+    index, no record (the first error's details are in the summary)."""
+    rec, path = _saved(tmp_path)
+
+    def refuse(self, name):
+        raise AssertionError(f"info read the index column {name!r}")
+
+    monkeypatch.setattr(RecordIndex, "member", refuse)
+    s = indexed_summary(path)
+    assert s is not None and s["records"] == len(rec.records)
+    first = rec.first_error()
+    assert first is not None and s["first_error"]["seq"] == first.seq
+    assert s["first_error"]["type"] == first.result.error.type
+
+
+def test_a_malformed_summary_is_refused_by_info(tmp_path, capsys):
+    _, path = _saved(tmp_path)
+    data = path.read_bytes()
+    at = data.index(b'"first_error":{') + len(b'"first_error":{')
+    path.write_bytes(data[:at] + data[at:].replace(b'"kind":"tool"', b'"kind":"TOOL"', 1))
+    assert main(["info", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "/summary/first_error" in err and str(path) in err
+
+
+def test_a_damaged_link_column_leaves_the_timeline_without_links_until_verification(tmp_path):
+    """The tool_call_id column is read when links are first needed: damaged, the
+    timeline has no links (no exception in the UI) and the verification names it."""
+    _, path = _saved(tmp_path)
+    data = path.read_bytes()
+    at = data.index(b'"tool_call_id":[', data.index(b'"records":{')) + len(b'"tool_call_id":[')
+    assert data[at : at + 5] == b"null,"
+    path.write_bytes(data[:at] + b'"x"  ' + data[at + 5 :])  # same length, not JSON
+    lazy = load_for_view(path, fast_open_bytes=0)
+    assert len(lazy.index) > 0  # painted
+    assert lazy.index.answered_by == {} and lazy.index.requested_by == {}
+    with pytest.raises(FormatError) as info:
+        assert lazy.verify is not None
+        lazy.verify()
+    assert info.value.path == "/index/records/tool_call_id"
+
+
+async def test_an_unverified_index_with_a_hostile_kind_paints_as_data(tmp_path):
+    """Before its verification, the timeline shows what the index says: a kind holding
+    a terminal control sequence is drawn as marked text, unstyled, never as control."""
+    from inspector.widgets.timeline_table import TimelineTable
+
+    _, path = _saved(tmp_path)
+    _lie_about_a_status(path, "kind", b'"lifecycle"', b'"\\u001b[2J"')
+    loaded = load_for_view(path, fast_open_bytes=0)
+    assert "\x1b[2J" in loaded.index.kinds
+    loaded.verify = None  # shown as painted, before any verification
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(TimelineTable)
+        text = "\n".join(table.render_line(y).text for y in range(len(loaded.index) + 1))
+        assert "\x1b" not in text and "[2J" in text
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "where"),
+    [
+        ("at", b'"x"', "/index/records/at"),
+        ("duration", b"[1]", "/index/records/duration"),
+        ("input_tokens", b"1.5", "/index/records/input_tokens"),
+    ],
+)
+def test_a_column_of_the_wrong_type_is_refused_when_read(tmp_path, column, value, where):
+    _, path = _saved(tmp_path)
+    data = path.read_bytes()
+    head = b'"' + column.encode() + b'":['
+    at = data.index(head, data.index(b'"records":{')) + len(head)
+    end = data.index(b",", at)
+    old = data[at:end]
+    assert len(value) <= len(old) or old == b"null"
+    new = value.ljust(len(old)) if len(value) <= len(old) else value[: len(old)]
+    path.write_bytes(data[:at] + new + data[end:])
+    with pytest.raises(FormatError) as info:
+        load_for_view(path, fast_open_bytes=0)
+    assert info.value.path == where and str(path) in str(info.value)
