@@ -6,7 +6,6 @@ Every error carries a short ``title`` (the area) and a human message. The CLI pr
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 
@@ -71,6 +70,13 @@ def invalid_text(value: object) -> str | None:
     return None
 
 
+def _rebuilt(cls: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    """An exception of ``cls`` with ``args`` and no ``__init__`` run (unpickling)."""
+    exc = cls.__new__(cls)
+    exc.args = args
+    return exc
+
+
 class InspectorError(Exception):
     """Base of every error the core raises on purpose.
 
@@ -83,6 +89,11 @@ class InspectorError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled to and from worker processes: rebuilt as it is (its args and every
+        # attribute, a subclass's own too), without running ``__init__`` again
+        return (_rebuilt, (type(self), self.args), self.__dict__)
 
 
 class CanonicalizationError(InspectorError, ValueError):
@@ -100,10 +111,6 @@ class CanonicalizationError(InspectorError, ValueError):
         self.path = path
         where = short_pointer(path) if path else "/"
         super().__init__(f"cannot canonicalize value at {where}: {reason}")
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # rebuilt from its fields (pickled to and from worker processes)
-        return (type(self), (self.reason, self.path))
 
 
 class FormatError(InspectorError, ValueError):
@@ -135,21 +142,6 @@ class FormatError(InspectorError, ValueError):
         self.line = line
         self.column = column
         super().__init__(self._compose())
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # rebuilt from its fields (pickled to and from worker processes)
-        return (
-            partial(
-                type(self),
-                self.reason,
-                file=self.file,
-                record=self.record,
-                path=self.path,
-                line=self.line,
-                column=self.column,
-            ),
-            (),
-        )
 
     def _compose(self) -> str:
         where: list[str] = []

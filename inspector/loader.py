@@ -209,7 +209,7 @@ def _indexed_open(path: Path) -> LoadedRecording | None:
         from .verifier import verify_digest
 
         checked = shell.model_copy()
-        checked.digest = verify_digest(path, _worker_cancelled)
+        checked.digest = verify_digest(path, _worker_cancelled, identity=f.identity, digest=shell.digest)
         return checked
 
     def whole() -> Recording:

@@ -6,8 +6,9 @@ is only "the digest is …" or the error. That work runs in a child Python proce
 takes the machine's other core instead of the app's interpreter lock, and the timeline
 answers keys at full speed meanwhile.
 
-The child is ``python -m inspector.verifier --watch-stdin FILE``. It prints one JSON line: ``{"digest":
-"sha256:…"}`` or ``{"error": {"reason", "file", "record", "path", "line", "column"}}``
+The child is ``python -P -m inspector.verifier --watch-stdin FILE``. It prints one JSON
+line: ``{"digest": "sha256:…", "identity": [device, inode, size, mtime_ns]}`` (the file
+it read) or ``{"error": {"reason", "file", "record", "path", "line", "column"}}``
 (a :class:`core.errors.FormatError`), and exits 0. It stops when its standard input
 closes (the app ended), so it never outlives the app.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -27,55 +29,70 @@ from core.errors import FormatError
 
 #: how often the waiting thread looks whether it was cancelled, seconds
 POLL_SECONDS = 0.1
+#: the longest error reason the child reports, characters
+MAX_REASON = 2000
 
 
 class VerificationCancelled(Exception):
     """The app stopped waiting (it is closing): the child process was ended."""
 
 
-def verify_digest(path: Path, cancelled: Callable[[], bool] = lambda: False) -> str:
+def verify_digest(
+    path: Path,
+    cancelled: Callable[[], bool] = lambda: False,
+    *,
+    identity: tuple[int, int, int, int] | None = None,
+    digest: str | None = None,
+) -> str:
     """Verify the version-3 file at ``path`` record by record in a child process and
     return its digest (``sha256:…``, computed on the logical records). Blocks the calling
     thread (not the interpreter: it waits on the child), checking ``cancelled()`` every
-    :data:`POLL_SECONDS`.
+    :data:`POLL_SECONDS`. ``identity`` (:func:`core.record.indexed.file_identity` of the
+    file the caller shows) and ``digest`` (what its header says): the child must have
+    read that same file, with that digest.
+
+    The child runs ``python -P`` (the current directory is not searched: a folder the
+    app was started in cannot shadow its modules) on this interpreter's ``sys.path``;
+    its output goes to temporary files (no pipe to fill and block on).
 
     Raises:
         FormatError: the file is damaged (as :func:`core.record.io.load_indexed` says),
-            or the child ended without an answer (its exit code and last error line).
+            it changed on disk since it was opened, or the child ended without an answer
+            (its exit code and last error line).
         VerificationCancelled: ``cancelled()`` became true; the child was killed.
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "inspector.verifier", "--watch-stdin", str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    try:
-        while True:
-            try:
-                proc.wait(timeout=POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                if cancelled():
-                    raise VerificationCancelled() from None
-        out = proc.stdout.read() if proc.stdout is not None else b""
-        err = proc.stderr.read() if proc.stderr is not None else b""
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "inspector.verifier", "--watch-stdin", str(path)],
+            stdin=subprocess.PIPE,
+            stdout=out_file,
+            stderr=err_file,
+            env=env,
+        )
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancelled():
+                        raise VerificationCancelled() from None
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdin is not None:
+                proc.stdin.close()
+        out_file.seek(0)
+        out = out_file.read(1 << 20)
+        err_file.seek(0)
+        err = err_file.read()[-4096:]
     try:
         answer = orjson.loads(out.strip().splitlines()[-1]) if out.strip() else None
     except orjson.JSONDecodeError:
         answer = None
-    if isinstance(answer, dict) and isinstance(answer.get("digest"), str):
-        return str(answer["digest"])
     if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
         e = answer["error"]
         raise FormatError(
@@ -86,6 +103,21 @@ def verify_digest(path: Path, cancelled: Callable[[], bool] = lambda: False) -> 
             line=e.get("line"),
             column=e.get("column"),
         )
+    if isinstance(answer, dict) and isinstance(answer.get("digest"), str):
+        seen = answer.get("identity")
+        if identity is not None and (not isinstance(seen, list) or tuple(seen) != identity):
+            raise FormatError(
+                "the file changed on disk after it was opened: what is shown was not verified (open it again)",
+                file=str(path),
+            )
+        if digest is not None and answer["digest"] != digest:
+            raise FormatError(
+                f"digest mismatch: the header shown says {digest}, the file on disk hashes to {answer['digest']} "
+                "(the file changed after it was opened)",
+                file=str(path),
+                path="/digest",
+            )
+        return str(answer["digest"])
     last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
     raise FormatError(
         f"the verification process ended without an answer (exit code {proc.returncode}: {last[0][:200]})",
@@ -116,12 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     from core.record.io import load_indexed
 
     try:  # (load_indexed pauses the cyclic collector itself)
-        digest = load_indexed(IndexedFile.open(args[0]), keep=False).digest
+        f = IndexedFile.open(args[0])
+        digest = load_indexed(f, keep=False).digest
     except FormatError as exc:
         fields = {k: getattr(exc, k) for k in ("reason", "file", "record", "path", "line", "column")}
+        if isinstance(fields["reason"], str) and len(fields["reason"]) > MAX_REASON:
+            fields["reason"] = fields["reason"][: MAX_REASON - 1] + "…"
         sys.stdout.buffer.write(orjson.dumps({"error": fields}) + b"\n")
     else:
-        sys.stdout.buffer.write(orjson.dumps({"digest": digest}) + b"\n")
+        sys.stdout.buffer.write(orjson.dumps({"digest": digest, "identity": f.identity}) + b"\n")
     sys.stdout.flush()
     return 0
 

@@ -102,6 +102,7 @@ RECORD_MEMBERS: Final = (
     "tool_call_id",
     "call_ids",
     "call_records",
+    "floats",
 )
 _POOL_ID = re.compile(r"[0-9a-f]{16}|[0-9a-f]{64}")
 #: the record index's columns, in the order :func:`index_row` returns them
@@ -680,6 +681,7 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
         grouped.setdefault(tuple(pointers), []).append(int(position))
     float_groups = [[list(pointers), positions] for pointers, positions in grouped.items()]
     records: dict[str, Any] = {"start": starts, **{name: list(col) for name, col in zip(INDEX_COLUMNS, columns)}}
+    records["floats"] = {"records": float_groups, "pool": pool.floats}
     # the tool calls a response requested: two flat arrays (a list per record is slow to read)
     calls_col = records.pop("calls")
     records["call_ids"] = [c for ids in calls_col if ids for c in ids]
@@ -695,7 +697,6 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
     members = {
         "count": len(written),
         "records_end": ends[-1] if ends else header_end,
-        "floats": {"records": float_groups, "pool": pool.floats},
         "pool": {"ids": pool_ids, "spans": pool_spans},
         "strings": coded,
     }
@@ -713,7 +714,7 @@ def layout_index(members: Mapping[str, Any], records: Mapping[str, list[Any]], a
     ``records_at`` (:data:`OFFSET_WIDTH` characters wide: the byte where the ``records``
     object begins), then ``columns`` (each member of ``records`` → its value's byte range
     ``[start, end]``, relative to ``records_at``), then ``members`` (``count``,
-    ``records_end``, ``floats``, ``pool``, ``strings``; any ``records_at`` / ``columns``
+    ``records_end``, ``pool``, ``strings``; any ``records_at`` / ``columns``
     in it are replaced), and last ``records`` (:data:`RECORD_MEMBERS` in order, then
     any others) — so a reader parses the small head alone, and each column only when it
     is asked for."""
@@ -771,8 +772,6 @@ class RecordIndex:
         records_end: int,
         strings: dict[str, Any],
         pool: dict[str, tuple[int, int]],
-        float_groups: list[tuple[list[str], list[int]]],
-        float_pool: dict[str, list[str]],
     ) -> None:
         self._data = data
         self._source = source
@@ -784,17 +783,61 @@ class RecordIndex:
         self.records_end = records_end
         self._strings = strings
         self.pool = pool
-        #: the integral floats of records (:func:`float_pointers`): groups of (JSON
-        #: Pointers, the positions of the records that have exactly these)
-        self.float_groups = float_groups
-        #: pool id → the JSON Pointers of its integral floats
-        self.float_pool = float_pool
+        self._floats: tuple[list[tuple[list[str], list[int]]], dict[str, list[str]]] | None = None
         self._float_records: dict[int, list[str]] | None = None
         self._ranges: tuple[list[int], list[int]] | None = None
         self.columns = IndexColumns(self)
 
     def __len__(self) -> int:
         return self._n
+
+    def _read_floats(self) -> tuple[list[tuple[list[str], list[int]]], dict[str, list[str]]]:
+        if self._floats is None:
+            floats = self.member("floats") if "floats" in self._spans else {"records": [], "pool": {}}
+            ok = type(floats) is dict and type(floats.get("records")) is list and type(floats.get("pool")) is dict
+            groups: list[tuple[list[str], list[int]]] = []
+            if ok:
+                n = self._n
+                for group in floats["records"]:
+                    if type(group) is not list or len(group) != 2 or not _pointers(group[0]):
+                        ok = False
+                        break
+                    positions = group[1]
+                    if type(positions) is not list or (
+                        positions and (set(map(type, positions)) != {int} or min(positions) < 0 or max(positions) >= n)
+                    ):
+                        ok = False
+                        break
+                    groups.append((group[0], positions))
+                ok = ok and all(_pointers(v) for v in floats["pool"].values())
+            if not ok:
+                raise _index_error(
+                    "'floats' must list groups of [JSON Pointers, record positions] and map pool ids to JSON Pointers",
+                    self._source,
+                    "/index/records/floats",
+                )
+            self._floats = (groups, dict(floats["pool"]))
+        return self._floats
+
+    @property
+    def float_groups(self) -> list[tuple[list[str], list[int]]]:
+        """The integral floats of records (:func:`float_pointers`): groups of (JSON
+        Pointers, the positions of the records that have exactly these); read from
+        ``records.floats`` on first use.
+
+        Raises:
+            FormatError: a damaged ``floats`` (``/index/records/floats``).
+        """
+        return self._read_floats()[0]
+
+    @property
+    def float_pool(self) -> dict[str, list[str]]:
+        """Pool id → the JSON Pointers of its integral floats (read on first use).
+
+        Raises:
+            FormatError: a damaged ``floats`` (``/index/records/floats``).
+        """
+        return self._read_floats()[1]
 
     def floats_of(self, i: int) -> list[str] | None:
         """The JSON Pointers of record ``i``'s integral floats (``None``: none)."""
@@ -937,10 +980,15 @@ def first_error_position(columns: Mapping[str, Sequence[Any]]) -> int | None:
     )
 
 
+_SUMMARY_MEMBERS: Final = ("counts", "models", "tools", "run_ids", "tokens", "first_error")
+_ERROR_MEMBERS: Final = frozenset({"position", "seq", "kind", "name", "type", "message"})
+
+
 def check_summary(summary: Any, source: str) -> dict[str, Any]:
     """``summary`` (a header's, read without the records) if it has the shape
-    :func:`index_summary` writes: ``counts``, ``models`` and ``tools`` objects of
-    counts, ``run_ids`` strings, ``tokens`` ``None`` or two integers, ``first_error``
+    :func:`index_summary` writes, every member present: ``counts``, ``models`` and
+    ``tools`` objects of counts, ``run_ids`` strings, ``tokens`` ``None`` or exactly
+    ``input`` and ``output`` integers, ``first_error``
     ``None`` or the position, seq, kind (``tool`` / ``model``) and strings (or ``None``)
     of :func:`error_details`. Its values are not checked against the records here (a full
     load does that).
@@ -957,17 +1005,30 @@ def check_summary(summary: Any, source: str) -> dict[str, Any]:
 
     if type(summary) is not dict:
         raise FormatError("'summary' is not an object", file=source, path="/summary")
-    tokens, fe = summary.get("tokens"), summary.get("first_error")
+    missing = [m for m in _SUMMARY_MEMBERS if m not in summary]
+    if missing:
+        raise FormatError(
+            f"the header's summary lacks {missing[0]!r} (the header was changed)",
+            file=source,
+            path=f"/summary/{missing[0]}",
+        )
+    tokens, fe = summary["tokens"], summary["first_error"]
     checks = {
         "counts": counts(summary.get("counts")),
         "models": counts(summary.get("models")),
         "tools": counts(summary.get("tools")),
         "run_ids": type(summary.get("run_ids")) is list and all(type(r) is str for r in summary["run_ids"]),
         "tokens": tokens is None
-        or (type(tokens) is dict and type(tokens.get("input")) is int and type(tokens.get("output")) is int),
+        or (
+            type(tokens) is dict
+            and tokens.keys() == {"input", "output"}
+            and type(tokens["input"]) is int
+            and type(tokens["output"]) is int
+        ),
         "first_error": fe is None
         or (
             type(fe) is dict
+            and fe.keys() == _ERROR_MEMBERS
             and type(fe.get("position")) is int
             and type(fe.get("seq")) is int
             and fe.get("kind") in ("tool", "model")
@@ -1051,7 +1112,9 @@ def _decode_column(codes: list[Any], table: Any, name: str, source: str) -> list
         raise _index_error(
             f"the string table of column {name!r} must be an array of strings", source, f"/index/strings/{name}"
         )
-    # a lookup in {position: string} fails on a negative, too large or non-integer code
+    # a lookup in {position: string} fails on a negative or too large code, a string or
+    # a non-integral number; ``true`` or ``1.0`` read as the position they equal (what
+    # the row check then compares is the decoded value, so nothing is misread)
     lookup = dict(enumerate(table))
     try:
         return list(map(lookup.__getitem__, codes))
@@ -1132,6 +1195,13 @@ def _check_ints(values: Any, path: str, source: str, low: int, high: int) -> lis
     return values
 
 
+def file_identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """Which file, as it was: device, inode, size and modification time (ns) — what two
+    readers compare to know they read the same bytes (a file replaced or rewritten in
+    between differs in one of them)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 class IndexedFile:
     """A version-3 file opened for reading piece by piece: the header and the index are
     read at once (the fixed-width ``index_offset`` / ``index_length``), records and pool
@@ -1175,6 +1245,8 @@ class IndexedFile:
         if not _PREFIX_LEN <= header_end < offset:
             raise _index_error("header_end is not a byte offset within the header", source, "/header_end")
         self.index = self._read_index(offset, length, header_end)
+        #: the file this was read from (:func:`file_identity`), when opened by path
+        self.identity: tuple[int, int, int, int] | None = None
         self._pool_values: dict[str, Any] = {}
         self._histories: dict[str, list[str]] = {}
         self._released = 0
@@ -1189,11 +1261,13 @@ class IndexedFile:
         source = str(path)
         try:
             with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                st = os.fstat(fh.fileno())
+                data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if st.st_size else b""
         except OSError as exc:
             raise FormatError(f"cannot read: {exc.strerror or exc}", file=source) from None
-        return cls(data, source)
+        f = cls(data, source)
+        f.identity = file_identity(st)
+        return f
 
     def _read_index(self, offset: int, length: int, header_end: int) -> RecordIndex:
         """The index's head (everything before its ``records``), checked for shape; the
@@ -1258,28 +1332,6 @@ class IndexedFile:
         strings = raw.get("strings")
         if type(strings) is not dict:
             raise _index_error("'strings' must be an object of string tables", source, "/index/strings")
-        floats = raw.get("floats", {"records": [], "pool": {}})
-        ok = type(floats) is dict and type(floats.get("records")) is list and type(floats.get("pool")) is dict
-        groups: list[tuple[list[str], list[int]]] = []
-        if ok:
-            for group in floats["records"]:
-                if type(group) is not list or len(group) != 2 or not _pointers(group[0]):
-                    ok = False
-                    break
-                positions = group[1]
-                if type(positions) is not list or (
-                    positions and (set(map(type, positions)) != {int} or min(positions) < 0 or max(positions) >= count)
-                ):
-                    ok = False
-                    break
-                groups.append((group[0], positions))
-            ok = ok and all(_pointers(v) for v in floats["pool"].values())
-        if not ok:
-            raise _index_error(
-                "'floats' must list groups of [JSON Pointers, record positions] and map pool ids to JSON Pointers",
-                source,
-                "/index/floats",
-            )
         return RecordIndex(
             data,
             source,
@@ -1291,8 +1343,6 @@ class IndexedFile:
             records_end=records_end,
             strings=strings,
             pool=pool,
-            float_groups=groups,
-            float_pool=dict(floats["pool"]),
         )
 
     # ------------------------------------------------------------------ pieces
@@ -1349,7 +1399,7 @@ class IndexedFile:
                 ) from None
             floats = self.index.float_pool.get(pid)
             if floats:
-                value = apply_floats(value, floats, self.source, f"/index/floats/pool/{pid}")
+                value = apply_floats(value, floats, self.source, f"/index/records/floats/pool/{pid}")
             self._pool_values[pid] = value
         return value
 
@@ -1414,7 +1464,7 @@ class IndexedFile:
             )
         floats = self.index.floats_of(i)
         if floats:
-            raw = apply_floats(raw, floats, self.source, f"/index/floats/records/{i}")
+            raw = apply_floats(raw, floats, self.source, f"/index/records/floats/records/{i}")
         return cast(dict[str, Any], raw)
 
     def expand_messages(self, raw: dict[str, Any], i: int) -> dict[str, Any]:
@@ -1691,6 +1741,12 @@ def validated_message(
     return m
 
 
+def _short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a damaged index may hold any size)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def describe_row_mismatch(f: IndexedFile, i: int, row: Sequence[Any]) -> FormatError | None:
     """``None`` when index row ``i`` of ``f`` equals ``row`` (computed from the record),
     else the FormatError naming the first column that disagrees."""
@@ -1699,7 +1755,8 @@ def describe_row_mismatch(f: IndexedFile, i: int, row: Sequence[Any]) -> FormatE
         have = cols[name][i]
         if have != value and not (type(value) is float and type(have) in (int, float) and abs(have - value) < 1e-6):
             return FormatError(
-                f"the record index disagrees with record {i}: {name} is {have!r} in the index, {value!r} in the record",
+                f"the record index disagrees with record {i}: {name} is {_short_repr(have)} in the index, "
+                f"{_short_repr(value)} in the record",
                 file=f.source,
                 record=i,
                 path=f"/index/records/{name}/{i}",

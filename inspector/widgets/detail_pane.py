@@ -221,10 +221,11 @@ class DetailPane(Vertical):
         rec = index.record(position)
         t = Text()
         t.append(f"seq {ident['seq']}", style="bold")
-        t.append(f"  {ident['kind']}", style="bold")
+        t.append(f"  {plain.line(str(ident['kind']))}", style="bold")
         t.append(f"  {plain.line(index.names[position])}")
         status = index.statuses[position]
-        t.append(f"  [{status}]", style="bold #ff5f5f" if status == "error" else "dim")
+        # an index not yet verified may say anything: shown as data (inspector.plain)
+        t.append(f"  [{plain.line(str(status))}]", style="bold #ff5f5f" if status == "error" else "dim")
         dur = index.durations[position]
         if dur is not None:
             t.append(f"  {format_duration(dur)}", style="dim")

@@ -5,13 +5,17 @@ not read, and a damaged column read later is reported, not raised into the timel
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
+import sys
 
 import orjson
 import pytest
 
 from core.errors import FormatError
-from core.record.indexed import RecordIndex
+from core.record.indexed import IndexedFile, RecordIndex, layout_index
 from core.record.io import load_recording, save_recording
 from inspector import verifier
 from inspector.app import InspectorApp
@@ -39,6 +43,19 @@ def _lie_about_a_status(path, column: str = "status", was: bytes = b'"ok"', now:
     at = data.index(head, data.index(b'"strings":')) + len(head)
     assert data[at : at + len(was)] == was
     path.write_bytes(data[:at] + now + data[at + len(was) :])
+
+
+def _relayout(path, change) -> None:
+    """Apply ``change`` to the file's parsed index and write it back laid out by the
+    writer's own ``layout_index`` at the same place (``index_length`` rewritten)."""
+    data = path.read_bytes()
+    doc = orjson.loads(data)
+    change(doc["index"])
+    start = int(re.search(rb'"index_offset":(\d+)', data)[1])
+    index = layout_index(doc["index"], doc["index"]["records"], start)
+    new = data[:start] + index + b"}\n"
+    length = b'"index_length":' + str(len(index)).encode().ljust(20) + b","
+    path.write_bytes(re.sub(rb'"index_length":\d+ *,', length, new, count=1))
 
 
 def test_the_child_verifies_and_answers_the_digest(tmp_path):
@@ -78,26 +95,56 @@ def test_cancelling_kills_the_child(tmp_path, monkeypatch):
     with pytest.raises(verifier.VerificationCancelled):
         verifier.verify_digest(path, cancelled=lambda: True)
     (proc,) = started
-    assert proc.returncode is not None  # killed and reaped, not left running
+    assert proc.returncode == -signal.SIGKILL  # killed and reaped, not left running
 
 
 def test_the_child_ends_when_its_parent_closes_the_pipe(tmp_path):
-    """The orphan guard: standard input closed (the app ended) ends the child, even
-    before it finished verifying."""
-    _, path = _saved(tmp_path)
+    """The orphan guard of ``--watch-stdin``: standard input closed (the app ended) ends
+    the child even while its work blocks — here on opening a FIFO nobody writes to."""
+    fifo = tmp_path / "never-written"
+    os.mkfifo(fifo)
     proc = subprocess.Popen(
-        [verifier.sys.executable, "-c", "import inspector.verifier as v, time; v._exit_when_orphaned()"],
+        [sys.executable, "-P", "-m", "inspector.verifier", "--watch-stdin", str(fifo)],
         stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
     )
     assert proc.stdin is not None
     proc.stdin.close()
     assert proc.wait(timeout=60) == 3
 
 
+def test_a_file_replaced_after_it_was_opened_is_not_called_verified(tmp_path):
+    """What is on screen was read from the file as it was opened; a valid file put at
+    the same path since is not what the child's answer is about."""
+    _, path = _saved(tmp_path)
+    shown = IndexedFile.open(path)
+    other = tmp_path / "other.json"
+    save_recording(load_recording(SAMPLES / "sample-agent-success.json"), other)
+    os.replace(other, path)
+    with pytest.raises(FormatError) as info:
+        verifier.verify_digest(path, identity=shown.identity, digest=shown.header()["digest"])
+    assert "changed on disk" in info.value.reason and info.value.file == str(path)
+
+
+def test_a_huge_error_message_neither_blocks_nor_floods(tmp_path):
+    """A damaged index whose error quotes a 100,000-character name: the child's answer
+    is read from a file (no pipe to fill) and its reason is cut."""
+    _, path = _saved(tmp_path)
+    _relayout(path, lambda ix: ix["strings"]["name"].__setitem__(0, "x" * 100_000))
+    with pytest.raises(FormatError) as info:
+        verifier.verify_digest(path)
+    assert "disagrees with record" in info.value.reason and len(info.value.reason) < 400
+
+
 def test_the_cli_entry_prints_one_json_line(tmp_path, capsys):
     rec, path = _saved(tmp_path)
     assert verifier.main([str(path)]) == 0
-    assert orjson.loads(capsys.readouterr().out) == {"digest": rec.digest}
+    assert orjson.loads(capsys.readouterr().out) == {
+        "digest": rec.digest,
+        "identity": list(IndexedFile.open(path).identity),
+    }
     assert verifier.main([]) == 2
 
 
@@ -106,7 +153,7 @@ def test_the_cli_entry_prints_one_json_line(tmp_path, capsys):
     [
         ("status", b'"ok"', b'"in"', "/index/records/status/0"),
         # a kind the timeline has no style for; reading the record refuses the range
-        ("kind", b'"lifecycle"', b'"\\u001b[2J"', "/index/records"),
+        ("kind", b'"lifecycle"', b'"\\u001b[2J"', "/index/records/seq/0"),
     ],
 )
 async def test_a_big_damaged_run_paints_then_fails_its_verification_in_the_app(
@@ -215,3 +262,46 @@ def test_a_column_of_the_wrong_type_is_refused_when_read(tmp_path, column, value
     with pytest.raises(FormatError) as info:
         load_for_view(path, fast_open_bytes=0)
     assert info.value.path == where and str(path) in str(info.value)
+
+
+async def test_an_unverified_index_with_a_hostile_status_shows_it_as_data_in_the_detail_pane(tmp_path):
+    from rich.console import Console
+
+    from inspector.widgets.detail_pane import DetailPane
+
+    _, path = _saved(tmp_path)
+    _relayout(path, lambda ix: ix["strings"]["status"].__setitem__(0, "\x1b]0;pwned\x07\x1b[2J"))
+    loaded = load_for_view(path, fast_open_bytes=0)
+    assert any("\x1b" in st for st in loaded.index.statuses)
+    loaded.verify = None
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one(DetailPane)
+        text = pane._identity_text(loaded.index, 0)
+        console = Console(width=200, color_system=None)
+        with console.capture() as cap:
+            console.print(text)
+        assert "\x1b" not in cap.get()
+
+
+@pytest.mark.parametrize("member", ["tokens", "first_error", "name"])
+def test_a_summary_missing_a_member_is_refused_by_info(tmp_path, capsys, member):
+    _, path = _saved(tmp_path)
+    data = path.read_bytes()
+    end = data.index(b',"digest":')
+    start = data.index(b'"summary":') + len(b'"summary":')
+    summary = orjson.loads(data[start:end])
+    if member == "name":
+        del summary["first_error"]["name"]
+        where = "/summary/first_error"
+    else:
+        del summary[member]
+        where = f"/summary/{member}"
+    new = orjson.dumps(summary)
+    assert len(new) < end - start
+    # padded with spaces (JSON whitespace): the offsets still hold, info reads the header
+    path.write_bytes(data[:start] + new.ljust(end - start) + data[end:])
+    assert main(["info", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert where in err and str(path) in err and "Traceback" not in err

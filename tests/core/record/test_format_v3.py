@@ -261,7 +261,7 @@ def test_the_writer_writes_the_v3_golden_exactly():
     assert back.records == rec.records and back.digest == _plain_digest(rec)
     assert type(back.records[-1].arguments["ratio"]) is float and type(back.records[-1].arguments["n"]) is int
     doc = orjson.loads(golden)
-    assert doc["index"]["floats"]["records"] == [[["/arguments/ratio", "/result/content/total"], [12]]]
+    assert doc["index"]["records"]["floats"]["records"] == [[["/arguments/ratio", "/result/content/total"], [12]]]
     assert sum(1 for v in doc["pool"].values() if isinstance(v, dict) and "parent" in v) == 6
 
 
