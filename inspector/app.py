@@ -172,6 +172,13 @@ class InspectorApp(App[None]):
         keep_long_lived()
         if self.loaded.verify is not None:
             self._verify()
+        if not self.loaded.index.verified:
+            self._prefetch()
+
+    @work(thread=True, exclusive=True, group="prefetch", exit_on_error=False, name="prefetch")
+    def _prefetch(self) -> None:
+        """Read the index columns the first paint left for later (TimelineIndex.prefetch)."""
+        self.loaded.index.prefetch()
 
     def _open_notice(self) -> None:
         """One grouped notice on the run just opened; every warning is listed in the

@@ -170,6 +170,16 @@ class _LazyRecords(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._f)
 
+    def prefetch(self) -> None:
+        """Read what the first record read needs and the first paint did not: the
+        byte ranges and the integral floats of the index.
+
+        Raises:
+            FormatError: they are damaged.
+        """
+        _ = self._f.index.start
+        _ = self._f.index.float_groups
+
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
     @overload

@@ -867,16 +867,66 @@ class TimelineIndex:
         """
         rec = self.record(position)
         if type(rec) is ToolRecord and rec.tool_call_id:
-            p = self.requested_by.get((rec.run_id, rec.tool_call_id))
+            p = self._link_of("requested", rec.run_id, rec.tool_call_id)
             return [] if p is None else [p]
         if type(rec) is ModelRecord and rec.response is not None:
             out = []
             for c in rec.response.message.tool_calls or ():
-                p = self.answered_by.get((rec.run_id, c.id))
+                p = self._link_of("answered", rec.run_id, c.id)
                 if p is not None:
                     out.append(p)
             return out
         return []
+
+    def prefetch(self) -> None:
+        """Read ahead what an index built from columns reads on first use — the links'
+        columns, and the raw records' byte ranges (``raw_records.prefetch()`` when it
+        has one) — so that no keypress pays for it (the app calls this in a worker right
+        after the first paint). A damaged column is left for the verification to
+        report."""
+        columns = self._link_columns
+        raw = self._raw
+        try:
+            if columns is not None:
+                for name in ("run_id", "tool_call_id", "calls"):
+                    columns[name]
+            prefetch = getattr(raw, "prefetch", None)
+            if prefetch is not None:
+                prefetch()
+        except FormatError:
+            pass
+
+    def _link_of(self, which: str, run: str | None, call_id: str) -> int | None:
+        """:attr:`answered_by` / :attr:`requested_by` of ``(run, call_id)``. For an index
+        built from a record index's columns whose links are not built yet, found by a
+        scan of the columns in C (``list.index``: the first match, as the maps keep),
+        so showing one record never waits for the links of a million."""
+        columns = self._link_columns
+        if columns is None:
+            return (self.answered_by if which == "answered" else self.requested_by).get((run, call_id))
+        try:
+            runs = columns["run_id"]
+            positions: Sequence[int] | None = None
+            if which == "answered":
+                ids: Any = columns["tool_call_id"]
+            else:
+                calls = columns["calls"]
+                ids, positions = getattr(calls, "ids", None), getattr(calls, "positions", None)
+                if ids is None or positions is None:  # not a record index's flat form
+                    return self.requested_by.get((run, call_id))
+        except FormatError:
+            return None  # a damaged index: no links (the verification says why)
+        if not isinstance(ids, list):
+            return None
+        k = -1
+        while True:
+            try:
+                k = ids.index(call_id, k + 1)
+            except ValueError:
+                return None
+            at = k if positions is None else positions[k]
+            if runs[at] == run:
+                return at
 
     def preceding_model_call(self, position: int, limit: int = 10_000) -> int | None:
         """Position of the nearest model record before ``position`` in the same run

@@ -338,6 +338,7 @@ class TimelineTable(ScrollView, can_focus=True):
         #: shown when the view is empty (e.g. "no errors in this recording")
         self.empty_message = "no record matches the filter"
         self._status_widths: list[int] = []
+        self._fit: tuple[tuple[int, int], dict, Columns] | None = None
         self._column_facts = self._facts()
         self._update_virtual_size()
 
@@ -383,7 +384,13 @@ class TimelineTable(ScrollView, can_focus=True):
         self.refresh()
 
     def _columns(self, width: int) -> Columns:
-        return Columns.fit(width, self._max_seq, **self._column_facts)
+        """The layout for ``width`` cells (kept until the width or the facts change:
+        every line drawn asks for it)."""
+        fit = self._fit
+        if fit is None or fit[0] != (width, self._max_seq) or fit[1] is not self._column_facts:
+            columns = Columns.fit(width, self._max_seq, **self._column_facts)
+            fit = self._fit = ((width, self._max_seq), self._column_facts, columns)
+        return fit[2]
 
     # ------------------------------------------------------------------ data (attributes down)
 

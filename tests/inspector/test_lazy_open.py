@@ -39,6 +39,10 @@ def test_index_and_skeleton_paint_the_rows_of_the_plain_path(tmp_path, path):
         assert lazy.verify is not None
         if kind is not None:
             assert isinstance(lazy.index._raw, kind)
+        # links followed one record at a time, before the maps of all links exist
+        assert [lazy.index.linked(i) for i in range(len(plain.index))] == [
+            plain.index.linked(i) for i in range(len(plain.index))
+        ]
         _same_rows(lazy, plain)
         verified = lazy.verify()
         assert verified.digest == rec.digest
