@@ -173,7 +173,9 @@ class InspectorApp(App[None]):
         if self.loaded.verify is not None:
             self._verify()
         if not self.loaded.index.verified:
-            self._prefetch()
+            # after the first paint: its parse would hold the interpreter while the
+            # first frame is drawn
+            self.call_after_refresh(self._prefetch)
 
     @work(thread=True, exclusive=True, group="prefetch", exit_on_error=False, name="prefetch")
     def _prefetch(self) -> None:

@@ -102,9 +102,12 @@ RECORD_MEMBERS: Final = (
     "tool_call_id",
     "call_ids",
     "call_records",
+    "pool",
     "floats",
 )
 _POOL_ID = re.compile(r"[0-9a-f]{16}|[0-9a-f]{64}")
+#: pool ids joined by commas (checked in one match)
+_POOL_IDS = re.compile(r"(?:[0-9a-f]{16}|[0-9a-f]{64})(?:,(?:[0-9a-f]{16}|[0-9a-f]{64}))*")
 #: the record index's columns, in the order :func:`index_row` returns them
 INDEX_COLUMNS: Final = (
     "seq",
@@ -681,6 +684,7 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
         grouped.setdefault(tuple(pointers), []).append(int(position))
     float_groups = [[list(pointers), positions] for pointers, positions in grouped.items()]
     records: dict[str, Any] = {"start": starts, **{name: list(col) for name, col in zip(INDEX_COLUMNS, columns)}}
+    records["pool"] = {"ids": pool_ids, "spans": pool_spans}
     records["floats"] = {"records": float_groups, "pool": pool.floats}
     # the tool calls a response requested: two flat arrays (a list per record is slow to read)
     calls_col = records.pop("calls")
@@ -697,7 +701,6 @@ def encode_indexed(rec: Recording, header: dict[str, Any]) -> Encoded:
     members = {
         "count": len(written),
         "records_end": ends[-1] if ends else header_end,
-        "pool": {"ids": pool_ids, "spans": pool_spans},
         "strings": coded,
     }
     index_bytes = layout_index(members, records, pos)
@@ -714,7 +717,7 @@ def layout_index(members: Mapping[str, Any], records: Mapping[str, list[Any]], a
     ``records_at`` (:data:`OFFSET_WIDTH` characters wide: the byte where the ``records``
     object begins), then ``columns`` (each member of ``records`` → its value's byte range
     ``[start, end]``, relative to ``records_at``), then ``members`` (``count``,
-    ``records_end``, ``pool``, ``strings``; any ``records_at`` / ``columns``
+    ``records_end``, ``strings``; any ``records_at`` / ``columns``
     in it are replaced), and last ``records`` (:data:`RECORD_MEMBERS` in order, then
     any others) — so a reader parses the small head alone, and each column only when it
     is asked for."""
@@ -771,7 +774,6 @@ class RecordIndex:
         spans: dict[str, tuple[int, int]],
         records_end: int,
         strings: dict[str, Any],
-        pool: dict[str, tuple[int, int]],
     ) -> None:
         self._data = data
         self._source = source
@@ -782,7 +784,7 @@ class RecordIndex:
         self._spans = spans
         self.records_end = records_end
         self._strings = strings
-        self.pool = pool
+        self._pool: dict[str, tuple[int, int]] | None = None
         self._floats: tuple[list[tuple[list[str], list[int]]], dict[str, list[str]]] | None = None
         self._float_records: dict[int, list[str]] | None = None
         self._ranges: tuple[list[int], list[int]] | None = None
@@ -818,6 +820,37 @@ class RecordIndex:
                 )
             self._floats = (groups, dict(floats["pool"]))
         return self._floats
+
+    @property
+    def pool(self) -> dict[str, tuple[int, int]]:
+        """Pool id → the byte range of its value (``records.pool``: ``ids`` and two
+        offsets per id), read and checked on first use.
+
+        Raises:
+            FormatError: a damaged ``pool`` (``/index/records/pool/...``).
+        """
+        if self._pool is None:
+            source = self._source
+            raw = self.member("pool") if "pool" in self._spans else {"ids": [], "spans": []}
+            if type(raw) is not dict:
+                raise _index_error("'pool' is not an object", source, "/index/records/pool")
+            ids = raw.get("ids")
+            if type(ids) is not list or (
+                ids and (set(map(type, ids)) != {str} or not _POOL_IDS.fullmatch(",".join(ids)))
+            ):
+                raise _index_error(
+                    "pool ids must be an array of 16 or 64 hex digits", source, "/index/records/pool/ids"
+                )
+            spans = _check_ints(
+                raw.get("spans"), "/index/records/pool/spans", source, self.header_end, self._index_offset
+            )
+            if len(spans) != 2 * len(ids):
+                raise _index_error("pool spans must hold two offsets per pool id", source, "/index/records/pool/spans")
+            pool = dict(zip(ids, zip(spans[::2], spans[1::2])))
+            if len(pool) != len(ids):
+                raise _index_error("a pool id is listed twice", source, "/index/records/pool/ids")
+            self._pool = pool
+        return self._pool
 
     @property
     def float_groups(self) -> list[tuple[list[str], list[int]]]:
@@ -1314,18 +1347,6 @@ class IndexedFile:
             raise _index_error(
                 "'columns' must map each member of records to a byte range within it", source, "/index/columns"
             )
-        pool_raw = raw.get("pool")
-        if type(pool_raw) is not dict:
-            raise _index_error("'pool' is not an object", source, "/index/pool")
-        ids = pool_raw.get("ids")
-        if type(ids) is not list or any(type(p) is not str or not _POOL_ID.fullmatch(p) for p in ids):
-            raise _index_error("pool ids must be an array of 16 or 64 hex digits", source, "/index/pool/ids")
-        spans_pool = _check_ints(pool_raw.get("spans"), "/index/pool/spans", source, header_end, offset)
-        if len(spans_pool) != 2 * len(ids):
-            raise _index_error("pool spans must hold two offsets per pool id", source, "/index/pool/spans")
-        pool = {pid: (spans_pool[2 * k], spans_pool[2 * k + 1]) for k, pid in enumerate(ids)}
-        if len(pool) != len(ids):
-            raise _index_error("a pool id is listed twice", source, "/index/pool/ids")
         records_end = raw.get("records_end")
         if type(records_end) is not int or not header_end <= records_end <= offset:
             raise _index_error("records_end is not a byte offset within the file", source, "/index/records_end")
@@ -1342,7 +1363,6 @@ class IndexedFile:
             spans=spans,
             records_end=records_end,
             strings=strings,
-            pool=pool,
         )
 
     # ------------------------------------------------------------------ pieces

@@ -305,3 +305,20 @@ def test_a_summary_missing_a_member_is_refused_by_info(tmp_path, capsys, member)
     assert main(["info", str(path)]) == 2
     err = capsys.readouterr().err
     assert where in err and str(path) in err and "Traceback" not in err
+
+
+async def test_the_columns_the_first_paint_left_are_read_ahead_after_it(tmp_path):
+    """What a keypress would otherwise pay for (the links' columns, the records' byte
+    ranges) is read in a worker once the first frame is drawn."""
+    _, path = _saved(tmp_path)
+    loaded = load_for_view(path, fast_open_bytes=0)
+    index = loaded.index
+    read = index._link_columns._read
+    assert "tool_call_id" not in read and "calls" not in read  # the first paint does not read them
+    loaded.verify = None
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        assert {"run_id", "tool_call_id", "calls"} <= set(read)
+        assert index._raw._f.index._ranges is not None
