@@ -46,6 +46,9 @@ PRESSES = 50
 def child(path: str, spawn_wall: float) -> None:
     """Measure inside a fresh process; print one JSON line."""
     sys.path.insert(0, str(ROOT))
+    from inspector import set_frame_rate
+
+    set_frame_rate()  # as the console script does, before Textual is imported
     from inspector.app import InspectorApp
     from inspector.loader import load_for_view
     from inspector.widgets.timeline_table import TimelineTable

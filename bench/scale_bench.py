@@ -232,6 +232,9 @@ def child(kind: str, args: list[str]) -> dict[str, Any]:
 
 def app_child(path: str, spawn: float) -> dict[str, Any]:
     """``bench.app_latency.child`` on ``path``, with the peak memory at first paint."""
+    from inspector import set_frame_rate
+
+    set_frame_rate()  # as the console script does, before Textual is imported
     from bench.app_latency import child as app_latency_child
     from inspector.widgets.timeline_table import TimelineTable
 

@@ -24,6 +24,7 @@ from core.analysis.safe_text import shown
 from core.errors import InspectorError, printable
 from core.record.nesting import ensure_recursion_limit
 
+from .. import set_frame_rate
 from .replay_cmds import IMPLICIT_COMMAND
 from .safe_output import protected_output
 
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     (:func:`core.record.nesting.ensure_recursion_limit`).
     """
     ensure_recursion_limit()
+    set_frame_rate()  # before Textual is imported (the app's commands import it lazily)
     args = list(sys.argv[1:] if argv is None else argv)
     commands = _known_commands()
     implied_open = False

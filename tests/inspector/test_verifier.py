@@ -322,3 +322,29 @@ async def test_the_columns_the_first_paint_left_are_read_ahead_after_it(tmp_path
         await app.workers.wait_for_complete()
         assert {"run_id", "tool_call_id", "calls"} <= set(read)
         assert index._raw._f.index._ranges is not None
+
+
+def test_the_console_script_sets_the_frame_rate_unless_the_user_did(monkeypatch):
+    """``TEXTUAL_FPS`` (Textual's own setting, read once at its import) defaults to the
+    app's FRAMES_PER_SECOND; a value the user set is kept."""
+    from inspector import FRAMES_PER_SECOND
+
+    monkeypatch.delenv("TEXTUAL_FPS", raising=False)
+    assert main(["--help"]) == 0
+    assert os.environ["TEXTUAL_FPS"] == str(FRAMES_PER_SECOND) == "120"
+    monkeypatch.setenv("TEXTUAL_FPS", "30")
+    assert main(["--help"]) == 0
+    assert os.environ["TEXTUAL_FPS"] == "30"
+    # a fresh app process draws at that rate
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from inspector import set_frame_rate; set_frame_rate(); import textual.constants as c; print(c.MAX_FPS)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"},
+    )
+    assert out.stdout.strip() == "120"
