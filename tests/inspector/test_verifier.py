@@ -348,3 +348,14 @@ def test_the_console_script_sets_the_frame_rate_unless_the_user_did(monkeypatch)
         env={k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"},
     )
     assert out.stdout.strip() == "120"
+
+
+def test_a_folder_the_app_was_started_in_cannot_shadow_the_child_s_modules(tmp_path, monkeypatch):
+    """The child runs ``python -P``: a ``core`` package in the current directory is not
+    imported in place of the app's own."""
+    _, path = _saved(tmp_path)
+    cwd = tmp_path / "cwd"
+    (cwd / "core").mkdir(parents=True)
+    (cwd / "core" / "__init__.py").write_text("raise SystemExit('shadowed core imported from cwd')\n")
+    monkeypatch.chdir(cwd)
+    assert verifier.verify_digest(path) == load_recording(path).digest
