@@ -300,6 +300,8 @@ class TimelineIndex:
     #: the columns of an index built from columns (run_id, tool_call_id and calls read
     #: from them), until the links between calls and answers are built (on first use)
     _link_columns: Mapping[str, Sequence[Any]] | None = None
+    _requested_by: dict[tuple[str | None, str], int]
+    _answered_by: dict[tuple[str | None, str], int]
 
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
@@ -477,17 +479,21 @@ class TimelineIndex:
         return self
 
     def _build_links(self) -> None:
+        """The maps of :attr:`answered_by` / :attr:`requested_by` from the columns of an
+        index built from columns, published only once complete (the read-ahead worker
+        builds them while the UI thread may follow links by scanning: see _link_of)."""
         columns = self._link_columns
         if columns is None:
             return
-        self._link_columns = None
         try:
             runs, call_ids, calls = columns["run_id"], columns["tool_call_id"], columns["calls"]
         except FormatError:
             # a damaged record index (read lazily): no links; the verification that
             # runs after the first paint reports the damage and the app shows it
+            self._link_columns = None
             return
-        answered, requested = self._answered_by, self._requested_by
+        answered: dict[tuple[str | None, str], int] = dict(self._answered_by)
+        requested: dict[tuple[str | None, str], int] = dict(self._requested_by)
         for i, cid in enumerate(call_ids):
             if cid:
                 answered.setdefault((runs[i], cid), i)
@@ -495,11 +501,14 @@ class TimelineIndex:
         if positions is not None and ids_flat is not None:  # a record index's flat form
             for i, c in zip(positions, ids_flat):
                 requested.setdefault((runs[i], c), i)
-            return
-        for i, ids in enumerate(calls):
-            if ids:
-                for c in ids:
-                    requested.setdefault((runs[i], c), i)
+        else:
+            for i, ids in enumerate(calls):
+                if ids:
+                    for c in ids:
+                        requested.setdefault((runs[i], c), i)
+        self._answered_by = answered
+        self._requested_by = requested
+        self._link_columns = None  # last: from here on, lookups use the maps
 
     @property
     def answered_by(self) -> dict[tuple[str | None, str], int]:
@@ -543,9 +552,9 @@ class TimelineIndex:
         self.error_positions: list[int] = []
         #: (run_id, tool_call_id) → position of the model call that requested it
         self._link_columns = None
-        self._requested_by: dict[tuple[str | None, str], int] = {}
+        self._requested_by = {}
         #: (run_id, tool_call_id) → position of the tool record that answered it
-        self._answered_by: dict[tuple[str | None, str], int] = {}
+        self._answered_by = {}
         self._summaries: dict[int, str] = {}
         self._haystack: pl.Series | None = None
         self._validated: dict[int, Any] = {}
@@ -881,9 +890,9 @@ class TimelineIndex:
     def prefetch(self) -> None:
         """Read ahead what an index built from columns reads on first use — the links'
         columns, and the raw records' byte ranges (``raw_records.prefetch()`` when it
-        has one) — so that no keypress pays for it (the app calls this in a worker right
-        after the first paint). A damaged column is left for the verification to
-        report."""
+        has one) — then build the maps of the links, so that no keypress pays for them
+        (the app calls this in a worker right after the first paint). A damaged column
+        is left for the verification to report."""
         columns = self._link_columns
         raw = self._raw
         try:
@@ -895,12 +904,14 @@ class TimelineIndex:
                 prefetch()
         except FormatError:
             pass
+        self._build_links()
 
     def _link_of(self, which: str, run: str | None, call_id: str) -> int | None:
         """:attr:`answered_by` / :attr:`requested_by` of ``(run, call_id)``. For an index
         built from a record index's columns whose links are not built yet, found by a
         scan of the columns in C (``list.index``: the first match, as the maps keep),
-        so showing one record never waits for the links of a million."""
+        so showing one record never waits for the links of a million; the read-ahead
+        worker builds the maps meanwhile (:meth:`prefetch`)."""
         columns = self._link_columns
         if columns is None:
             return (self.answered_by if which == "answered" else self.requested_by).get((run, call_id))
@@ -911,9 +922,12 @@ class TimelineIndex:
                 ids: Any = columns["tool_call_id"]
             else:
                 calls = columns["calls"]
-                ids, positions = getattr(calls, "ids", None), getattr(calls, "positions", None)
-                if ids is None or positions is None:  # not a record index's flat form
-                    return self.requested_by.get((run, call_id))
+                positions, ids = getattr(calls, "positions", None), getattr(calls, "ids", None)
+                if positions is None or ids is None:  # a list per record (a skeleton decode's)
+                    return next(
+                        (i for i, c in enumerate(calls) if c and call_id in c and runs[i] == run),
+                        None,
+                    )
         except FormatError:
             return None  # a damaged index: no links (the verification says why)
         if not isinstance(ids, list):
