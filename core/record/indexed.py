@@ -87,27 +87,10 @@ _PREFIX_LEN = (
 #: the index's first member: the byte where its ``records`` object begins (fixed width)
 _INDEX_HEAD = re.compile(rb'\{"records_at":([0-9][0-9 ]{19}),')
 _RECORDS_MEMBER = b',"records":'
-#: the ``records`` members of an index, in the order the writer lays them out
-RECORD_MEMBERS: Final = (
-    "start",
-    "seq",
-    "kind",
-    "name",
-    "status",
-    "input_tokens",
-    "output_tokens",
-    "duration",
-    "at",
-    "run_id",
-    "tool_call_id",
-    "call_ids",
-    "call_records",
-    "pool",
-    "floats",
-)
-_POOL_ID = re.compile(r"[0-9a-f]{16}|[0-9a-f]{64}")
+_ID = r"(?:[0-9a-f]{16}|[0-9a-f]{64})"
+_POOL_ID = re.compile(_ID)
 #: pool ids joined by commas (checked in one match)
-_POOL_IDS = re.compile(r"(?:[0-9a-f]{16}|[0-9a-f]{64})(?:,(?:[0-9a-f]{16}|[0-9a-f]{64}))*")
+_POOL_IDS = re.compile(rf"{_ID}(?:,{_ID})*")
 #: the record index's columns, in the order :func:`index_row` returns them
 INDEX_COLUMNS: Final = (
     "seq",
@@ -122,6 +105,11 @@ INDEX_COLUMNS: Final = (
     "tool_call_id",
     "calls",
 )
+#: the ``records`` members of an index, in the order the writer lays them out: the byte
+#: where each record begins, the columns (``calls`` as two flat arrays), the pool's
+#: byte ranges and the integral floats
+RECORD_MEMBERS: Final = ("start", *INDEX_COLUMNS[:-1], "call_ids", "call_records", "pool", "floats")
+assert INDEX_COLUMNS[-1] == "calls"
 
 _USER_ROLES = frozenset({"human", "user"})
 _USER_TYPES = frozenset({"human", "user", "user_message", "user_input", "human_input", "input"})
@@ -1280,6 +1268,7 @@ class IndexedFile:
         self.index = self._read_index(offset, length, header_end)
         #: the file this was read from (:func:`file_identity`), when opened by path
         self.identity: tuple[int, int, int, int] | None = None
+        self._header: dict[str, Any] | None = None
         self._pool_values: dict[str, Any] = {}
         self._histories: dict[str, list[str]] = {}
         self._released = 0
@@ -1371,17 +1360,21 @@ class IndexedFile:
         return len(self.index)
 
     def header(self) -> dict[str, Any]:
-        """The header members (``format`` … ``digest``) as parsed JSON.
+        """The header members (``format`` … ``digest``) as parsed JSON, parsed once
+        (callers read it, never change it).
 
         Raises:
             FormatError: the header range does not hold the header (a damaged index).
         """
+        if self._header is not None:
+            return self._header
         try:
             doc = orjson.loads(bytes(self.data[: self.index.header_end]) + b"}")
         except orjson.JSONDecodeError as exc:
             raise _index_error(f"header_end does not end the header ({exc.msg})", self.source, "/header_end") from None
         if type(doc) is not dict:
             raise _index_error("header_end does not end the header", self.source, "/header_end")
+        self._header = doc
         return doc
 
     def pool_bytes(self, pid: str, *, record: int | None = None, path: str = "") -> bytes:
