@@ -47,7 +47,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import attrgetter, eq, is_, is_not, not_
 from typing import Any
 
@@ -465,7 +465,12 @@ class TraceDiff:
 
 
 def _records(run: Recording | Sequence[Any], kinds: Sequence[str]) -> list[Any]:
+    """The records of ``run`` whose ``kind`` is one of ``kinds``, in order. When every
+    record is a tool or model call and both kinds are asked for, the list itself (its
+    types read in C, no record's fields)."""
     recs = run.records if isinstance(run, Recording) else list(run)
+    if "tool" in kinds and "model" in kinds and set(map(type, recs)) <= _CALL_TYPE_SET:
+        return list(recs)
     return [r for r in recs if r.kind in kinds]
 
 
@@ -664,15 +669,18 @@ def _identities(recs: list[Any]) -> list[str]:
     """``[call_identity(r) for r in recs]``, reading the sealed ``key`` of a call directly
     (in C when every record is a call) and calling :func:`call_identity` only for the
     records without one (no key, or not a call)."""
-    keys: list[Any]
-    if set(map(type, recs)) <= _CALL_TYPE_SET:
-        keys = list(map(_KEY, recs))
-    else:
-        keys = [r.key if isinstance(r, _CALL_TYPES) else None for r in recs]
-    if None in keys or "" in keys:
-        for idx, k in enumerate(keys):
-            if not k:
-                keys[idx] = call_identity(recs[idx])
+    keys: list[Any] = []
+    for s in range(0, len(recs), _BLOCK):  # a block at a time: its keys are checked while cached
+        block = recs[s : s + _BLOCK]
+        if set(map(type, block)) <= _CALL_TYPE_SET:
+            got = list(map(_KEY, block))
+        else:
+            got = [r.key if isinstance(r, _CALL_TYPES) else None for r in block]
+        if None in got or "" in got:
+            for idx, k in enumerate(got):
+                if not k:
+                    got[idx] = call_identity(block[idx])
+        keys += got
     return keys
 
 
@@ -685,7 +693,11 @@ def _identities(recs: list[Any]) -> list[str]:
 # same string object at once, else by length and memcmp), galloping then halving, and the
 # matches are kept as runs ``(i, j, n)`` — a[i + t] == b[j + t] for t < n — never as one
 # tuple per pair. The keys are the identities themselves: equal strings are equal keys,
-# as align()'s interned ids are (interning 100,000 keys costs more than the search).
+# as align()'s interned ids are. A key is interned where it is made or loaded
+# (core.record.canonical.intern_key), so two runs' equal keys are usually one object and
+# a slice comparison, a set lookup or list.index compares pointers without reading the
+# strings; interning them here would cost a pass over 100,000 cold strings, more than the
+# search. Keys that are not interned (set by hand) still compare equal by content.
 
 _GALLOP = 8
 
@@ -771,8 +783,9 @@ def _range_runs(
     m_a1, m_b1 = a1 - s, b1 - s
     if a0 < m_a1 and b0 < m_b1:
         mid_a, mid_b = a[a0:m_a1], b[b0:m_b1]
-        in_a, in_b = set(mid_a), set(mid_b)
-        only_a, only_b = in_a - in_b, in_b - in_a
+        only_a = set(mid_a)  # one set built, the other side only looked up (C)
+        only_b = set(filterfalse(only_a.__contains__, mid_b))
+        only_a.difference_update(mid_b)
         if not only_a and not only_b:
             _middle_runs(a, a0, m_a1, b, b0, m_b1, max_edits, out)
         else:
@@ -787,12 +800,35 @@ def _range_runs(
         out.append((m_a1, m_b1, s))
 
 
+#: up to this many keys dropped from one side, each is found by a scan of its own
+_FEW_DROPPED = 8
+
+
 def _without(keys: list[str], dropped: set[str]) -> tuple[list[str], list[int]]:
     """``keys`` without those in ``dropped``, and the positions left out (increasing)."""
     if not dropped:
         return keys, []
-    mask = list(map(dropped.__contains__, keys))
-    return list(compress(keys, map(not_, mask))), list(compress(range(len(keys)), mask))
+    if len(dropped) > _FEW_DROPPED:
+        mask = list(map(dropped.__contains__, keys))
+        return list(compress(keys, map(not_, mask))), list(compress(range(len(keys)), mask))
+    # a few keys: each found by list.index (C), the rest copied as slices between them
+    drops: list[int] = []
+    for x in dropped:
+        at = keys.index(x)
+        while True:
+            drops.append(at)
+            try:
+                at = keys.index(x, at + 1)
+            except ValueError:
+                break
+    drops.sort()
+    kept: list[str] = []
+    prev = 0
+    for d in drops:
+        kept += keys[prev:d]
+        prev = d + 1
+    kept += keys[prev:]
+    return kept, drops
 
 
 def _lift(
@@ -912,6 +948,11 @@ def _patience_runs(
 # refuses, is compared pair by pair with _same_result itself.
 
 _CHUNK = 256
+#: pairs whose answers are compared together: the steps of the comparison (types, answer
+#: objects, their fields, their bytes) each walk the block, which stays in the CPU cache
+#: between steps; over a whole run of 100,000 records every step would fetch each record
+#: from memory again (about a quarter of the whole diff's time; docs/performance.md)
+_BLOCK = 1024
 _OWN_MODELS = frozenset({ToolResult, ErrorInfo, ChatMessage, ToolCall})
 _ORJSON_STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
 _DICT = attrgetter("__dict__")
@@ -967,9 +1008,19 @@ def _equal_answers(xs: list[Any], ys: list[Any]) -> list[bool]:
 
 def _same_flags(xa: list[Any], xb: list[Any]) -> list[bool]:
     """``[_same_result(p, q) for p, q in zip(xa, xb)]`` for the records of one run of
-    matched keys: a record paired with itself (a replay's events share the base's
-    record objects) answers alike at once; the others' answers are compared by
-    :func:`_distinct_flags`."""
+    matched keys, a block of :data:`_BLOCK` pairs at a time (see :data:`_BLOCK`)."""
+    if len(xa) <= _BLOCK:
+        return _block_flags(xa, xb)
+    out: list[bool] = []
+    for s in range(0, len(xa), _BLOCK):
+        out += _block_flags(xa[s : s + _BLOCK], xb[s : s + _BLOCK])
+    return out
+
+
+def _block_flags(xa: list[Any], xb: list[Any]) -> list[bool]:
+    """:func:`_same_flags` of one block: a record paired with itself (a replay's events
+    share the base's record objects) answers alike at once; the others' answers are
+    compared by :func:`_distinct_flags`."""
     out = list(map(is_, xa, xb))
     if all(out):
         return out

@@ -26,6 +26,7 @@ Keys (SPEC "Canonical keys"):
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -349,8 +350,18 @@ def args_hash(arguments: Any) -> str:
 
 
 def tool_key(tool: str, arguments: Any) -> str:
-    """Canonical key of a tool call: hash of ``{kind: "tool", tool, arguments}``."""
-    return canonical_hash({"kind": "tool", "tool": tool, "arguments": arguments})
+    """Canonical key of a tool call: hash of ``{kind: "tool", tool, arguments}``
+    (interned, as every key: see :func:`intern_key`)."""
+    return intern_key(canonical_hash({"kind": "tool", "tool": tool, "arguments": arguments}))
+
+
+def intern_key(key: str) -> str:
+    """``sys.intern(key)``: every equal key made or loaded in the process is then one
+    object, so comparing two runs' keys (alignment, matching) compares pointers and
+    never reads the strings (memory, not hashing, is the cost at 100,000 records:
+    docs/performance.md, "Trace diff at 100k records"). Interned strings are freed with
+    their last reference (CPython), so nothing is kept longer."""
+    return sys.intern(key)
 
 
 def model_key(model: str, request: Any) -> str:
@@ -371,7 +382,7 @@ def model_key(model: str, request: Any) -> str:
 
         request = ModelRequest.model_validate(request)
     identity = request.identity()
-    return canonical_hash({"kind": "model", "model": model, **identity})
+    return intern_key(canonical_hash({"kind": "model", "model": model, **identity}))
 
 
 # --------------------------------------------------------------------------- streamed keys
@@ -495,7 +506,7 @@ def model_key_of(
         tail = model_key_tail(model, tools, stop, options)
     n = len(messages)
     if n == 0:
-        return "sha256:" + hashlib.sha256(_MODEL_KEY_HEAD + tail).hexdigest()
+        return intern_key("sha256:" + hashlib.sha256(_MODEL_KEY_HEAD + tail).hexdigest())
     chains = _chains.chains
     best: tuple[list[bytes], list[Any]] | None = None
     shared = 0
@@ -527,7 +538,7 @@ def model_key_of(
     del chains[_PREFIX_CHAINS:]
     h = h.copy()
     h.update(tail)
-    return "sha256:" + str(h.hexdigest())
+    return intern_key("sha256:" + str(h.hexdigest()))
 
 
 def _canonical_member(value: Any, path: str) -> bytes:

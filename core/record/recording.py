@@ -29,6 +29,7 @@ from .canonical import (
     IdentityCache,
     canonical_json,
     common_prefix,
+    intern_key,
     model_key_of,
     normalize_stop,
     tool_key,
@@ -282,6 +283,12 @@ class RecordBase(_Model):
     def _meta_object(cls, v: Any) -> Any:
         return check_json_object(v, "meta")
 
+    @field_validator("key", mode="after", check_fields=False)
+    @classmethod
+    def _interned_key(cls, v: str | None) -> str | None:
+        # a call's key, loaded or given, is interned as a computed one is (intern_key)
+        return None if v is None else intern_key(v)
+
     @property
     def at_datetime(self) -> datetime | None:
         """``at`` parsed, or ``None``."""
@@ -501,6 +508,12 @@ class RunLink(_Model):
     @classmethod
     def _meta_object(cls, v: Any) -> Any:
         return check_json_object(v, "meta")
+
+    @field_validator("key", mode="after", check_fields=False)
+    @classmethod
+    def _interned_key(cls, v: str | None) -> str | None:
+        # a call's key, loaded or given, is interned as a computed one is (intern_key)
+        return None if v is None else intern_key(v)
 
 
 class Recording(_Model):

@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import core.analysis.diff as diff_module
 from core.analysis.align import align
 from core.analysis.diff import (
+    _BLOCK,
     _CHUNK,
     ALL_KINDS,
     CALL_KINDS,
@@ -116,6 +118,36 @@ def test_alignment_of_key_runs_is_align(a, b, max_edits):
     """Repeated keys, one-sided keys, a bounded search that gives up (patience anchors)."""
     ka, kb = [f"k{x}" for x in a], [f"k{x}" for x in b]
     assert pairs_of(_align_keys(ka, kb, max_edits)) == plain_pairs(ka, kb, max_edits)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 12), max_size=40), st.lists(st.integers(0, 12), max_size=40), st.integers(0, 4))
+def test_alignment_with_keys_dropped_by_scan_or_by_mask(a, b, max_edits):
+    """Keys found on one side only are left out by one scan each (a few) or by a mask
+    (many); either way, interned or not, the matches are align()'s."""
+    interned = [f"k{x}" for x in a], [f"k{x}" for x in b]
+    fresh = ["".join(["k", str(x)]) for x in a], ["".join(["k", str(x)]) for x in b]  # new objects
+    few = diff_module._FEW_DROPPED
+    try:
+        for threshold in (0, 1, few):
+            diff_module._FEW_DROPPED = threshold
+            for ka, kb in (interned, fresh, (interned[0], fresh[1])):
+                assert pairs_of(_align_keys(ka, kb, max_edits)) == plain_pairs(ka, kb, max_edits)
+    finally:
+        diff_module._FEW_DROPPED = few
+
+
+def test_runs_longer_than_a_block_of_answers():
+    """Answers are compared a block at a time: edits on both sides of a block's edge,
+    and a run that is not a whole number of blocks."""
+    n = 2 * _BLOCK + 11
+    base = run_of([r for k in range(n // 2 + 1) for r in step(k)])[:n]
+    script = [("result", _BLOCK - 1, 1), ("result", _BLOCK, 2), ("result", 2 * _BLOCK + 3, 3)]
+    other = apply(base, script)
+    d = same_diff(base, other)
+    assert d.counts["changed"] == 3
+    flags = _same_flags(base, other)
+    assert len(flags) == n and flags.count(False) == 3
 
 
 def test_long_runs_across_chunks():

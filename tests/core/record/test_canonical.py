@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import rfc8785
@@ -158,3 +159,30 @@ def test_normalize_stop():
     assert normalize_stop(None) == []
     assert normalize_stop("x") == ["x"]
     assert normalize_stop(["b", "a", "b"]) == ["a", "b"]
+
+
+def test_equal_keys_are_one_object_however_made_or_loaded(tmp_path):
+    """Keys are interned where they are made (tool_key, model_key, key_for) and where a
+    record is read, so two runs' equal keys compare by pointer (trace diff, matching)."""
+    from core.record.io import load_recording, save_recording
+    from core.record.recording import ModelRecord, Recording, ToolRecord
+
+    args = {"q": "".join(["x", "y"])}
+    assert tool_key("lookup", args) is tool_key("lookup", dict(args))
+    req = ModelRequest(messages=[ChatMessage(role="user", content="hi")])
+    same = ModelRequest(messages=[ChatMessage(role="user", content="hi")])
+    assert req.key_for("m") is same.key_for("m")
+    assert model_key("m", {"messages": [{"role": "user", "content": "hi"}]}) is req.key_for("m")
+
+    tool = ToolRecord(seq=0, tool="lookup", arguments=args)
+    tool.key = tool.compute_key()
+    rec = Recording(records=[tool, ModelRecord(seq=1, model="m", request=req)])
+    rec.records[1].key = rec.records[1].compute_key()
+    path = tmp_path / "run.json"
+    save_recording(rec, path)
+    first, second = load_recording(path), load_recording(path)
+    for a, b, made in zip(first.records, second.records, rec.records):
+        assert a.key == made.key and a.key is b.key is made.key
+    # a key given as a new string object (not computed) is interned when validated
+    given_key = "".join(["sha256:", "0" * 64])
+    assert ToolRecord(seq=0, tool="t", key=given_key).key is sys.intern("sha256:" + "0" * 64)
