@@ -80,6 +80,19 @@ def child(path: str, spawn_wall: float) -> None:
 
     TimelineTable.render_line = render_line  # type: ignore[method-assign]
 
+    # the detail pane's JSON tree: when it has drawn the record a key moved to
+    from inspector.widgets.json_tree import JsonTree
+
+    tree_painted: list[float] = []
+    original_tree = JsonTree.render_lines
+
+    def tree_render_lines(self, crop):
+        strips = original_tree(self, crop)
+        tree_painted.append(time.perf_counter())
+        return strips
+
+    JsonTree.render_lines = tree_render_lines  # type: ignore[method-assign]
+
     # the same path as `open`: inspector.loader.load_for_view (fast open for big files)
     t0 = time.perf_counter()
     loaded = load_for_view(Path(path))
@@ -100,13 +113,18 @@ def child(path: str, spawn_wall: float) -> None:
             table.focus()
             await pilot.pause()
 
+            screen = app.screen
+            detail_times: dict[str, list[float]] = {}
+
             async def measure(key: str, reset: str | None = None) -> list[float]:
                 times = []
                 for _ in range(PRESSES):
                     if reset:
                         await pilot.press(reset)
                         await pilot.pause()
+                        await screen.detail_settled()
                     n_before = len(painted)
+                    trees_before = len(tree_painted)
                     t = time.perf_counter()
                     await pilot.press(key)
                     # wait until the table has repainted after the key, and that frame
@@ -118,6 +136,15 @@ def child(path: str, spawn_wall: float) -> None:
                         seen = len(painted)
                         await asyncio.sleep(0.005)
                     times.append(painted[-1] - t)
+                    # and until the detail pane shows the record under the cursor, drawn
+                    await screen.detail_settled()
+                    while len(tree_painted) == trees_before:
+                        await asyncio.sleep(0)
+                    seen = -1
+                    while seen != len(tree_painted):
+                        seen = len(tree_painted)
+                        await asyncio.sleep(0.005)
+                    detail_times.setdefault(key, []).append(tree_painted[-1] - t)
                 return times
 
             if fast and loaded.verify is not None:
@@ -133,6 +160,8 @@ def child(path: str, spawn_wall: float) -> None:
             await pilot.press("home")
             result["pagedown_ms"] = [x * 1000 for x in await measure("pagedown")]
             result["end_ms"] = [x * 1000 for x in await measure("end", reset="home")]
+            # from the key to the detail pane drawn (the presses once verified)
+            result["detail_ms"] = [x * 1000 for k in ("down", "pagedown", "end") for x in detail_times[k][-PRESSES:]]
 
     asyncio.run(run())
     result.update(

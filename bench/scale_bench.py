@@ -496,6 +496,17 @@ def app_rows(v3: Path, records: int, repeat: int) -> None:
             p95 <= 30 and worst <= 100,
         )
     )
+    details = [sorted(g["detail_ms"]) for g in got if g.get("detail_ms")]
+    if details:
+        d95 = med(d[int(0.95 * (len(d) - 1))] for d in details)
+        emit(
+            Row(
+                f"{label}: keypress → detail pane drawn p95",
+                f"{d95:.1f} ms",
+                f"median {med(med(d) for d in details):.1f} ms",
+                f"slowest {max(d[-1] for d in details):.1f} ms",
+            )
+        )
     emit(
         Row(
             f"{label}: peak memory at first paint",

@@ -11,6 +11,7 @@ import asyncio
 import bisect
 from collections.abc import Sequence
 from functools import partial
+from time import monotonic
 
 import orjson
 from textual import events, on
@@ -42,7 +43,9 @@ from ..widgets.transcript import TranscriptView
 from .goto import GotoSeqScreen
 from .run_info import RunInfoScreen
 
-#: seconds the detail pane waits for the cursor to settle before it redraws
+#: seconds between cursor moves below which the detail pane waits for the cursor to
+#: settle (this long after the last move) before it redraws; a move after a pause this
+#: long redraws it at once
 DETAIL_DELAY = 0.06
 
 #: what the table and the detail pane say for a recording of no records (e.g. an Inspect
@@ -336,6 +339,8 @@ class TimelineScreen(Screen[None]):
         self.matches: list[int] = []
         self.history: list[int] = []
         self._detail_timer: Timer | None = None
+        #: ``time.monotonic()`` of the last cursor move (see _highlighted)
+        self._last_move = float("-inf")
         self._searching = False
         self._search_from: int | None = None
         self._search_job: Worker[None] | None = None
@@ -434,10 +439,21 @@ class TimelineScreen(Screen[None]):
 
     @on(TimelineTable.RecordHighlighted)
     def _highlighted(self, event: TimelineTable.RecordHighlighted) -> None:
+        # A move after the cursor was still for DETAIL_DELAY (a single key press, a click)
+        # redraws the detail at once (in the frame after the table's: the cursor row is
+        # never kept waiting for it); moves that follow each other faster (a held key)
+        # redraw it once they stop.
+        now = monotonic()
+        still = now - self._last_move >= DETAIL_DELAY
+        self._last_move = now
         if self._detail_timer is not None:
             self._detail_timer.stop()
-        self._detail_current.clear()
-        self._detail_timer = self.set_timer(DETAIL_DELAY, partial(self._show_detail, event.position))
+            self._detail_timer = None
+        if still:
+            self._show_detail(event.position)
+        else:
+            self._detail_current.clear()
+            self._detail_timer = self.set_timer(DETAIL_DELAY, partial(self._show_detail, event.position))
         self._update_match_info()
 
     def _show_detail(self, position: int | None) -> None:
@@ -445,8 +461,9 @@ class TimelineScreen(Screen[None]):
         self._detail_current.set()
 
     async def detail_settled(self) -> None:
-        """Wait until the detail pane shows the record under the cursor: after a move its
-        redraw waits :data:`DETAIL_DELAY` for the cursor to settle."""
+        """Wait until the detail pane shows the record under the cursor: after moves that
+        follow each other within :data:`DETAIL_DELAY` its redraw waits that long for the
+        cursor to settle."""
         await self._detail_current.wait()
 
     @on(TimelineTable.RecordSelected)

@@ -18,6 +18,7 @@ import orjson
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.css.scalar import Unit
 from textual.widgets import Static, TabbedContent, TabPane
 
 from core.analysis.timeline import TimelineIndex, TranscriptEntry, transcript_for
@@ -34,6 +35,26 @@ from .transcript import TranscriptView
 BANNER_SOURCE_CHARS = 4_000
 #: an answer reason longer than this is cut before it is wrapped (it shows three lines)
 REASON_CHARS = 1_000
+
+
+def update_static(widget: Static, content: Text) -> None:
+    """``widget.update(content)``, with a layout of the screen only when the widget's
+    height changes: ``content`` wrapped to the widget's width (capped by a ``max-height``
+    in cells) takes as many lines as it holds now, so a repaint is enough. Textual's
+    ``Static.update`` lays out every widget of the screen by default (about 10 ms at
+    160x50), which the detail pane would pay at every cursor move."""
+    before = widget.content_region.height
+    widget.update(content, layout=False)
+    width = widget.content_region.width
+    if not widget.is_mounted or width <= 0 or not widget.display:
+        widget.refresh(layout=True)
+        return
+    need = widget.get_content_height(widget.container_size, widget.app.size, width)
+    cap = widget.styles.max_height
+    if cap is not None and cap.unit == Unit.CELLS:
+        need = min(need, int(cap.value) - widget.styles.gutter.height)
+    if need != before:
+        widget.refresh(layout=True)
 
 
 def source_lines(source: str, reason: str, width: int, max_lines: int = 3) -> list[Text]:
@@ -128,11 +149,11 @@ class DetailPane(Vertical):
             rec = index.record(position)
             identity_text = self._identity_text(index, position)
         except FormatError as exc:  # a fast-opened file, not verified yet
-            identity.update(plain.line_text(f"✗ this record is invalid: {exc}", style="bold #ff5f5f"))
+            update_static(identity, plain.line_text(f"✗ this record is invalid: {exc}", style="bold #ff5f5f"))
             error.remove_class("shown")
             tree.show({}, "invalid record")
             return
-        identity.update(identity_text)
+        update_static(identity, identity_text)
         err = rec.result.error if type(rec) is ToolRecord else getattr(rec, "error", None)
         self._error = err
         if err is not None:

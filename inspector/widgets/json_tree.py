@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from rich.style import Style
 from rich.text import Text
@@ -295,6 +295,9 @@ class JsonTree(Tree[JsonNode]):
             self.lines = lines
             self.nxt = nxt
 
+    #: set while Tree's own code asks for a screen layout that this tree does not need
+    _box_unchanged = False
+
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__("record", JsonNode(None), name=name, id=id, classes=classes)
         self.show_root = True
@@ -340,6 +343,51 @@ class JsonTree(Tree[JsonNode]):
             depth += 1
             parent = parent.parent
         return depth
+
+    # ------------------------------------------------------------------ layout
+    #
+    # Textual's Tree asks for a layout of the whole screen whenever its lines change
+    # (``_invalidate``) and whenever its virtual size does (``_build``), since a tree of
+    # ``height: auto`` grows with its lines. A tree whose box is fixed by its container
+    # (the detail pane's: ``height: 1fr``) keeps its size whatever it shows; for it a new
+    # record is a repaint and a scrollbar update, not a reflow of every widget (about 10
+    # ms at 160x50, paid at every cursor move). A scrollbar that appears or goes still
+    # asks for the layout it needs (Widget.show_vertical_scrollbar).
+
+    def _fixed_box(self) -> bool:
+        """Neither the height nor the width is ``auto``: the box does not follow the lines."""
+        height, width = self.styles.height, self.styles.width
+        return not (height is not None and height.is_auto) and not (width is not None and width.is_auto)
+
+    def refresh(self, *regions: Any, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        if layout and self._box_unchanged:
+            layout = False
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def _invalidate(self) -> None:
+        if not self._fixed_box():
+            super()._invalidate()
+            return
+        self._box_unchanged = True
+        try:
+            super()._invalidate()
+        finally:
+            self._box_unchanged = False
+
+    def _build(self) -> None:
+        if not self._fixed_box():
+            super()._build()
+            return
+        before = self.virtual_size
+        self._box_unchanged = True
+        try:
+            super()._build()
+        finally:
+            self._box_unchanged = False
+        if self.virtual_size != before and self.is_mounted:
+            self._scroll_update(self.virtual_size)  # what a layout would do for this widget
+
+    # ------------------------------------------------------------------ data
 
     def show(self, value: Any, label: str = "record") -> None:
         """Replace the tree with ``value``; the first two levels are opened."""
