@@ -21,7 +21,9 @@ import json
 import re
 import struct
 import sys
+import threading
 import zlib
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,14 +46,28 @@ ZIP_ZSTANDARD = 93
 HEAD_BYTES = 64 * 1024
 
 
+#: sources at least this big are hashed in a thread while the importer parses them
+#: (hashlib releases the GIL: on two cores the digest then costs no wall time)
+HASH_IN_THREAD_BYTES = 8 * 1024 * 1024
+
+
 @dataclass
 class SourceFile:
-    """A source file read into memory: ``path``, ``data`` (bytes), ``sha256`` (hex)."""
+    """A source file read into memory: ``path``, ``data`` (bytes), :attr:`sha256` (hex).
+
+    ``digest`` is the SHA-256 hex digest, or a future of it computed in a thread."""
 
     path: Path
     data: bytes
-    sha256: str
+    digest: str | Future[str]
     _big: bool | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 of :attr:`data`, hex (waits for the hashing thread)."""
+        if not isinstance(self.digest, str):
+            self.digest = self.digest.result()
+        return self.digest
 
     @property
     def name(self) -> str:
@@ -91,7 +107,18 @@ def read_source(path: str | Path) -> SourceFile:
 
     p = Path(path)
     data = read_input(p)  # regular files only (core.record.reader)
-    return SourceFile(p, data, hashlib.sha256(data).hexdigest())
+    if len(data) < HASH_IN_THREAD_BYTES:
+        return SourceFile(p, data, hashlib.sha256(data).hexdigest())
+    digest: Future[str] = Future()
+
+    def work() -> None:
+        try:
+            digest.set_result(hashlib.sha256(data).hexdigest())
+        except BaseException as exc:  # noqa: BLE001 (handed to whoever asks for the digest)
+            digest.set_exception(exc)
+
+    threading.Thread(target=work, name="source-sha256", daemon=True).start()
+    return SourceFile(p, data, digest)
 
 
 def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:

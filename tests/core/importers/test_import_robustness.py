@@ -555,3 +555,24 @@ def test_compressed_sources_are_always_checked_for_big_integers(tmp_path: Path) 
 
     assert read_source(EVAL).may_hold_big_ints  # a zip: digits are not visible in the bytes
     assert not read_source(TAU).may_hold_big_ints
+
+
+def test_a_big_source_is_hashed_while_it_is_imported(tmp_path: Path) -> None:
+    """A source of 8 MB or more is hashed in a thread; the digest recorded in
+    ``metadata.source`` is the file's SHA-256 all the same, small or big."""
+    import hashlib
+    from concurrent.futures import Future
+
+    from core.importers._source import HASH_IN_THREAD_BYTES, read_source
+
+    big = tmp_path / "big.json"
+    body = TAU.read_bytes()
+    big.write_bytes(body + b" " * (HASH_IN_THREAD_BYTES - len(body) + 1))  # JSON may end in spaces
+    src = read_source(big)
+    assert isinstance(src.digest, Future)
+    assert src.sha256 == hashlib.sha256(big.read_bytes()).hexdigest()
+    assert src.sha256 == src.digest  # resolved once
+    small = read_source(TAU)
+    assert small.sha256 == small.digest == hashlib.sha256(TAU.read_bytes()).hexdigest()
+    runs = import_file(big)
+    assert runs[0].recording.metadata["source"]["sha256"] == hashlib.sha256(big.read_bytes()).hexdigest()

@@ -160,6 +160,49 @@ def test_long_number_check_never_misses_a_number_token():
     assert not might_hold_big_int(b'{"t": "1700000000000000000", "n": 123456789012345}')
 
 
+def _big_int_token_reference(data: bytes) -> bool:
+    """The rule of might_hold_big_int read off the whole text at once: a run of 16 or more
+    digits whose first digit starts a number token (after the start, "[", ":", ",", a
+    line break, spaces or tabs, and an optional "-")."""
+    import re
+
+    for m in re.finditer(rb"[0-9]{16,}", data):
+        i = m.start() - 1
+        if i >= 0 and data[i] == 0x2D:
+            i -= 1
+        while i >= 0 and data[i] in b" \t":
+            i -= 1
+        if i < 0 or data[i] in b"[:,\r\n":
+            return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["[", "]", ":", ",", "-", " ", "\t", "\n", '"', "a", "{", "}"]),
+            st.text(alphabet="0123456789", min_size=1, max_size=40),
+        ),
+        max_size=60,
+    ),
+    st.sampled_from([16, 17, 20, 33, 1 << 18]),
+)
+def test_long_number_check_by_blocks_is_the_whole_text_rule(pieces, block):
+    """The scan goes a block at a time (blocks overlapping by 15 bytes); with tiny blocks
+    every run of digits crosses block edges somewhere, and the answer is still the one
+    of the rule applied to the whole text."""
+    import core.record.jsonvalues as jv
+
+    data = "".join(pieces).encode()
+    saved = jv._SCAN_BLOCK
+    jv._SCAN_BLOCK = block
+    try:
+        assert might_hold_big_int(data) == _big_int_token_reference(data)
+    finally:
+        jv._SCAN_BLOCK = saved
+
+
 # ------------------------------------------------------------------ invalid unicode
 
 
