@@ -355,13 +355,30 @@ def tool_key(tool: str, arguments: Any) -> str:
     return intern_key(canonical_hash({"kind": "tool", "tool": tool, "arguments": arguments}))
 
 
+def _interned_strings_are_freed() -> bool:
+    """Whether this interpreter frees an interned string with its last reference:
+    CPython 3.11 and 3.12.6+ do; 3.12.0–3.12.5 made interned strings immortal
+    (python/cpython#113993), and a free-threaded build keeps them too."""
+    import sysconfig
+
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return False
+    return sys.implementation.name == "cpython" and not (3, 12, 0) <= sys.version_info[:3] < (3, 12, 6)
+
+
+#: keys are interned only where that keeps nothing alive longer (see intern_key)
+_INTERN_KEYS = _interned_strings_are_freed()
+
+
 def intern_key(key: str) -> str:
     """``sys.intern(key)``: every equal key made or loaded in the process is then one
     object, so comparing two runs' keys (alignment, matching) compares pointers and
     never reads the strings (memory, not hashing, is the cost at 100,000 records:
-    docs/performance.md, "Trace diff at 100k records"). Interned strings are freed with
-    their last reference (CPython), so nothing is kept longer."""
-    return sys.intern(key)
+    docs/performance.md, "Interned keys, answers compared in blocks, and the detail
+    pane"). Only where interned strings are freed with their last reference
+    (:func:`_interned_strings_are_freed`); elsewhere ``key`` itself, which compares
+    equal all the same, only slower."""
+    return sys.intern(key) if _INTERN_KEYS else key
 
 
 def model_key(model: str, request: Any) -> str:

@@ -286,7 +286,8 @@ class RecordBase(_Model):
     @field_validator("key", mode="after", check_fields=False)
     @classmethod
     def _interned_key(cls, v: str | None) -> str | None:
-        # a call's key, loaded or given, is interned as a computed one is (intern_key)
+        # the key of a tool or model call (the kinds that have one), loaded or given, is
+        # interned as a computed one is (core.record.canonical.intern_key)
         return None if v is None else intern_key(v)
 
     @property
@@ -508,12 +509,6 @@ class RunLink(_Model):
     @classmethod
     def _meta_object(cls, v: Any) -> Any:
         return check_json_object(v, "meta")
-
-    @field_validator("key", mode="after", check_fields=False)
-    @classmethod
-    def _interned_key(cls, v: str | None) -> str | None:
-        # a call's key, loaded or given, is interned as a computed one is (intern_key)
-        return None if v is None else intern_key(v)
 
 
 class Recording(_Model):

@@ -440,12 +440,10 @@ class TimelineScreen(Screen[None]):
     @on(TimelineTable.RecordHighlighted)
     def _highlighted(self, event: TimelineTable.RecordHighlighted) -> None:
         # A move after the cursor was still for DETAIL_DELAY (a single key press, a click)
-        # redraws the detail at once (in the frame after the table's: the cursor row is
-        # never kept waiting for it); moves that follow each other faster (a held key)
-        # redraw it once they stop.
-        now = monotonic()
-        still = now - self._last_move >= DETAIL_DELAY
-        self._last_move = now
+        # redraws the detail at once; moves that follow each other faster (a held key)
+        # redraw it once they stop. Stillness is counted from the end of the last
+        # immediate redraw, so moves queued behind a slow redraw wait as a held key's do.
+        still = monotonic() - self._last_move >= DETAIL_DELAY
         if self._detail_timer is not None:
             self._detail_timer.stop()
             self._detail_timer = None
@@ -453,12 +451,19 @@ class TimelineScreen(Screen[None]):
             self._show_detail(event.position)
         else:
             self._detail_current.clear()
-            self._detail_timer = self.set_timer(DETAIL_DELAY, partial(self._show_detail, event.position))
+            self._detail_timer = self.set_timer(DETAIL_DELAY, self._show_detail_at_cursor)
+        self._last_move = monotonic()
         self._update_match_info()
 
     def _show_detail(self, position: int | None) -> None:
         self.detail.show(self.index, position, empty_message=self.table.empty_message)
         self._detail_current.set()
+
+    def _show_detail_at_cursor(self) -> None:
+        """The debounce timer's redraw: the record under the cursor when it fires (a
+        filter or a search may have moved the view since the move that set it)."""
+        self._detail_timer = None
+        self._show_detail(self.table.cursor_position)
 
     async def detail_settled(self) -> None:
         """Wait until the detail pane shows the record under the cursor: after moves that

@@ -54,6 +54,49 @@ async def test_a_single_move_redraws_the_detail_at_once_and_quick_moves_once_the
         assert screen.detail.position == 3
 
 
+async def test_moves_queued_behind_a_slow_redraw_wait_as_a_held_keys_do(real, monkeypatch):
+    """Stillness is counted from the end of the last redraw: keys that arrive while a slow
+    record is drawn are a run of quick moves, not single presses each redrawn at once."""
+    import time
+
+    from inspector.widgets.detail_pane import DetailPane
+
+    monkeypatch.setattr(timeline_screen, "DETAIL_DELAY", 0.2)
+    shown: list[int | None] = []
+    original = DetailPane.show
+
+    def slow_show(self, index, position, empty_message=""):
+        shown.append(position)
+        time.sleep(0.25)  # a redraw slower than the delay (a huge record)
+        original(self, index, position, empty_message)
+
+    app = InspectorApp(real)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settled(pilot, app)
+        monkeypatch.setattr(DetailPane, "show", slow_show)
+        screen._last_move = float("-inf")
+        await pilot.press(*["down"] * 6)
+        await asyncio.wait_for(screen.detail_settled(), timeout=30)
+        await pilot.pause()
+        assert screen.table.cursor_position == 6
+        assert shown[0] == 1 and shown[-1] == 6
+        assert len(shown) <= 3, shown  # the first move, the last; not one per key
+
+
+async def test_a_filter_after_a_quick_move_leaves_the_record_under_the_cursor(real, monkeypatch):
+    monkeypatch.setattr(timeline_screen, "DETAIL_DELAY", 1.0)  # the moves below are "quick"
+    app = InspectorApp(real)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settled(pilot, app)
+        assert screen.index.kinds[0] == "lifecycle"
+        # quick moves back to row 0 (a lifecycle record), then lifecycle hidden: the row
+        # stays 0 (no move is posted) and the cursor is now on the first shown record
+        await pilot.press("down", "up", "5")
+        await settled(pilot, app)
+        assert screen.table.cursor_position != 0
+        assert screen.detail.position == screen.table.cursor_position
+
+
 async def test_held_keys_with_the_default_delay_end_on_the_record_under_the_cursor(real):
     app = InspectorApp(real)
     async with app.run_test(size=SIZE) as pilot:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import CanonicalizationError
-from core.record.canonical import args_hash, canonical_json, model_key, normalize_stop, tool_key
+from core.record.canonical import _INTERN_KEYS, args_hash, canonical_json, model_key, normalize_stop, tool_key
 from core.record.recording import ChatMessage, ModelRequest
 
 SAFE_INT = 2**53 - 1
@@ -161,6 +161,21 @@ def test_normalize_stop():
     assert normalize_stop(["b", "a", "b"]) == ["a", "b"]
 
 
+def test_keys_are_interned_only_where_interned_strings_are_freed(monkeypatch):
+    from core.record import canonical
+
+    for version, freed in (((3, 11, 7), True), ((3, 12, 3), False), ((3, 12, 6), True), ((3, 13, 1), True)):
+        monkeypatch.setattr(sys, "version_info", (*version, "final", 0))
+        assert canonical._interned_strings_are_freed() is freed, version
+    monkeypatch.setattr(canonical, "_INTERN_KEYS", False)
+    fresh = "".join(["sha256:", "1" * 64])
+    assert canonical.intern_key(fresh) is fresh  # left as it is: equal keys still compare equal
+
+
+@pytest.mark.skipif(
+    not _INTERN_KEYS,
+    reason="this interpreter keeps interned strings for good: keys are not interned",
+)
 def test_equal_keys_are_one_object_however_made_or_loaded(tmp_path):
     """Keys are interned where they are made (tool_key, model_key, key_for) and where a
     record is read, so two runs' equal keys compare by pointer (trace diff, matching)."""
