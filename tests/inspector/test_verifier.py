@@ -324,6 +324,38 @@ async def test_the_columns_the_first_paint_left_are_read_ahead_after_it(tmp_path
         assert index._raw._f.index._ranges is not None
 
 
+async def test_the_columns_read_ahead_are_kept_out_of_the_cyclic_collectors_reach(tmp_path, monkeypatch):
+    """Once the columns are read and the maps of links built, they are frozen with the
+    other long-lived objects: a full collection would otherwise walk every item of a
+    million-item column or map."""
+    import gc
+
+    import inspector.app as app_module
+
+    _, path = _saved(tmp_path)
+    loaded = load_for_view(path, fast_open_bytes=0)
+    loaded.verify = None
+    index = loaded.index
+    frozen_after_links: list[bool] = []
+
+    def keep() -> None:
+        frozen_after_links.append(index._link_columns is None)  # the maps are built
+        gc.freeze()
+
+    monkeypatch.setattr(app_module, "keep_long_lived", keep)
+    app = InspectorApp(loaded)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            assert frozen_after_links == [False, True]  # at mount, then after the read-ahead
+            maps = index.answered_by
+            assert maps and gc.is_tracked(maps)
+            assert not any(o is maps for o in gc.get_objects())  # frozen: not in any generation
+    finally:
+        gc.unfreeze()
+
+
 def test_the_console_script_sets_the_frame_rate_unless_the_user_did(monkeypatch):
     """``TEXTUAL_FPS`` (Textual's own setting, read once at its import) defaults to the
     app's FRAMES_PER_SECOND; a value the user set is kept."""
