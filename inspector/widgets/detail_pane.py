@@ -298,7 +298,7 @@ class DetailPane(Vertical):
             pair.append(v, style="bold #d7af00" if k == "matched in" or k.startswith("⚑") else "")
             pair.truncate(width, overflow="ellipsis")
             line = lines[-1]
-            if len(line) and len(line) + 2 + len(pair) > width:
+            if len(line) and line.cell_len + 2 + pair.cell_len > width:  # cells: a wide character takes two
                 lines.append(Text())
                 line = lines[-1]
             if len(line):

@@ -24,6 +24,7 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -186,11 +187,21 @@ def _holds(view: Sequence[int], position: int) -> bool:
 
 
 def _cell(text: str, width: int, right: bool = False) -> str:
+    """``text`` cut (``…``) or padded to ``width`` terminal cells, right-aligned with
+    ``right``. A wide character (CJK, most emoji) takes two cells (``rich.cells``); the
+    ASCII case, one cell a character, is counted by ``len``."""
     if width <= 0:
         return ""
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    return text.rjust(width) if right else text.ljust(width)
+    if text.isascii():
+        if len(text) > width:
+            text = text[: width - 1] + "…"
+        return text.rjust(width) if right else text.ljust(width)
+    used = cell_len(text)
+    if used > width:
+        text = set_cell_size(text, width - 1) + "…"  # a wide character cut in half: a space
+        used = width
+    pad = " " * (width - used)
+    return pad + text if right else text + pad
 
 
 class TimelineTable(ScrollView, can_focus=True):
@@ -424,6 +435,9 @@ class TimelineTable(ScrollView, can_focus=True):
             row = self.row_of_position(keep_position, nearest=True) or 0
         self.cursor = min(row, max(0, len(view) - 1))
         self.refresh()
+        # once the new height is laid out: a scroll made now is clamped to the old view's
+        # height (a filter widened from a few rows leaves the cursor below the screen)
+        self.call_after_refresh(self._scroll_cursor_into_view)
 
     def set_source_filter(self, sources: frozenset[str] | None) -> None:
         """Show only rows answered by ``sources`` (``None``, or every source present:

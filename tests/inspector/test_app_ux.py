@@ -471,3 +471,83 @@ async def test_run_info_fits_long_metadata_values_to_the_width():
         room = tree.scrollable_content_region.width - tree.guide_depth
         assert label.cell_len <= room, (label.plain, room)
         assert label.plain.rstrip().endswith("enter to expand)") and "submission: " in label.plain
+
+
+@pytest.mark.asyncio
+async def test_widening_a_filter_keeps_the_cursor_row_on_screen():
+    """From a few error rows back to every row: the cursor stays on its record and the
+    table scrolls to it (the scroll waits for the new height; made at once it was
+    clamped to the few rows' height and left the cursor below the screen)."""
+    app = InspectorApp(load_for_view(ROOT / "sample_recordings" / "codex-gpt55-context-setting.json"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot, app)
+        screen = screen_of(app)
+        table = screen.table
+        screen.jump_to(screen.index.seqs.index(140))
+        await settle(pilot, app)
+        await pilot.press("x")  # errors only: a handful of rows
+        await settle(pilot, app)
+        kept = table.cursor_position
+        assert len(table.view) < table._page
+        await pilot.press("x")  # every row again
+        await settle(pilot, app)
+        assert table.cursor_position == kept and table.cursor > table._page
+        top = round(table.scroll_y)
+        assert top <= table.cursor < top + table._page  # the cursor row is drawn
+        assert screen.detail.position == kept
+
+
+def test_cells_are_counted_in_terminal_cells():
+    """A wide character (CJK) takes two cells: a cell is cut and padded by cells, so the
+    columns after it stay where they are."""
+    from rich.cells import cell_len
+
+    from inspector.widgets.timeline_table import _cell
+
+    for text in ("ascii name", "呼び出し呼び出し", "mixé 呼び", "", "é" * 30):
+        for width in (1, 2, 5, 8, 12, 40):
+            for right in (False, True):
+                out = _cell(text, width, right)
+                assert cell_len(out) == width, (text, width, right, out)
+                if cell_len(text) <= width:
+                    assert out.strip() == text.strip()
+                else:
+                    assert out.rstrip().endswith("…")
+    assert _cell("呼び出し", 5) == "呼び…"  # 2 + 2 + 1 cells
+    assert _cell("呼び出し", 4) == "呼 …"  # the second character would be cut in half: a space
+
+
+@pytest.mark.asyncio
+async def test_wide_characters_keep_the_table_columns_and_the_identity_lines(tmp_path):
+    from rich.cells import cell_len
+
+    from tests.builders import recording, tool
+
+    wide = "呼び出し" * 10
+    rec = recording(
+        tool(0, "lookup", {"q": "plain"}, "ok"),
+        tool(1, "検索ツール" * 4, {"q": wide}, wide, error="エラー"),
+    )
+    rec.records[1].tool_call_id = wide
+    rec.records[1].run_id = wide
+    path = tmp_path / "wide.json"
+    rec.save(path)
+    app = InspectorApp(load_for_view(path))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot, app)
+        screen = screen_of(app)
+        table = screen.table
+        width = table.scrollable_content_region.width
+        rows = [table.render_line(y) for y in (1, 2)]
+        assert [r.cell_length for r in rows] == [width, width]
+        texts = ["".join(seg.text for seg in r) for r in rows]
+        status_at = [cell_len(texts[0][: texts[0].rindex(" ok")]) + 1, cell_len(texts[1][: texts[1].index("✗")])]
+        assert status_at[0] == status_at[1]  # the status column starts at the same cell
+        await pilot.press("down")
+        await settle(pilot, app)
+        detail = app.screen.query_one(DetailPane)
+        ident = detail._identity_text(screen.index, 1)
+        limit = max(30, detail.size.width - 2)
+        assert all(cell_len(line) <= limit for line in ident.plain.split("\n"))
+        call_line = next(line for line in ident.plain.split("\n") if line.startswith("call id"))
+        assert call_line.endswith("…") and cell_len(call_line) <= limit  # cut by cells
