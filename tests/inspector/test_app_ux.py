@@ -551,3 +551,22 @@ async def test_wide_characters_keep_the_table_columns_and_the_identity_lines(tmp
         assert all(cell_len(line) <= limit for line in ident.plain.split("\n"))
         call_line = next(line for line in ident.plain.split("\n") if line.startswith("call id"))
         assert call_line.endswith("…") and cell_len(call_line) <= limit  # cut by cells
+
+
+def test_error_banner_counts_wide_characters_in_cells():
+    """A CJK error message: every line fits in cells, the message is not lost behind
+    its type, and the last sentence is kept when it fits."""
+    from rich.cells import cell_len
+
+    from inspector.widgets.detail_pane import error_banner
+
+    msg = "これは非常に長いエラーメッセージです。" * 4 + "最後の文です。"
+    for width in (38, 60, 94, 200):
+        for lines in (1, 2):
+            out = error_banner("エラー", msg, width, lines)
+            rows = out.splitlines()
+            assert out.startswith("✗ エラー: これは") and len(rows) <= lines, out
+            assert all(cell_len(row) <= width for row in rows), (width, lines, out)
+            if cell_len(out) > width:  # cut: the specific part is kept
+                assert out.endswith("最後の文です。"), out
+    assert error_banner("エラー", "短い", 40) == "✗ エラー: 短い"
