@@ -43,6 +43,33 @@ OUT = ROOT / "bench" / "out"
 PRESSES = 50
 
 
+def _stamped(cls: type, method: str) -> list[float]:
+    """Wrap ``cls.method`` (a widget's line or lines renderer) so that each call appends
+    its end time (``time.perf_counter``) to the list returned."""
+    stamps: list[float] = []
+    original = getattr(cls, method)
+
+    def wrapper(self, *args):
+        out = original(self, *args)
+        stamps.append(time.perf_counter())
+        return out
+
+    setattr(cls, method, wrapper)
+    return stamps
+
+
+async def _drawn(stamps: list[float], before: int) -> float:
+    """Wait until ``stamps`` grew past ``before`` and then drew nothing for 5 ms (the
+    frame is complete); the time of its last stamp."""
+    while len(stamps) == before:
+        await asyncio.sleep(0)
+    seen = -1
+    while seen != len(stamps):
+        seen = len(stamps)
+        await asyncio.sleep(0.005)
+    return stamps[-1]
+
+
 def child(path: str, spawn_wall: float) -> None:
     """Measure inside a fresh process; print one JSON line."""
     sys.path.insert(0, str(ROOT))
@@ -70,28 +97,11 @@ def child(path: str, spawn_wall: float) -> None:
 
     TimelineIndex.from_raw = classmethod(timed_from_raw)  # type: ignore[method-assign]
 
-    painted: list[float] = []
-    original = TimelineTable.render_line
-
-    def render_line(self, y):
-        strip = original(self, y)
-        painted.append(time.perf_counter())
-        return strip
-
-    TimelineTable.render_line = render_line  # type: ignore[method-assign]
-
-    # the detail pane's JSON tree: when it has drawn the record a key moved to
     from inspector.widgets.json_tree import JsonTree
 
-    tree_painted: list[float] = []
-    original_tree = JsonTree.render_lines
-
-    def tree_render_lines(self, crop):
-        strips = original_tree(self, crop)
-        tree_painted.append(time.perf_counter())
-        return strips
-
-    JsonTree.render_lines = tree_render_lines  # type: ignore[method-assign]
+    # when each line of the table, and each page of the detail pane's tree, was drawn
+    painted = _stamped(TimelineTable, "render_line")
+    tree_painted = _stamped(JsonTree, "render_lines")
 
     # the same path as `open`: inspector.loader.load_for_view (fast open for big files)
     t0 = time.perf_counter()
@@ -127,24 +137,11 @@ def child(path: str, spawn_wall: float) -> None:
                     trees_before = len(tree_painted)
                     t = time.perf_counter()
                     await pilot.press(key)
-                    # wait until the table has repainted after the key, and that frame
-                    # is complete (no new line for 5 ms); the time is that of its last line
-                    while len(painted) == n_before:
-                        await asyncio.sleep(0)
-                    seen = -1
-                    while seen != len(painted):
-                        seen = len(painted)
-                        await asyncio.sleep(0.005)
-                    times.append(painted[-1] - t)
-                    # and until the detail pane shows the record under the cursor, drawn
+                    # the table repainted after the key, that frame complete
+                    times.append(await _drawn(painted, n_before) - t)
+                    # and the detail pane showing the record under the cursor, drawn
                     await screen.detail_settled()
-                    while len(tree_painted) == trees_before:
-                        await asyncio.sleep(0)
-                    seen = -1
-                    while seen != len(tree_painted):
-                        seen = len(tree_painted)
-                        await asyncio.sleep(0.005)
-                    detail_times.setdefault(key, []).append(tree_painted[-1] - t)
+                    detail_times.setdefault(key, []).append(await _drawn(tree_painted, trees_before) - t)
                 return times
 
             if fast and loaded.verify is not None:
