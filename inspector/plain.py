@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len, set_cell_size
 from rich.style import StyleType
 from rich.text import Text
 
@@ -82,3 +83,12 @@ def line_text(value: Any, style: StyleType = "") -> Text:
 def block_text(value: Any, style: StyleType = "") -> Text:
     """:func:`block` as a Rich ``Text`` (never parsed as markup)."""
     return Text(block(value), style=style)
+
+
+def cut_cells(text: str, width: int) -> str:
+    """``text`` in at most ``width`` terminal cells (a wide character, CJK or most emoji,
+    takes two: ``rich.cells``), ending with ``…`` when cut; a wide character cut in half
+    leaves a space."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, max(0, width - 1)) + "…"

@@ -337,14 +337,6 @@ def error_banner(error_type: str, message: str, width: int, lines: int = 2) -> s
     return one_line(full, width - len(tail) - 1) + " " + tail
 
 
-def _cut_cells(text: str, width: int) -> str:
-    """``text`` in at most ``width`` terminal cells, ending with ``…`` when cut (a wide
-    character cut in half leaves a space)."""
-    if cell_len(text) <= width:
-        return text
-    return set_cell_size(text, max(0, width - 1)) + "…"
-
-
 def _error_banner_cells(full: str, message: str, width: int, lines: int) -> str:
     """:func:`error_banner` for text with wide characters, measured in terminal cells
     (a CJK character takes two): the same choices, with each cut made by cells."""
@@ -354,15 +346,15 @@ def _error_banner_cells(full: str, message: str, width: int, lines: int) -> str:
     tail = one_line(sentences[-1], 1 << 30) if len(sentences) > 1 else ""
     if lines >= 2:
         if tail and cell_len(tail) <= width and full.endswith(tail):
-            return _cut_cells(full[: -len(tail)].rstrip(), width) + "\n" + tail
+            return plain.cut_cells(full[: -len(tail)].rstrip(), width) + "\n" + tail
         first = set_cell_size(full, width).rstrip()
         cut = first.rfind(" ")
         if cut > len(first) // 2:  # a break between words when there is one in reach
             first = first[:cut]
-        return first + "\n" + _cut_cells(full[len(first) :].strip(), width)
+        return first + "\n" + plain.cut_cells(full[len(first) :].strip(), width)
     if not tail or cell_len(tail) > width - 20 or not full.endswith(tail):
-        return _cut_cells(full, width)
-    return _cut_cells(full[: -len(tail)].rstrip(), width - cell_len(tail) - 1) + " " + tail
+        return plain.cut_cells(full, width)
+    return plain.cut_cells(full[: -len(tail)].rstrip(), width - cell_len(tail) - 1) + " " + tail
 
 
 def matched_fields(obj: Any, term: str, limit: int = 4) -> list[str]:

@@ -18,6 +18,8 @@ U+FFFD in each bad place, with the marker ``⚠`` before the first.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -364,26 +366,29 @@ class JsonTree(Tree[JsonNode]):
             layout = False
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
+    @contextmanager
+    def _no_layout(self) -> Iterator[None]:
+        """While Tree's own code runs: its requests for a layout are repaints only."""
+        self._box_unchanged = True
+        try:
+            yield
+        finally:
+            self._box_unchanged = False
+
     def _invalidate(self) -> None:
         if not self._fixed_box():
             super()._invalidate()
             return
-        self._box_unchanged = True
-        try:
+        with self._no_layout():
             super()._invalidate()
-        finally:
-            self._box_unchanged = False
 
     def _build(self) -> None:
         if not self._fixed_box():
             super()._build()
             return
         before = self.virtual_size
-        self._box_unchanged = True
-        try:
+        with self._no_layout():
             super()._build()
-        finally:
-            self._box_unchanged = False
         if self.virtual_size != before and self.is_mounted:
             self._scroll_update(self.virtual_size)  # what a layout would do for this widget
 

@@ -24,7 +24,7 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -39,7 +39,7 @@ from textual.strip import Strip
 from core.analysis.timeline import ANSWER_SOURCES, UNKNOWN_SOURCE, TimelineIndex
 from core.analysis.timeline_text import SOURCE_SYMBOLS, format_duration, format_offset, source_label
 
-from ..plain import line
+from ..plain import cut_cells, line
 
 KIND_LABELS = {
     "model": "model",
@@ -196,11 +196,8 @@ def _cell(text: str, width: int, right: bool = False) -> str:
         if len(text) > width:
             text = text[: width - 1] + "…"
         return text.rjust(width) if right else text.ljust(width)
-    used = cell_len(text)
-    if used > width:
-        text = set_cell_size(text, width - 1) + "…"  # a wide character cut in half: a space
-        used = width
-    pad = " " * (width - used)
+    text = cut_cells(text, width)
+    pad = " " * (width - cell_len(text))
     return pad + text if right else text + pad
 
 
