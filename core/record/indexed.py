@@ -1700,9 +1700,11 @@ def verify_pool(f: IndexedFile) -> dict[str, bytes]:
         FormatError: the first damaged pool value (``/pool/<id>``).
     """
     out: dict[str, bytes] = {}
-    for pid in f.index.pool:
-        data = f.pool_bytes(pid)
-        check_pool_entry(pid, data, f.source)
+    whole, source, sha256, ok_id = f.data, f.source, hashlib.sha256, _POOL_ID.fullmatch
+    for pid, (a, b) in f.index.pool.items():  # check_pool_entry, inlined
+        data = bytes(whole[a:b])
+        if ok_id(pid) is None or not sha256(data).hexdigest().startswith(pid):
+            check_pool_entry(pid, data, source)
         out[pid] = data
     return out
 
@@ -1715,9 +1717,9 @@ def logical_bytes(
 ) -> list[bytes]:
     """The canonical JSON of a record as written (canonical, with references) with each
     reference replaced by its pooled value's canonical JSON and a history reference by
-    ``histories(id)`` (the canonical JSON of the messages array) — the bytes its digest
-    part is (references occur only as whole objects: recorded content shaped like one is
-    pooled by the writer). Returns the parts in order.
+    ``[``, ``histories(id)`` (the messages' canonical JSON joined by commas) and ``]`` —
+    the bytes its digest part is (references occur only as whole objects: recorded
+    content shaped like one is pooled by the writer). Returns the parts in order.
 
     Raises:
         KeyError: a reference names an id not in ``pool``.
@@ -1732,7 +1734,7 @@ def logical_bytes(
         if parts[k + 1] == b"pool":
             out.append(pool[pid])
         elif histories is not None:
-            out.append(histories(pid))
+            out += (b"[", histories(pid), b"]")
         else:
             raise KeyError(pid)
     out.append(parts[-1])

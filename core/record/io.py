@@ -37,15 +37,17 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import CanonicalizationError, FormatError, OutputError
 from .canonical import _NeedsReference, _prepare, canonical_json
+from .hashing import BackgroundSha256
 from .indexed import (
     ENCODING_MEMBERS,
+    INDEX_COLUMNS,
     Encoded,
     IndexedFile,
     describe_row_mismatch,
@@ -597,49 +599,54 @@ def _load_indexed(
         )
 
     def history_json(node: str) -> bytes:
-        data = history_bytes.get(node)
-        if data is None:
-            data = history_bytes[node] = [pool[m] for m in f.history(node)]
-        return b"[" + b",".join(data) + b"]"
+        # the canonical bytes of the node's messages, built as messages_of builds their
+        # objects (its parent's list plus its own); the walk's nodes are parsed already
+        data = expand_history(node, f.pool_value, history_bytes, source, pool.__getitem__)
+        return b",".join(data)
 
     validate = _RECORD_ADAPTER.validate_python
-    h = hashlib.sha256(b"[")
+    h = BackgroundSha256(b"[")  # the digest, hashed on a second thread
     records: list[Any] = []
     order = _RecordOrder(source)
     n = len(f)
     error_at = first_error_position(f.index.columns) if n else None
+    # the index as rows, compared with each record's row in C (the first column that
+    # disagrees is found only on a mismatch)
+    index_rows = list(zip(*(f.index.columns[name] for name in INDEX_COLUMNS))) if n else []
     error_record: Any = None
-    for i in range(n):
-        data = f.record_bytes(i)
-        raw = _indexed_record(f, i, data, pool, memo, messages_of)
-        try:
-            rec = validate(raw, strict=True)
-        except ValidationError as exc:
-            raise _validation_to_format_error(exc, source, i) from None
-        order.check(rec, i)
-        mismatch = describe_row_mismatch(f, i, index_row(rec))
-        if mismatch is not None:
-            raise mismatch
-        if i:
-            h.update(b",")
-        try:
-            parts = logical_bytes(data, pool, history_json)
-        except KeyError as exc:  # checked when the record was resolved; a guard
-            raise FormatError(
-                f"reference to pool id {exc.args[0]!r}, which the pool does not hold", file=source, record=i
-            ) from None
-        for part in parts:
-            h.update(part)
-        if keep:
-            records.append(rec)
-        if i == error_at:
-            error_record = rec
-        if not i & 4095:
-            if progress is not None:
-                progress(i, n)
-            f.release_before(f.index.start[i])
-    h.update(b"]")
-    digest = "sha256:" + h.hexdigest()
+    with h:
+        for i in range(n):
+            data = f.record_bytes(i)
+            raw = _indexed_record(f, i, data, pool, memo, messages_of)
+            try:
+                rec = validate(raw, strict=True)
+            except ValidationError as exc:
+                raise _validation_to_format_error(exc, source, i) from None
+            order.check(rec, i)
+            row = index_row(rec)
+            if row != index_rows[i]:
+                mismatch = describe_row_mismatch(f, i, row)
+                if mismatch is not None:
+                    raise mismatch
+            try:
+                parts = logical_bytes(data, pool, history_json)
+            except KeyError as exc:  # checked when the record was resolved; a guard
+                raise FormatError(
+                    f"reference to pool id {exc.args[0]!r}, which the pool does not hold", file=source, record=i
+                ) from None
+            if i:
+                h.update(b",")
+            h.update_many(parts)
+            if keep:
+                records.append(rec)
+            if i == error_at:
+                error_record = rec
+            if not i & 4095:
+                if progress is not None:
+                    progress(i, n)
+                f.release_before(f.index.start[i])
+        h.update(b"]")
+        digest = "sha256:" + h.hexdigest()
     stated = f.header().get("summary")
     if stated is not None and stated != index_summary(f.index.columns, n, lambda _: error_record):
         raise FormatError(
@@ -698,7 +705,7 @@ def _indexed_record(
     messages of a request and a response as chat messages validated once per pool id
     (carrying their canonical bytes), any other reference as the pooled value."""
     raw = f.parse_record(i, data)
-    if _HUGE_INT.search(data) is not None:
+    if _may_hold_huge_int(data) and _HUGE_INT.search(data) is not None:
         _check_exact_integers(data, f.source, i)
     refs = data.count(b'{"$pool":"') + data.count(b'{"$history":"')
     if not refs:
@@ -795,9 +802,23 @@ def verify_record_keys(records: list[Any], *, source: str) -> None:
 # A JSON number of 20+ digits in value position: orjson reads integers beyond 64 bits as
 # (inexact) floats without a word, so such a document is re-read exactly.
 _HUGE_INT = re.compile(rb"[:\[,][ \t\r\n]*-?[0-9]{20}")
+#: each digit → "1", any other byte → "0" (``bytes.translate``)
+_DIGIT_MASK: Final = bytes(0x31 if 0x30 <= b <= 0x39 else 0x30 for b in range(256))
+_TWENTY_DIGITS: Final = b"1" * 20
+
+
+def _may_hold_huge_int(data: bytes) -> bool:
+    """False when ``data`` has no run of 20 digits, so no match of :data:`_HUGE_INT`: a
+    digit mask searched in C, five times faster than the pattern, which tries a match at
+    every ``:``, ``,`` and ``[``."""
+    if not isinstance(data, (bytes, bytearray)):
+        data = bytes(data)
+    return _TWENTY_DIGITS in data.translate(_DIGIT_MASK)
 
 
 def _has_huge_integer(raw: bytes) -> bool:
+    if not _may_hold_huge_int(raw):
+        return False
     for m in _HUGE_INT.finditer(raw):
         if raw[max(0, m.start() - 6) : m.start()] != b"sha256":  # hex digests of keys
             return True
