@@ -241,9 +241,10 @@ def _worker_cancelled() -> bool:
 
 def _skeleton_open(path: Path) -> LoadedRecording | None:
     """Open a version-1/2 file from a skeleton decode (:mod:`core.record.skeleton`: the
-    timeline's fields only, payloads skipped, over a read-only memory map); ``verify``
-    parses and checks the whole file in a worker. ``None`` when the file is not a
-    version-1/2 recording (the caller opens it another way)."""
+    timeline's fields only, payloads skipped, over a copy-on-write memory map, a chunk of
+    records at a time for a big file); ``verify`` parses and checks the whole file in a
+    worker. ``None`` when the file is not a version-1/2 recording (the caller opens it
+    another way)."""
     import mmap
 
     from core.record.io import load_recording, recording_from_dict
@@ -254,7 +255,10 @@ def _skeleton_open(path: Path) -> LoadedRecording | None:
     check_input(path)  # a regular file (core.record.reader)
     try:
         with open(path, "rb") as fh:
-            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            try:  # copy-on-write: the skeleton decodes a big file's records a chunk at a time
+                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+            except OSError:  # no memory to commit for a private map (strict overcommit)
+                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None
     skel = skeleton(data, source=source)

@@ -40,21 +40,28 @@ of the wrong shape never raises here: that record's row is computed from its par
 by :func:`row_of_object`, loosely.
 
 Memory: the input buffer (referenced by the slices), one ``msgspec.Raw`` per record and
-the columns; no tree of the document. Pass a read-only ``mmap`` of the file rather than
-its bytes: the decode reads the page cache in place, with no copy into the heap
-(``bench/skeleton_bench.py``: faster than ``read()`` alone).
+the columns; no tree of the document. Pass an ``mmap`` of the file rather than its
+bytes: the decode reads the page cache in place, with no copy into the heap
+(``bench/skeleton_bench.py``: faster than ``read()`` alone). Map it copy-on-write
+(``mmap.ACCESS_COPY``), as the app does: a document of more than two
+:data:`CHUNK_BYTES` whose ``records`` come last is then decoded a chunk of records at a
+time (:func:`_chunked`), each chunk's pages given back once its columns are made, so
+the first paint holds a chunk of the file rather than all of it (1 GB file: 34 MB at
+first paint, was 1.01 GB). The file is never written.
 """
 
 from __future__ import annotations
 
 import gc
 import mmap
+import re
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final, overload
+from typing import Any, Final, cast, overload
 
 import msgspec
 import orjson
@@ -207,11 +214,7 @@ class RawRecords(Sequence[dict[str, Any]]):
                     assert callable(self._find)
                     slices = self._find()
                     if len(slices) != self._n:  # not for bytes that stayed as they were
-                        raise FormatError(
-                            f"the document changed: {len(slices):,} records, {self._n:,} read before",
-                            file=self.source,
-                            path="/records",
-                        )
+                        raise self._changed(len(slices), self._n)
                     self._slices = slices
         return slices
 
@@ -229,10 +232,18 @@ class RawRecords(Sequence[dict[str, Any]]):
         if not 0 <= k < n:
             raise IndexError(f"record {i} out of range ({n} records)")
         try:
-            value: dict[str, Any] = _parse(self._all()[k])
+            value: dict[str, Any] = _parse(self._slice(k))
         except msgspec.DecodeError as exc:
             raise _inside(exc, self.source, k) from None
         return value
+
+    def _slice(self, k: int) -> msgspec.Raw:
+        return self._all()[k]
+
+    def _changed(self, found: int, read: int) -> FormatError:
+        return FormatError(
+            f"the document changed: {found:,} records, {read:,} read before", file=self.source, path="/records"
+        )
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for k in range(self._n):
@@ -240,7 +251,46 @@ class RawRecords(Sequence[dict[str, Any]]):
 
     def slice_of(self, i: int) -> memoryview:
         """The bytes of record ``i`` as written in the file (a view of the input)."""
-        return memoryview(self._all()[i])
+        return memoryview(self._slice(i))
+
+
+class ChunkedRawRecords(RawRecords):
+    """:class:`RawRecords` of a document decoded a chunk at a time (:func:`_chunked`):
+    the slices of a record's chunk are found when one of its records is first read (and
+    kept), so reading one record of a big file reads a few megabytes of it, not all of
+    it. ``bounds``: each chunk's first and end byte; ``firsts``: each chunk's first
+    record."""
+
+    def __init__(self, data: mmap.mmap, bounds: list[tuple[int, int]], firsts: list[int], n: int, source: str) -> None:
+        super().__init__([], n, source)
+        self._data = data
+        self._bounds = bounds
+        self._firsts = firsts
+        self._chunks: dict[int, list[msgspec.Raw]] = {}
+
+    def _slice(self, k: int) -> msgspec.Raw:
+        if k < 0:
+            k += self._n
+        c = bisect_right(self._firsts, k) - 1
+        slices = self._chunks.get(c)
+        if slices is None:
+            with self._lock:  # one chunk's brackets written at a time
+                slices = self._chunks.get(c)
+                if slices is None:
+                    first = self._firsts[c]
+                    count = (self._firsts[c + 1] if c + 1 < len(self._firsts) else self._n) - first
+                    try:
+                        with _bracketed(self._data, *self._bounds[c]) as view:
+                            slices = _SLICES.decode(view)
+                    except msgspec.DecodeError:
+                        raise self._changed(0, self._n) from None
+                    if len(slices) != count:
+                        raise self._changed(first + len(slices), first + count)
+                    self._chunks[c] = slices
+        return slices[k - self._firsts[c]]
+
+    def _all(self) -> list[msgspec.Raw]:
+        return [self._slice(k) for k in range(self._n)]
 
 
 @dataclass
@@ -314,6 +364,10 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 def _skeleton(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> Skeleton | None:
     """:func:`skeleton`, the collector paused by the caller."""
+    if isinstance(data, mmap.mmap) and len(data) > 2 * CHUNK_BYTES:
+        chunked = _chunked(data, source)
+        if chunked is not None:
+            return chunked
     try:
         paint = _PAINT.decode(data)
     except msgspec.ValidationError:  # another member, something of another shape: the general path
@@ -332,6 +386,167 @@ def _skeleton(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> 
     n = len(records)
     columns = _columns(records, [], source)
     return Skeleton(header, columns, RawRecords(partial(_slices_of, data), n, source))
+
+
+#: bytes of the records array decoded at a time from a memory map (:func:`_chunked`)
+CHUNK_BYTES = 4 << 20
+#: later separators tried when a chunk's end turned out to lie inside a record
+_SPLIT_TRIES: Final = 4
+_RECORDS_MEMBER = re.compile(rb'"records"[ \t\r\n]*:[ \t\r\n]*\[')
+_FIRST_MEMBER = re.compile(rb'[ \t\r\n]*\{[ \t\r\n]*"[A-Za-z_][A-Za-z0-9_]*"[ \t\r\n]*:')
+_WHITESPACE: Final = b" \t\r\n"
+_CHUNK_OF_RECORDS = msgspec.json.Decoder(list[_Record])
+
+
+def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
+    """:func:`skeleton` of a document mapped copy-on-write (``mmap.ACCESS_COPY``) whose
+    ``records`` array is its last member, decoded :data:`CHUNK_BYTES` at a time; each
+    chunk's pages are given back (``MADV_DONTNEED``) once its columns are made, so the
+    first paint's resident memory is a chunk and the columns, not the file.
+
+    A chunk ends at a separator: a comma followed by the bytes that open the first record
+    (``{"seq":`` in a compact file) — bytes that only occur outside strings, since an
+    unescaped quote cannot be inside one. The separator may still lie inside a record (a
+    nested object with the same first member). So the chunk is decoded as an array: its
+    first and last bytes (the comma or bracket before it, the comma after it) are
+    overwritten in the private copy with ``[`` and ``]`` and restored after. A chunk that
+    starts between two records and decodes as an array of values ends between two
+    records too, so every chunk after the first is known to start between two records.
+    A chunk that does not decode is retried up to the next :data:`_SPLIT_TRIES`
+    separators.
+
+    Returns ``None`` when the document is not of that shape, is not mapped
+    copy-on-write, or a chunk did not decode: the caller then decodes it whole, which
+    says what is wrong with it.
+
+    Raises:
+        FormatError: as :func:`skeleton`, for a record the columns read.
+    """
+    found = _records_member(data)
+    if found is None:
+        return None
+    members, r0 = found
+    try:
+        if _version(members) is None:
+            return None
+        header = {name: orjson.loads(memoryview(raw)) for name, raw in members.items()}
+    except orjson.JSONDecodeError:
+        return None
+    r1 = len(data) - 1  # the records' closing bracket: the document ends "]}"
+    while r1 > r0 and data[r1] in _WHITESPACE:
+        r1 -= 1
+    if r1 <= r0 or data[r1] != 0x7D:  # "}"
+        return None
+    r1 -= 1
+    while r1 > r0 and data[r1] in _WHITESPACE:
+        r1 -= 1
+    opening = _FIRST_MEMBER.match(data, r0, r1)
+    if data[r1] != 0x5D or opening is None:  # "]"; an empty array, or one not of objects
+        return None
+    separator = b"," + opening.group()
+    try:
+        data[r0 - 1] = data[r0 - 1]  # writable: a copy-on-write map
+    except TypeError:
+        return None
+    cols: list[list[Any]] = [[] for _ in INDEX_COLUMNS]
+    bounds: list[tuple[int, int]] = []
+    firsts: list[int] = []
+    base, prev, released, start = 0, -1, 0, r0
+    while True:
+        end = r1 if r1 - start <= CHUNK_BYTES else data.find(separator, start + CHUNK_BYTES, r1)
+        end = r1 if end < 0 else end
+        for _ in range(_SPLIT_TRIES + 1):
+            got = _decode_chunk(data, start, end)
+            if got is not None or end == r1:
+                break
+            end = data.find(separator, end + 1, r1)
+            end = r1 if end < 0 else end
+        if got is None:
+            return None
+        lists, prev = _column_lists(got[0], got[1], source, base, prev)
+        del got
+        for col, part in zip(cols, lists):
+            col += part
+        bounds.append((start, end))
+        firsts.append(base)
+        base += len(lists[0])
+        if end == r1:
+            break
+        start = end + 1
+        released = _release(data, released, start)
+    return Skeleton(header, dict(zip(INDEX_COLUMNS, cols)), ChunkedRawRecords(data, bounds, firsts, base, source))
+
+
+def _records_member(data: mmap.mmap) -> tuple[dict[str, msgspec.Raw], int] | None:
+    """The members before the document's ``records`` array (unparsed) and the offset
+    just after its ``[``; ``None`` when the first few ``"records"`` in the bytes do not
+    open it (another member of that name nested earlier, or no such member)."""
+    at = 0
+    for _ in range(8):
+        at = data.find(b'"records"', at)
+        if at < 0:
+            return None
+        m = _RECORDS_MEMBER.match(data, at)
+        if m is not None:
+            try:  # the bytes before it and an empty array: the header, if it is one
+                members = _MEMBERS.decode(data[:at] + b'"records":[]}')
+            except msgspec.DecodeError:
+                members = None
+            if members is not None:
+                members.pop("records", None)
+                return members, m.end()
+        at += 1
+    return None
+
+
+def _decode_chunk(data: mmap.mmap, start: int, end: int) -> tuple[list[_Record | None], list[msgspec.Raw]] | None:
+    """The records in ``data[start:end]`` (``data[start - 1]`` and ``data[end]`` are the
+    bytes around them, briefly made ``[`` and ``]``): as structs, or, when one does not
+    fit, each one that fits and the slices of all (``None`` entries are read from their
+    slice). ``None`` when the bytes are not a sequence of JSON values."""
+    try:
+        with _bracketed(data, start, end) as view:
+            try:
+                # a list of structs, none missing (the slices are needed only for one that is)
+                return cast("list[_Record | None]", _CHUNK_OF_RECORDS.decode(view)), []
+            except msgspec.ValidationError:  # a record of another shape, or bytes cut short
+                slices = _SLICES.decode(view)
+    except msgspec.DecodeError:
+        return None
+    recs: list[_Record | None] = [None] * len(slices)
+    for i, raw in enumerate(slices):
+        try:
+            recs[i] = _RECORD.decode(raw)
+        except msgspec.ValidationError:
+            pass  # row_of_object reads it
+    return recs, slices
+
+
+@contextmanager
+def _bracketed(data: mmap.mmap, start: int, end: int) -> Iterator[memoryview]:
+    """``data[start - 1 : end + 1]`` with its first and last bytes (the comma or bracket
+    before a chunk of records, the comma or bracket after it) made ``[`` and ``]`` in the
+    private copy while the view is used, and restored after (the slices and structs
+    decoded from it reference bytes between the two)."""
+    before, after = data[start - 1], data[end]
+    data[start - 1], data[end] = 0x5B, 0x5D
+    try:
+        yield memoryview(data)[start - 1 : end + 1]
+    finally:
+        data[start - 1], data[end] = before, after
+
+
+def _release(data: mmap.mmap, released: int, offset: int) -> int:
+    """Give back the pages of ``data`` from ``released`` up to the page of ``offset``
+    (``MADV_DONTNEED``: read again from the page cache if touched); the new mark."""
+    end = offset - offset % mmap.PAGESIZE
+    if end > released and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            data.madvise(mmap.MADV_DONTNEED, released, end - released)
+        except (OSError, ValueError):
+            return released
+        return end
+    return released
 
 
 def _slices_of(data: bytes | bytearray | memoryview | mmap.mmap) -> list[msgspec.Raw]:
@@ -400,10 +615,18 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
     Raises:
         FormatError: as :func:`skeleton`.
     """
+    return dict(zip(INDEX_COLUMNS, _column_lists(recs, slices, source)[0]))
+
+
+def _column_lists(
+    recs: list[_Record | None], slices: list[msgspec.Raw], source: str, base: int = 0, prev: int = -1
+) -> tuple[list[list[Any]], int]:
+    """:func:`_columns` as lists in the order of :data:`INDEX_COLUMNS`, for records that
+    begin at record ``base`` of the document after a record of seq ``prev``; and the
+    last record's seq (``prev`` when there are none). Errors name ``base + i``."""
     n = len(recs)
     cols: list[list[Any]] = [[None] * n for _ in INDEX_COLUMNS]
     seqs, kinds, names, statuses, tins, touts, durations, ats, runs, call_ids, calls = cols
-    prev = -1
     for i, r in enumerate(recs):
         # the struct path is _row_of_struct inlined, writing the columns directly (one
         # call and one tuple less per record); test_skeleton checks the two agree
@@ -411,11 +634,13 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
             try:
                 obj = _parse(slices[i])
             except msgspec.DecodeError as exc:
-                raise _inside(exc, source, i) from None
+                raise _inside(exc, source, base + i) from None
             if type(obj) is not dict:
-                raise FormatError("record is not a JSON object", file=source, record=i, path=f"/records/{i}")
+                raise FormatError(
+                    "record is not a JSON object", file=source, record=base + i, path=f"/records/{base + i}"
+                )
             kind, seq = obj.get("kind"), obj.get("seq")
-            check_kind_and_seq(kind, seq, prev, source, i)
+            check_kind_and_seq(kind, seq, prev, source, base + i)
             (
                 seqs[i],
                 kinds[i],
@@ -478,10 +703,10 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
             else:
                 names[i] = r.generation_id or "snapshot"
         except msgspec.DecodeError as exc:
-            raise _inside(exc, source, i) from None
+            raise _inside(exc, source, base + i) from None
         seq = r.seq
         if type(kind) is not str or kind not in _KINDS or type(seq) is not int or seq <= prev:
-            check_kind_and_seq(kind, seq, prev, source, i)
+            check_kind_and_seq(kind, seq, prev, source, base + i)
         prev = seq
         seqs[i] = seq
         kinds[i] = kind
@@ -492,7 +717,7 @@ def _columns(recs: list[_Record | None], slices: list[msgspec.Raw], source: str)
         if type(at) is str:
             ats[i] = epoch_seconds(at)
         runs[i] = r.run_id
-    return dict(zip(INDEX_COLUMNS, cols))
+    return cols, prev
 
 
 def check_kind_and_seq(kind: Any, seq: Any, prev: int, source: str, i: int) -> None:

@@ -1,0 +1,268 @@
+"""The skeleton decode of a memory-mapped v1/v2 file a chunk of records at a time
+(core.record.skeleton._chunked) against the decode of the same bytes whole."""
+
+from __future__ import annotations
+
+import mmap
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.errors import FormatError
+from core.record import skeleton as sk_mod
+from core.record.io import parse_json, recording_to_dict
+from core.record.recording import Recording, SessionInfo
+from core.record.skeleton import ChunkedRawRecords, Skeleton, skeleton
+from inspector.loader import load_for_view
+from tests.builders import SAMPLES, make_recording
+from tests.core.record.test_skeleton import expected_columns, records
+
+
+@contextmanager
+def mapped(data: bytes, access: int = mmap.ACCESS_COPY) -> Iterator[mmap.mmap]:
+    """``data`` written to a file and mapped (copy-on-write by default, as the app maps it)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.json"
+        path.write_bytes(data)
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=access) as mm:
+            yield mm
+        assert path.read_bytes() == data  # a private map never writes the file
+
+
+@contextmanager
+def chunks_of(size: int, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Chunks of ``size`` bytes; yields what each chunked decode did ("chunked" or
+    "whole" when it handed the document to the whole-document path)."""
+    monkeypatch.setattr(sk_mod, "CHUNK_BYTES", size)
+    seen: list[str] = []
+    real = sk_mod._chunked
+
+    def spy(data: mmap.mmap, source: str) -> Skeleton | None:
+        got = real(data, source)
+        seen.append("whole" if got is None else "chunked")
+        return got
+
+    monkeypatch.setattr(sk_mod, "_chunked", spy)
+    yield seen
+
+
+def same(a: Skeleton | None, b: Skeleton | None) -> None:
+    assert a is not None and b is not None
+    assert a.header == b.header
+    assert a.columns == b.columns
+    assert len(a.raw) == len(b.raw)
+    assert list(a.raw) == list(b.raw)
+
+
+def _doc_bytes(rec: Recording, version: int = 2, indent: bool = False, **extra: Any) -> bytes:
+    doc = recording_to_dict(rec)
+    doc["format_version"] = version
+    records_ = doc.pop("records")
+    doc.update(extra)
+    doc["records"] = records_
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0)
+
+
+# --------------------------------------------------------------------------- equal results
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    recs=records(),
+    version=st.sampled_from([1, 2]),
+    indent=st.booleans(),
+    size=st.sampled_from([1, 40, 300, 2000]),
+)
+def test_property_chunks_give_what_the_whole_decode_gives(recs, version, indent, size):
+    if version == 1:
+        recs = [r.model_copy(update={"meta": None}) for r in recs]
+    rec = Recording(metadata={"task": "ünï"}, session=SessionInfo(producer="test"), records=recs)
+    data = _doc_bytes(rec, version, indent)
+    whole = skeleton(data, source="f.json")
+    with pytest.MonkeyPatch.context() as mp, chunks_of(size, mp) as seen, mapped(data) as mm:
+        same(skeleton(mm, source="f.json"), whole)
+        assert mm[:] == data  # the brackets written for a chunk's decode were put back
+        if len(data) > 2 * size and recs:
+            assert seen == ["chunked"]
+
+
+@pytest.mark.parametrize("path", sorted(SAMPLES.glob("*.json"))[:8], ids=lambda p: p.name)
+def test_sample_files_in_chunks(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = path.read_bytes()
+    with chunks_of(512, monkeypatch) as seen, mapped(data) as mm:
+        same(skeleton(mm, source=str(path)), skeleton(data, source=str(path)))
+    assert seen == ["chunked"]
+
+
+def _with_nested(n_nested: int) -> bytes:
+    """A recording whose tool arguments hold arrays of objects opening as a record does
+    (``{"seq":``), and whose strings and keys hold the separator's characters."""
+    rec = make_recording()
+    doc = orjson.loads(_doc_bytes(rec))
+    for r in doc["records"]:
+        if r["kind"] == "tool":
+            r["arguments"] = {
+                "items": [{"seq": k, "kind": "tool"} for k in range(n_nested)],
+                '},{"seq":': '},{"seq":1,"kind":"model"}',
+            }
+    return orjson.dumps(doc)
+
+
+@pytest.mark.parametrize("n_nested", [1, 3, 40])
+def test_separators_inside_records_are_not_taken_for_record_boundaries(n_nested, monkeypatch):
+    data = _with_nested(n_nested)
+    assert data.count(b',{"seq":') > data.count(b'"kind":') // 2  # nested ones among them
+    whole = skeleton(data, source="n.json")
+    for size in (1, 64, 700):
+        with chunks_of(size, monkeypatch) as seen, mapped(data) as mm:
+            same(skeleton(mm, source="n.json"), whole)
+        assert seen and seen[0] in ("chunked", "whole")
+    # a few nested separators are skipped; many send the document to the whole decode
+    assert seen == (["whole"] if n_nested > sk_mod._SPLIT_TRIES else ["chunked"])
+
+
+def test_a_member_after_the_records_sends_the_document_whole(monkeypatch):
+    doc = orjson.loads(_doc_bytes(make_recording()))
+    doc["extra"] = [1, {"seq": 2}]  # after "records", ending in "]}" as the records would
+    data = orjson.dumps(doc)
+    with chunks_of(64, monkeypatch) as seen, mapped(data) as mm:
+        got = skeleton(mm, source="x.json")
+        same(got, skeleton(data, source="x.json"))
+        assert got is not None and got.header["extra"] == [1, {"seq": 2}]
+        del got
+    assert seen == ["whole"]
+
+
+def test_a_nested_records_member_before_the_real_one(monkeypatch):
+    data = _doc_bytes(make_recording(), metadata={"records": [{"seq": 1}], "n": '"records":['})
+    with chunks_of(64, monkeypatch) as seen, mapped(data) as mm:
+        same(skeleton(mm, source="m.json"), skeleton(data, source="m.json"))
+    assert seen == ["chunked"]
+
+
+def test_a_read_only_map_is_decoded_whole(monkeypatch):
+    data = _doc_bytes(make_recording())
+    with chunks_of(64, monkeypatch) as seen, mapped(data, mmap.ACCESS_READ) as mm:
+        same(skeleton(mm, source="r.json"), skeleton(data, source="r.json"))
+    assert seen == ["whole"]
+
+
+def test_pages_of_decoded_chunks_are_given_back(monkeypatch):
+    data = _doc_bytes(make_recording(), indent=True)
+    marks: list[int] = []
+    real = sk_mod._release
+    monkeypatch.setattr(sk_mod, "_release", lambda mm, released, at: marks.append(at) or real(mm, released, at))
+    with chunks_of(256, monkeypatch), mapped(data) as mm:
+        assert skeleton(mm, source="p.json") is not None
+    assert len(marks) > 3 and marks == sorted(marks) and marks[-1] < len(data)
+
+
+def test_a_record_is_sliced_from_its_chunk_alone(monkeypatch):
+    data = _doc_bytes(make_recording())
+    records_ = orjson.loads(data)["records"]
+    with chunks_of(64, monkeypatch), mapped(data) as mm:
+        sk = skeleton(mm, source="c.json")
+        assert sk is not None
+        raw = sk.raw
+        assert isinstance(raw, ChunkedRawRecords) and len(raw._bounds) > 3
+        assert raw[-1] == records_[-1]
+        assert list(raw._chunks) == [len(raw._bounds) - 1]  # the last chunk's slices only
+        assert bytes(raw.slice_of(0)) == orjson.dumps(records_[0])
+        assert sorted(raw._chunks) == [0, len(raw._bounds) - 1]
+        assert list(raw) == records_
+        del sk, raw
+
+
+def test_a_chunk_changed_after_the_paint_is_reported(monkeypatch):
+    data = _doc_bytes(make_recording())
+    with chunks_of(64, monkeypatch), mapped(data) as mm:
+        sk = skeleton(mm, source="d.json")
+        assert sk is not None and isinstance(sk.raw, ChunkedRawRecords)
+        start, end = sk.raw._bounds[2]
+        mm[start] = ord("x")  # the chunk's first record no longer opens
+        try:
+            sk.raw[sk.raw._firsts[2]]
+        except FormatError as exc:
+            got = (exc.path, exc.reason)
+        else:
+            pytest.fail("no FormatError")
+        mm[start] = data[start]
+        del sk
+    assert got[0] == "/records" and got[1].startswith("the document changed")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _records_doc(records_: list[Any]) -> bytes:
+    return orjson.dumps({"format": "chassis.replay", "format_version": 1, "metadata": {}, "records": records_})
+
+
+def _lifecycle(seq: int) -> dict[str, Any]:
+    return {"seq": seq, "kind": "lifecycle", "event": "harness.shutdown"}
+
+
+@pytest.mark.parametrize(
+    ("bad", "path", "reason"),
+    [
+        ({"seq": 41, "kind": "thought"}, "/records/40/kind", "unknown record kind 'thought'"),
+        ({"seq": 3, "kind": "lifecycle", "event": "x"}, "/records/40/seq", "seq 3 does not increase"),
+        (7, "/records/40", "record is not a JSON object"),
+    ],
+)
+def test_an_error_in_a_later_chunk_names_the_record_of_the_document(bad, path, reason, monkeypatch):
+    data = _records_doc([_lifecycle(k) for k in range(40)] + [bad] + [_lifecycle(k) for k in range(50, 60)])
+    with pytest.raises(FormatError) as plain:
+        skeleton(data, source="e.json")
+    with chunks_of(100, monkeypatch) as seen, mapped(data) as mm:
+        try:  # (not pytest.raises: its traceback would keep the map's slices, and the map open)
+            skeleton(mm, source="e.json")
+        except FormatError as exc:
+            got = (exc.record, exc.path, exc.reason)
+        else:
+            pytest.fail("no FormatError")
+    assert got[:2] == (plain.value.record, plain.value.path) == (40, path)
+    assert got[2].startswith(reason)
+    assert seen == []  # raised by the chunked decode itself (no answer to record)
+
+
+def test_malformed_json_in_a_later_chunk_is_reported_as_parse_json_does(monkeypatch):
+    good = _records_doc([_lifecycle(k) for k in range(60)])
+    at = good.index(b'{"seq":45')
+    data = good[:at] + b'{"seq":45,,' + good[at + len(b'{"seq":45,') :]
+    with pytest.raises(FormatError) as plain:
+        parse_json(data, source="j.json")
+    with chunks_of(100, monkeypatch) as seen, mapped(data) as mm, pytest.raises(FormatError) as err:
+        skeleton(mm, source="j.json")
+    assert str(err.value) == str(plain.value)
+    assert seen == ["whole"]
+
+
+# --------------------------------------------------------------------------- the app's open
+
+
+def test_the_app_maps_the_file_copy_on_write_and_paints_from_chunks(tmp_path, monkeypatch):
+    rec = make_recording()
+    path = tmp_path / "run.json"
+    data = _doc_bytes(rec)
+    path.write_bytes(data)
+    with chunks_of(128, monkeypatch) as seen:
+        loaded = load_for_view(path, fast_open_bytes=0)
+    assert seen == ["chunked"]
+    want = expected_columns(rec)
+    index = loaded.index
+    assert (index.seqs, index.kinds, index.names, index.statuses) == (
+        want["seq"],
+        want["kind"],
+        want["name"],
+        want["status"],
+    )
+    assert loaded.verify is not None and loaded.verify().digest == orjson.loads(data)["digest"]
+    assert path.read_bytes() == data
