@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from rich.cells import cell_len, set_cell_size
@@ -315,12 +315,19 @@ class DetailPane(Vertical):
         return out
 
 
+#: the banner of an error recorded with neither a type nor a message
+NO_ERROR_TEXT: Final = "an error, recorded without a type or a message"
+
+
 def error_banner(error_type: str, message: str, width: int, lines: int = 2) -> str:
     """``✗ type: message`` in at most ``lines`` (1 or 2) lines of at most ``width``
     characters. When it does not fit, the head is cut and the message's last sentence (its
     most specific part, e.g. ``E999 SyntaxError: unmatched ']'`` after a long explanation)
-    is kept: on its own second line, or after the cut head on a single line."""
-    full = one_line(f"✗ {error_type}: {message}", 1 << 30)
+    is kept: on its own second line, or after the cut head on a single line. An empty type
+    or message is left out with its colon (``✗ timeout``, ``✗ boom``)."""
+    head, said = error_type.strip(), message.strip()
+    label = f"{error_type}: {message}" if head and said else head or said or NO_ERROR_TEXT
+    full = one_line(f"✗ {label}", 1 << 30)
     if not full.isascii() and cell_len(full) != len(full):
         return _error_banner_cells(full, message, width, lines)  # wide characters (CJK)
     if len(full) <= width:

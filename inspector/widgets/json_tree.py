@@ -272,6 +272,20 @@ def string_page(
     return out, max(pos, stop)
 
 
+def more_label(rest: int, cells: int = 1 << 30) -> str:
+    """The line that opens a string's next page (``rest`` characters not shown yet), in
+    at most ``cells`` cells when a shorter form fits: the key to press stays in view."""
+    for text in (
+        f"… {rest:,} more characters — enter: next page",
+        f"… {rest:,} more — enter: next page",
+        f"… {rest:,} more — enter",
+        "… more — enter",
+    ):
+        if len(text) <= cells:
+            return text
+    return text
+
+
 class JsonTree(Tree[JsonNode]):
     """Tree view of a JSON value. Call :meth:`show` with the value and a root label."""
 
@@ -318,9 +332,18 @@ class JsonTree(Tree[JsonNode]):
         that does not fit ends with ``…`` (never silently clipped at the right edge)."""
         room = self.scrollable_content_region.width
         data = node.data
-        if not room or data is None or not data.path:
+        if not room or data is None:
             return super().render_label(node, base_style, style)
         avail = room - self._depth(node) * self.guide_depth - 1
+        if not data.path:  # a page's line, or the line that opens the next page
+            text = super().render_label(node, base_style, style)
+            owner = node.parent.data if node.parent is not None else None
+            if text.cell_len > avail > 1 and data.more_from is not None and owner and owner.text is not None:
+                text = Text(more_label(len(owner.text) - data.more_from, avail), style=MORE_STYLE)
+                text.stylize(style)
+            if text.cell_len > avail > 1:
+                text.truncate(avail, overflow="ellipsis")
+            return text
         if data.folded_string:
             text = node_label(data.path[-1], data, avail - 2)
             text.stylize(style)
@@ -557,10 +580,7 @@ class JsonTree(Tree[JsonNode]):
         assert owner.data is not None and owner.data.text is not None
         rest = len(owner.data.text) - nxt
         if rest > 0:
-            owner.add_leaf(
-                Text(f"… {rest:,} more characters — enter: next page", style=MORE_STYLE),
-                JsonNode(None, populated=True, more_from=nxt),
-            )
+            owner.add_leaf(Text(more_label(rest), style=MORE_STYLE), JsonNode(None, populated=True, more_from=nxt))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[JsonNode]) -> None:
         event.stop()

@@ -109,6 +109,39 @@ async def go_to(pilot, app, seq: int) -> TimelineScreen:
 # ---------------------------------------------------------------------- images and base64
 
 
+@pytest.mark.parametrize("size", [(110, 45), (60, 30), (44, 30)])
+async def test_the_next_page_line_keeps_its_key_in_a_narrow_pane(size):
+    """Deep in a narrow pane the line that opens the next page takes a shorter form, so
+    "enter" stays in view (it was cut mid-word, without an ellipsis)."""
+    app = InspectorApp(LoadedRecording.from_recording(image_run()))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        await go_to(pilot, app, 1)
+        tree = app.screen.query_one(JsonTree)
+        await pilot.press("v")  # the raw text: the url folds into pages
+        await settle(pilot, app)
+        open_all(tree)
+        url = tree.node_at(["result", "content", 0, "image_url", "url"])
+        assert url is not None and url.data.folded_string
+        tree._populate(url)
+        url.expand()
+        await settle(pilot, app)
+        more = list(url.children)[-1]
+        assert more.data is not None and more.data.more_from is not None
+        tree.move_cursor(more)
+        await settle(pilot, app)
+        rest = f"{len(DATA_URL) - PAGE_CHARS:,}"
+        shown = [row for row in screen_text(app, tree).splitlines() if rest in row]
+        if not shown:  # the shortest form leaves the count out
+            shown = [row for row in screen_text(app, tree).splitlines() if "… more — enter" in row]
+        assert len(shown) == 1, screen_text(app, tree)
+        assert shown[0].rstrip(" ▁▂▃▄▅▆▇█▊▌▍▎▏│┃").endswith(("enter: next page", "— enter")), shown[0]
+        tree.focus()
+        await pilot.press("enter")  # and it still opens the next page
+        await settle(pilot, app)
+        assert "".join(c.label.plain for c in list(url.children)[:-1]) == DATA_URL[: 2 * PAGE_CHARS]
+
+
 async def test_a_3_mb_data_url_and_bare_base64_are_placeholders_and_v_shows_them_raw():
     app = InspectorApp(LoadedRecording.from_recording(image_run()))
     async with app.run_test(size=SIZE, notifications=True) as pilot:

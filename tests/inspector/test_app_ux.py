@@ -449,6 +449,12 @@ def test_error_banner_fits_its_lines():
             assert all(len(line) <= width for line in out.splitlines()), out
             assert out.endswith("E1 Specific: detail")
     assert error_banner("t", "short", 40) == "✗ t: short"
+    # an empty part is left out with its colon
+    assert error_banner("timeout", "", 40) == "✗ timeout"
+    assert error_banner("timeout", " \n", 40) == "✗ timeout"
+    assert error_banner("", "boom", 40) == "✗ boom"
+    assert error_banner("", "", 60) == "✗ an error, recorded without a type or a message"
+    assert error_banner("", "模型错误", 40) == "✗ 模型错误"
     assert error_banner("t", "x" * 100, 40, 1) == "✗ t: " + "x" * 34 + "…"
 
 
