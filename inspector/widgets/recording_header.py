@@ -72,7 +72,7 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     for mark in marked_seqs(recording):
         t.append(f"  ⚑ {mark.label} seq {mark.seq} (m)", style="bold #d7af00")
     t.append("  i: run info", style="dim italic")
-    t.append(f"  format v{recording.format_version}", style="dim")
+    t.append(f"  {format_label(recording)}", style="dim")
     producer = recording.session.producer
     if producer:
         t.append(f"  {line(producer)}", style="dim")
@@ -118,3 +118,14 @@ class RecordingHeader(Static):
     RecordingHeader { height: auto; padding: 0 1; background: $panel; color: $foreground;
                       text-wrap: nowrap; text-overflow: ellipsis; }
     """
+
+
+def format_label(recording: Recording) -> str:
+    """The header's format: the version the file was written in, and the version it was
+    read as when the loader migrated it (``format v1 (read as v3)``; ``0.8.1 layout`` for
+    the legacy layout, SPEC "Format": migration)."""
+    was = recording.migrated_from
+    if was is None:
+        return f"format v{recording.format_version}"
+    written = "the 0.8.1 layout" if was == 0 else f"v{was}"
+    return f"format {written} (read as v{recording.format_version})"

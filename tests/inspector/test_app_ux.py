@@ -576,3 +576,20 @@ def test_error_banner_counts_wide_characters_in_cells():
             if cell_len(out) > width:  # cut: the specific part is kept
                 assert out.endswith("最後の文です。"), out
     assert error_banner("エラー", "短い", 40) == "✗ エラー: 短い"
+
+
+def test_the_header_says_the_version_a_file_was_written_in():
+    """A v1 or v2 file is read as the current version (migrated on load): the header says
+    both, so a user knows `migrate` would give the file its index."""
+    from core.record.io import load_recording
+    from inspector.loader import load_for_view
+    from inspector.widgets.recording_header import format_label
+    from tests.builders import DATA
+
+    fmt = DATA / "format"
+    assert format_label(load_recording(fmt / "v1.json")) == "format v1 (read as v3)"
+    assert format_label(load_recording(fmt / "v2-meta-links.json")) == "format v2 (read as v3)"
+    assert format_label(load_recording(fmt / "v3-growing-history.json")) == "format v3"
+    # the fast open of a v1 file (the skeleton decode) says so before it is verified
+    view = load_for_view(fmt / "v1.json", fast_open_bytes=0)
+    assert format_label(view.recording) == "format v1 (read as v3)"
