@@ -257,11 +257,13 @@ def _skeleton_open(path: Path) -> LoadedRecording | None:
         with open(path, "rb") as fh:
             try:  # copy-on-write: the skeleton decodes a big file's records a chunk at a time
                 data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+                private = True
             except OSError:  # no memory to commit for a private map (strict overcommit)
                 data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                private = False
     except (OSError, ValueError):
         return None
-    skel = skeleton(data, source=source)
+    skel = skeleton(data, source=source, copy_on_write=private)
     if skel is None:
         return None
     header = {k: v for k, v in skel.header.items() if k != "digest"}

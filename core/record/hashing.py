@@ -22,7 +22,13 @@ takes to hash a batch. While a worker runs, the interval is lowered to
 one lowering).
 
 Memory: at most :data:`QUEUED` batches wait for the worker (the caller blocks when it is
-that far ahead), plus the batch being collected.
+that far ahead), plus the one it hashes and the strings being collected. A batch is at
+least :data:`BATCH` bytes: the strings collected until they reach it, joined (one copy),
+so a single string of several megabytes makes a batch of its size.
+
+When the worker fails (say, out of memory), the next batch handed on or
+:meth:`BackgroundSha256.hexdigest` raises what it raised; if no thread can be started,
+the stream is hashed on the calling thread.
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ class BackgroundSha256:
         self._threaded = _cpus() > 1 if threaded is None else threaded
         self._queue: queue.Queue[bytes | None] | None = None
         self._thread: threading.Thread | None = None
+        self._failed: BaseException | None = None  # what the worker raised
 
     def update(self, data: bytes) -> None:
         """Append ``data`` to the stream."""
@@ -96,31 +103,45 @@ class BackgroundSha256:
             self._h.update(batch)
 
     def _hand(self, batch: bytes) -> None:
+        if self._failed is not None:
+            raise self._failed
         q = self._queue
         if q is None:
-            q = self._queue = queue.Queue(QUEUED)
-            self._thread = threading.Thread(target=self._work, args=(q,), name="chassis-digest", daemon=True)
+            q = queue.Queue(QUEUED)
+            thread = threading.Thread(target=self._work, args=(q,), name="chassis-digest", daemon=True)
             _lower_interval()
             try:
-                self._thread.start()
-            except BaseException:
+                thread.start()
+            except RuntimeError:  # no thread to be had: hash here, as on one CPU
                 _restore_interval()
-                self._queue = self._thread = None
-                raise
+                self._threaded = False
+                self._h.update(batch)
+                return
+            self._queue, self._thread = q, thread
         q.put(batch)
 
     def _work(self, q: queue.Queue[bytes | None]) -> None:
         update = self._h.update
         while (batch := q.get()) is not None:
-            update(batch)
+            if self._failed is None:
+                try:
+                    update(batch)
+                except BaseException as exc:  # kept for the caller; the queue is still drained
+                    self._failed = exc
 
     def _stop(self) -> None:
-        """Let the worker hash what it was given, then stop it (once)."""
-        if self._thread is not None and self._queue is not None:
-            self._queue.put(None)
-            self._thread.join()
+        """Let the worker hash what it was given, then stop it (once); re-raise what the
+        worker raised."""
+        thread, q = self._thread, self._queue
+        if thread is not None and q is not None:
             self._thread = self._queue = None
-            _restore_interval()
+            try:
+                q.put(None)
+                thread.join()
+            finally:  # even when interrupted while waiting: the interval is given back
+                _restore_interval()
+        if self._failed is not None:
+            raise self._failed
 
     def hexdigest(self) -> str:
         """The digest of the whole stream, as lowercase hex (waits for the worker). The
@@ -131,8 +152,12 @@ class BackgroundSha256:
         return self._h.hexdigest()
 
     def close(self) -> None:
-        """Stop the worker (after it hashed what it was given); safe to call twice."""
-        self._stop()
+        """Stop the worker (after it hashed what it was given); safe to call twice. Raises
+        nothing: a caller that is leaving on an error keeps its own."""
+        try:
+            self._stop()
+        except Exception:
+            pass
 
     def __enter__(self) -> BackgroundSha256:
         return self

@@ -46,7 +46,7 @@ bytes: the decode reads the page cache in place, with no copy into the heap
 (``mmap.ACCESS_COPY``), as the app does: a document of more than two
 :data:`CHUNK_BYTES` whose ``records`` come last is then decoded a chunk of records at a
 time (:func:`_chunked`), each chunk's pages given back once its columns are made, so
-the first paint holds a chunk of the file rather than all of it (1 GB file: 34 MB at
+the first paint holds a chunk of the file rather than all of it (1 GB file: 23 MB at
 first paint, was 1.01 GB). The file is never written.
 """
 
@@ -271,6 +271,8 @@ class ChunkedRawRecords(RawRecords):
     def _slice(self, k: int) -> msgspec.Raw:
         if k < 0:
             k += self._n
+        if not 0 <= k < self._n:
+            raise IndexError(f"record {k} out of range ({self._n} records)")
         c = bisect_right(self._firsts, k) - 1
         slices = self._chunks.get(c)
         if slices is None:
@@ -279,11 +281,17 @@ class ChunkedRawRecords(RawRecords):
                 if slices is None:
                     first = self._firsts[c]
                     count = (self._firsts[c + 1] if c + 1 < len(self._firsts) else self._n) - first
+                    start, end = self._bounds[c]
                     try:
-                        with _bracketed(self._data, *self._bounds[c]) as view:
+                        with _bracketed(self._data, start, end) as view:
                             slices = _SLICES.decode(view)
                     except msgspec.DecodeError:
-                        raise self._changed(0, self._n) from None
+                        raise FormatError(
+                            f"the document changed: records {first:,} to {first + count - 1:,} (bytes "
+                            f"{start:,} to {end:,}) are no longer an array of records",
+                            file=self.source,
+                            path=f"/records/{first}",
+                        ) from None
                     if len(slices) != count:
                         raise self._changed(first + len(slices), first + count)
                     self._chunks[c] = slices
@@ -310,12 +318,19 @@ class Skeleton:
 # --------------------------------------------------------------------------- decode
 
 
-def skeleton(data: bytes | bytearray | memoryview | mmap.mmap, *, source: str) -> Skeleton | None:
+def skeleton(
+    data: bytes | bytearray | memoryview | mmap.mmap, *, source: str, copy_on_write: bool = False
+) -> Skeleton | None:
     """The skeleton of the recording in ``data`` (the file's bytes), or ``None`` when
     the document is not a version-1/2 recording — not an object, ``format`` not
     ``"chassis.replay"``, ``format_version`` not 1 or 2 (the 0.8.1 layout, version 3,
     a newer one) — or is JSON only orjson reads: the caller then loads it by the
     whole-document path, which reports what is wrong with it.
+
+    ``copy_on_write``: ``data`` is an mmap made with ``mmap.ACCESS_COPY`` (a private
+    copy, never written to the file), so a big document may be decoded a chunk at a
+    time (:func:`_chunked`), which writes two bytes of that copy per chunk and puts
+    them back. Never pass it for a map that writes through to the file.
 
     The slices in ``raw`` reference ``data``: keep it alive (and an mmap open) while
     they are used.
@@ -330,6 +345,10 @@ def skeleton(data: bytes | bytearray | memoryview | mmap.mmap, *, source: str) -
             JSON, e.g. not UTF-8 (file, record, ``/records/<i>``).
     """
     with _cyclic_gc_paused():
+        if copy_on_write and isinstance(data, mmap.mmap) and len(data) > 2 * CHUNK_BYTES:
+            chunked = _chunked(data, source)
+            if chunked is not None:
+                return chunked
         return _skeleton(data, source)
 
 
@@ -364,10 +383,6 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 def _skeleton(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> Skeleton | None:
     """:func:`skeleton`, the collector paused by the caller."""
-    if isinstance(data, mmap.mmap) and len(data) > 2 * CHUNK_BYTES:
-        chunked = _chunked(data, source)
-        if chunked is not None:
-            return chunked
     try:
         paint = _PAINT.decode(data)
     except msgspec.ValidationError:  # another member, something of another shape: the general path
@@ -415,12 +430,12 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
     A chunk that does not decode is retried up to the next :data:`_SPLIT_TRIES`
     separators.
 
-    Returns ``None`` when the document is not of that shape, is not mapped
-    copy-on-write, or a chunk did not decode: the caller then decodes it whole, which
-    says what is wrong with it.
-
-    Raises:
-        FormatError: as :func:`skeleton`, for a record the columns read.
+    Returns ``None`` when the document is not of that shape, a chunk did not decode, or
+    a record fails a check (an unknown kind, a seq that does not increase...): the
+    caller then decodes it whole, which says what is wrong with it — the first problem
+    of the whole document, e.g. malformed JSON further on, or a second ``records``
+    member that replaces the first (as every JSON reader here takes the last).
+    ``data`` must be a copy-on-write map (:func:`skeleton`'s ``copy_on_write``).
     """
     found = _records_member(data)
     if found is None:
@@ -444,10 +459,6 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
     if data[r1] != 0x5D or opening is None:  # "]"; an empty array, or one not of objects
         return None
     separator = b"," + opening.group()
-    try:
-        data[r0 - 1] = data[r0 - 1]  # writable: a copy-on-write map
-    except TypeError:
-        return None
     cols: list[list[Any]] = [[] for _ in INDEX_COLUMNS]
     bounds: list[tuple[int, int]] = []
     firsts: list[int] = []
@@ -463,7 +474,10 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
             end = r1 if end < 0 else end
         if got is None:
             return None
-        lists, prev = _column_lists(got[0], got[1], source, base, prev)
+        try:
+            lists, prev = _column_lists(got[0], got[1], source, base, prev)
+        except FormatError:
+            return None  # the whole document's first problem is the one to report
         del got
         for col, part in zip(cols, lists):
             col += part
@@ -492,8 +506,9 @@ def _records_member(data: mmap.mmap) -> tuple[dict[str, msgspec.Raw], int] | Non
                 members = _MEMBERS.decode(data[:at] + b'"records":[]}')
             except msgspec.DecodeError:
                 members = None
-            if members is not None:
-                members.pop("records", None)
+            # the member is "records" itself (not a key ending in an escaped '\"records')
+            if members is not None and "records" in members:
+                del members["records"]
                 return members, m.end()
         at += 1
     return None

@@ -118,3 +118,43 @@ def test_a_load_that_fails_half_way_stops_its_worker(tmp_path, monkeypatch):
     assert info.value.record == len(rec.records) - 1 and "disagrees with record" in info.value.reason
     assert handed, "the worker was never given a batch"
     assert sys.getswitchinterval() == before and not _workers()
+
+
+class _Failing:
+    """A hash object whose update fails on the second batch (a worker out of memory)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def update(self, data: bytes) -> None:
+        self.calls += 1
+        if self.calls == 2:
+            raise MemoryError("no memory for the batch")
+
+
+def test_a_worker_that_fails_raises_in_the_caller_and_never_blocks_it():
+    before = sys.getswitchinterval()
+    h = BackgroundSha256(threaded=True)
+    h._h = _Failing()  # type: ignore[assignment]
+    chunk = b"z" * hashing.BATCH
+    with pytest.raises(MemoryError):
+        with h:
+            for _ in range(40):  # far more batches than the queue holds: no deadlock
+                h.update(chunk)
+            h.hexdigest()
+    assert sys.getswitchinterval() == before and not _workers()
+
+
+def test_no_thread_to_be_had_hashes_on_the_calling_thread(monkeypatch):
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    before = sys.getswitchinterval()
+    chunk = b"w" * (hashing.BATCH + 7)
+    with BackgroundSha256(threaded=True) as h:
+        h.update(chunk)
+        h.update(chunk)
+        got = h.hexdigest()
+    assert got == hashlib.sha256(chunk * 2).hexdigest()
+    assert sys.getswitchinterval() == before

@@ -31,7 +31,8 @@ def mapped(data: bytes, access: int = mmap.ACCESS_COPY) -> Iterator[mmap.mmap]:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "r.json"
         path.write_bytes(data)
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=access) as mm:
+        mode = "r+b" if access == mmap.ACCESS_WRITE else "rb"
+        with open(path, mode) as fh, mmap.mmap(fh.fileno(), 0, access=access) as mm:
             yield mm
         assert path.read_bytes() == data  # a private map never writes the file
 
@@ -87,7 +88,7 @@ def test_property_chunks_give_what_the_whole_decode_gives(recs, version, indent,
     data = _doc_bytes(rec, version, indent)
     whole = skeleton(data, source="f.json")
     with pytest.MonkeyPatch.context() as mp, chunks_of(size, mp) as seen, mapped(data) as mm:
-        same(skeleton(mm, source="f.json"), whole)
+        same(skeleton(mm, source="f.json", copy_on_write=True), whole)
         assert mm[:] == data  # the brackets written for a chunk's decode were put back
         if len(data) > 2 * size and recs:
             assert seen == ["chunked"]
@@ -97,7 +98,7 @@ def test_property_chunks_give_what_the_whole_decode_gives(recs, version, indent,
 def test_sample_files_in_chunks(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = path.read_bytes()
     with chunks_of(512, monkeypatch) as seen, mapped(data) as mm:
-        same(skeleton(mm, source=str(path)), skeleton(data, source=str(path)))
+        same(skeleton(mm, source=str(path), copy_on_write=True), skeleton(data, source=str(path)))
     assert seen == ["chunked"]
 
 
@@ -122,7 +123,7 @@ def test_separators_inside_records_are_not_taken_for_record_boundaries(n_nested,
     whole = skeleton(data, source="n.json")
     for size in (1, 64, 700):
         with chunks_of(size, monkeypatch) as seen, mapped(data) as mm:
-            same(skeleton(mm, source="n.json"), whole)
+            same(skeleton(mm, source="n.json", copy_on_write=True), whole)
         assert seen and seen[0] in ("chunked", "whole")
     # a few nested separators are skipped; many send the document to the whole decode
     assert seen == (["whole"] if n_nested > sk_mod._SPLIT_TRIES else ["chunked"])
@@ -133,7 +134,7 @@ def test_a_member_after_the_records_sends_the_document_whole(monkeypatch):
     doc["extra"] = [1, {"seq": 2}]  # after "records", ending in "]}" as the records would
     data = orjson.dumps(doc)
     with chunks_of(64, monkeypatch) as seen, mapped(data) as mm:
-        got = skeleton(mm, source="x.json")
+        got = skeleton(mm, source="x.json", copy_on_write=True)
         same(got, skeleton(data, source="x.json"))
         assert got is not None and got.header["extra"] == [1, {"seq": 2}]
         del got
@@ -143,15 +144,44 @@ def test_a_member_after_the_records_sends_the_document_whole(monkeypatch):
 def test_a_nested_records_member_before_the_real_one(monkeypatch):
     data = _doc_bytes(make_recording(), metadata={"records": [{"seq": 1}], "n": '"records":['})
     with chunks_of(64, monkeypatch) as seen, mapped(data) as mm:
-        same(skeleton(mm, source="m.json"), skeleton(data, source="m.json"))
+        same(skeleton(mm, source="m.json", copy_on_write=True), skeleton(data, source="m.json"))
     assert seen == ["chunked"]
 
 
-def test_a_read_only_map_is_decoded_whole(monkeypatch):
+@pytest.mark.parametrize("access", [mmap.ACCESS_READ, mmap.ACCESS_WRITE, mmap.ACCESS_COPY])
+def test_a_map_not_said_to_be_copy_on_write_is_decoded_whole(access, monkeypatch):
+    """Chunks write two bytes of the map each: only a private copy may be chunked, and
+    only the caller knows how it mapped the file."""
     data = _doc_bytes(make_recording())
-    with chunks_of(64, monkeypatch) as seen, mapped(data, mmap.ACCESS_READ) as mm:
+    with chunks_of(64, monkeypatch) as seen, mapped(data, access) as mm:
         same(skeleton(mm, source="r.json"), skeleton(data, source="r.json"))
+    assert seen == []
+
+
+def test_a_second_records_member_is_read_as_the_whole_decode_reads_it(monkeypatch):
+    """JSON readers here take the last of two members of one name: a stale first
+    ``records`` (with a record the timeline refuses) does not stop the file opening."""
+    good = [_lifecycle(k) for k in range(30)]
+    stale = [_lifecycle(0), {"seq": 1, "kind": "bogus"}] + [_lifecycle(k) for k in range(2, 30)]
+    head = b'{"format":"chassis.replay","format_version":1,"metadata":{},'
+    data = head + b'"records":' + orjson.dumps(stale) + b',"records":' + orjson.dumps(good) + b"}"
+    whole = skeleton(data, source="d.json")
+    assert whole is not None and whole.columns["kind"] == ["lifecycle"] * 30
+    with chunks_of(64, monkeypatch) as seen, mapped(data) as mm:
+        same(skeleton(mm, source="d.json", copy_on_write=True), whole)
     assert seen == ["whole"]
+
+
+def test_a_key_ending_in_an_escaped_records_is_not_the_records_member(monkeypatch):
+    records_ = [_lifecycle(k) for k in range(40)]
+    data = b'{"format":"chassis.replay","format_version":2,"x\\"records":' + orjson.dumps(records_) + b"}"
+    assert orjson.loads(data)['x"records'] == records_
+    whole = skeleton(data, source="k.json")
+    with chunks_of(64, monkeypatch), mapped(data) as mm:
+        got = skeleton(mm, source="k.json", copy_on_write=True)
+        same(got, whole)
+        assert got is not None and len(got.raw) == 0 and got.header['x"records'] == records_
+        del got
 
 
 def test_pages_of_decoded_chunks_are_given_back(monkeypatch):
@@ -160,7 +190,7 @@ def test_pages_of_decoded_chunks_are_given_back(monkeypatch):
     real = sk_mod._release
     monkeypatch.setattr(sk_mod, "_release", lambda mm, released, at: marks.append(at) or real(mm, released, at))
     with chunks_of(256, monkeypatch), mapped(data) as mm:
-        assert skeleton(mm, source="p.json") is not None
+        assert skeleton(mm, source="p.json", copy_on_write=True) is not None
     assert len(marks) > 3 and marks == sorted(marks) and marks[-1] < len(data)
 
 
@@ -168,7 +198,7 @@ def test_a_record_is_sliced_from_its_chunk_alone(monkeypatch):
     data = _doc_bytes(make_recording())
     records_ = orjson.loads(data)["records"]
     with chunks_of(64, monkeypatch), mapped(data) as mm:
-        sk = skeleton(mm, source="c.json")
+        sk = skeleton(mm, source="c.json", copy_on_write=True)
         assert sk is not None
         raw = sk.raw
         assert isinstance(raw, ChunkedRawRecords) and len(raw._bounds) > 3
@@ -177,13 +207,16 @@ def test_a_record_is_sliced_from_its_chunk_alone(monkeypatch):
         assert bytes(raw.slice_of(0)) == orjson.dumps(records_[0])
         assert sorted(raw._chunks) == [0, len(raw._bounds) - 1]
         assert list(raw) == records_
+        for k in (len(records_), -len(records_) - 1):
+            with pytest.raises(IndexError):
+                raw.slice_of(k)
         del sk, raw
 
 
 def test_a_chunk_changed_after_the_paint_is_reported(monkeypatch):
     data = _doc_bytes(make_recording())
     with chunks_of(64, monkeypatch), mapped(data) as mm:
-        sk = skeleton(mm, source="d.json")
+        sk = skeleton(mm, source="d.json", copy_on_write=True)
         assert sk is not None and isinstance(sk.raw, ChunkedRawRecords)
         start, end = sk.raw._bounds[2]
         mm[start] = ord("x")  # the chunk's first record no longer opens
@@ -195,7 +228,7 @@ def test_a_chunk_changed_after_the_paint_is_reported(monkeypatch):
             pytest.fail("no FormatError")
         mm[start] = data[start]
         del sk
-    assert got[0] == "/records" and got[1].startswith("the document changed")
+    assert got[0].startswith("/records/") and got[1].startswith("the document changed")
 
 
 # --------------------------------------------------------------------------- errors
@@ -223,14 +256,32 @@ def test_an_error_in_a_later_chunk_names_the_record_of_the_document(bad, path, r
         skeleton(data, source="e.json")
     with chunks_of(100, monkeypatch) as seen, mapped(data) as mm:
         try:  # (not pytest.raises: its traceback would keep the map's slices, and the map open)
-            skeleton(mm, source="e.json")
+            skeleton(mm, source="e.json", copy_on_write=True)
         except FormatError as exc:
             got = (exc.record, exc.path, exc.reason)
         else:
             pytest.fail("no FormatError")
     assert got[:2] == (plain.value.record, plain.value.path) == (40, path)
     assert got[2].startswith(reason)
-    assert seen == []  # raised by the chunked decode itself (no answer to record)
+    assert seen == ["whole"]  # the chunks gave way to the whole decode, which raised
+
+
+def test_the_first_problem_of_the_document_is_reported_not_the_first_chunk_s():
+    records_ = [_lifecycle(0), {"seq": 1, "kind": "bogus"}] + [_lifecycle(k) for k in range(2, 60)]
+    good = _records_doc(records_)
+    at = good.index(b'{"seq":45')
+    data = good[:at] + b'{"seq":45,,' + good[at + len(b'{"seq":45,') :]
+    with pytest.raises(FormatError) as plain:
+        skeleton(data, source="f.json")
+    assert plain.value.line is not None  # malformed JSON: found before any record is read
+    with pytest.MonkeyPatch.context() as mp, chunks_of(100, mp), mapped(data) as mm:
+        try:
+            skeleton(mm, source="f.json", copy_on_write=True)
+        except FormatError as exc:
+            got = str(exc)
+        else:
+            pytest.fail("no FormatError")
+    assert got == str(plain.value)
 
 
 def test_malformed_json_in_a_later_chunk_is_reported_as_parse_json_does(monkeypatch):
@@ -240,7 +291,7 @@ def test_malformed_json_in_a_later_chunk_is_reported_as_parse_json_does(monkeypa
     with pytest.raises(FormatError) as plain:
         parse_json(data, source="j.json")
     with chunks_of(100, monkeypatch) as seen, mapped(data) as mm, pytest.raises(FormatError) as err:
-        skeleton(mm, source="j.json")
+        skeleton(mm, source="j.json", copy_on_write=True)
     assert str(err.value) == str(plain.value)
     assert seen == ["whole"]
 
