@@ -20,7 +20,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.css.scalar import Unit
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from core.analysis.timeline import TimelineIndex, TranscriptEntry, transcript_for
 from core.analysis.timeline_text import format_duration, one_line, source_label
@@ -127,6 +127,11 @@ class DetailPane(Vertical):
                 yield JsonTree(id="detail-tree")
             with TabPane("Transcript", id="tab-transcript"):
                 yield TranscriptView(id="detail-transcript")
+
+    def on_mount(self) -> None:
+        # `r` and `t` switch the tabs (and a click does): Tab goes from the timeline
+        # straight to the record, not to the tab bar first
+        self.query_one(Tabs).can_focus = False
 
     # ------------------------------------------------------------------ data
 

@@ -593,3 +593,20 @@ def test_the_header_says_the_version_a_file_was_written_in():
     # the fast open of a v1 file (the skeleton decode) says so before it is verified
     view = load_for_view(fmt / "v1.json", fast_open_bytes=0)
     assert format_label(view.recording) == "format v1 (read as v3)"
+
+
+async def test_tab_goes_from_the_timeline_to_the_record_then_the_search():
+    """The tab bar is switched by `r` / `t` (or a click): Tab does not stop on it."""
+    app = InspectorApp(load_for_view(SWE))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot, app)
+        for tab, shown in (("r", "detail-tree"), ("t", "detail-transcript")):
+            app.screen.query_one(TimelineTable).focus()
+            await pilot.press(tab)
+            await settle(pilot, app)
+            chain = []
+            for _ in range(3):
+                await pilot.press("tab")
+                await settle(pilot, app)
+                chain.append(app.focused.id if app.focused else None)
+            assert chain == [shown, "search", "timeline"]
