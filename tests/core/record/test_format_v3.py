@@ -514,3 +514,44 @@ def test_property_any_damage_is_a_format_error_or_an_equal_recording(data):
         assert exc.file == "run.json"
         return
     assert back.records == rec.records
+
+
+def _epoch_reference(at: str | None) -> float | None:
+    """The index's ``at`` column as it was computed before (every ``Z`` replaced first)."""
+    from datetime import datetime
+
+    if not at:
+        return None
+    try:
+        return datetime.fromisoformat(at.replace("Z", "+00:00").replace("z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+_STAMPS = st.datetimes(
+    timezones=st.one_of(st.none(), st.timezones()), allow_imaginary=False
+).map(lambda d: d.isoformat())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    at=st.one_of(
+        _STAMPS,
+        _STAMPS.map(lambda s: s.replace("+00:00", "Z")),
+        _STAMPS.map(lambda s: s.replace("+00:00", "z")),
+        st.sampled_from(["2026-01-01T00:00:00Z", "2026-01-01 10:00:00z", "2026-13-01T00:00:00Z", "Z", "", "now"]),
+        st.text(alphabet="0123456789-:TZz+. ", max_size=30),
+    )
+)
+def test_property_epoch_seconds_reads_what_it_read_before(at):
+    from core.record.indexed import epoch_seconds
+
+    try:
+        want: object = _epoch_reference(at)
+    except (OverflowError, OSError) as exc:  # a date the platform cannot convert
+        want = type(exc)
+    try:
+        got: object = epoch_seconds(at)
+    except (OverflowError, OSError) as exc:
+        got = type(exc)
+    assert got == want
