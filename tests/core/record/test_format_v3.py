@@ -528,9 +528,9 @@ def _epoch_reference(at: str | None) -> float | None:
         return None
 
 
-_STAMPS = st.datetimes(
-    timezones=st.one_of(st.none(), st.timezones()), allow_imaginary=False
-).map(lambda d: d.isoformat())
+_STAMPS = st.datetimes(timezones=st.one_of(st.none(), st.timezones()), allow_imaginary=False).map(
+    lambda d: d.isoformat()
+)
 
 
 @settings(max_examples=300, deadline=None)
