@@ -91,8 +91,8 @@ PATHS = {
     "orjson.loads": _READ + "doc = orjson.loads(data)",
     "mmap + skeleton + from_columns": (
         "import mmap\nfh = open({path!r}, 'rb')\n"
-        "data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)\n"
-        "sk = skeleton(data, source='f')\n"
+        "data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)\n"
+        "sk = skeleton(data, source='f', copy_on_write=True)\n"
         "ix = TimelineIndex.from_columns(header_of(sk.header), sk.columns, sk.raw, source='f')"
     ),
     "skeleton + from_columns": (
@@ -215,9 +215,9 @@ def bench(path: Path, repeat: int) -> None:
         TimelineIndex.from_columns(header_of(sk.header), sk.columns, sk.raw, source=str(path))
 
     def mmap_paint() -> None:
-        with open(path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        sk = skeleton(mm, source=str(path))
+        with open(path, "rb") as fh:  # as the app maps it: copy-on-write, decoded in chunks
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+        sk = skeleton(mm, source=str(path), copy_on_write=True)
         assert sk is not None
         TimelineIndex.from_columns(header_of(sk.header), sk.columns, sk.raw, source=str(path))
 
@@ -259,7 +259,7 @@ with open({path!r}, 'rb') as fh:
 read = time.perf_counter() - t
 t = time.perf_counter()
 fh = open({path!r}, 'rb')
-sk = skeleton(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), source='f')
+sk = skeleton(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY), source='f', copy_on_write=True)
 print(read, time.perf_counter() - t, len(sk.raw))
 """
 
