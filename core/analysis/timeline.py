@@ -74,6 +74,8 @@ from .timeline_text import (
 
 #: the kinds in the order the app and the CLI list them
 VIEW_KINDS = ("model", "tool", "interrupt", "snapshot", "lifecycle")
+#: how a row whose record cannot be read begins (its reason follows)
+INVALID_RECORD = "✗ invalid record: "
 _RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(Record)
 
 STATUSES = ("ok", "error", "interrupted", "input", "redacted", "replayed", "live-fallback")
@@ -540,6 +542,8 @@ class TimelineIndex:
         self.recording = recording
         self._raw = None
         self._validated.clear()
+        # rows that could not be read before now read from the verified records
+        self._summaries = {p: s for p, s in self._summaries.items() if not s.startswith(INVALID_RECORD)}
 
     def _setup(self, n: int) -> None:
         self.seqs: list[int] = [0] * n
@@ -624,7 +628,7 @@ class TimelineIndex:
             try:
                 s = record_summary(self.record(position))
             except FormatError as exc:
-                s = f"✗ invalid record: {exc.reason}"
+                s = f"{INVALID_RECORD}{exc.reason}"
             self._summaries[position] = s
         return s
 
@@ -656,7 +660,7 @@ class TimelineIndex:
         try:
             return self.answer_reason(position)
         except FormatError as exc:
-            return f"✗ invalid record: {exc.reason}"
+            return f"{INVALID_RECORD}{exc.reason}"
 
     def rows(self, positions: Iterable[int] | None = None) -> Iterable[TimelineRow]:
         """Rows at ``positions`` (all rows when ``None``), in the order given."""

@@ -52,6 +52,7 @@ import orjson
 from ..errors import CanonicalizationError, FormatError
 from .canonical import IdentityCache, _NeedsReference, _prepare, canonical_json, common_prefix
 from .nesting import dumps, json_mode_dump
+from .reader import check_mapped_size
 from .recording import (
     ChatMessage,
     InterruptRecord,
@@ -1445,6 +1446,7 @@ class IndexedFile:
             FormatError: the range does not hold record ``i``, a reference names no pool
                 value (record and JSON Pointer given).
         """
+        check_mapped_size(self.data, self.source)
         data = self.record_bytes(i)
         raw = self.parse_record(i, data)
         if _HISTORY_OPEN in data:

@@ -213,3 +213,32 @@ def is_regular_file(path: str | os.PathLike[str]) -> bool:
         return stat.S_ISREG(Path(path).stat().st_mode)
     except OSError:
         return False
+
+
+def check_mapped_size(data: object, source: str) -> None:
+    """Check that the file a memory map ``data`` was made of (at ``source``) is no
+    shorter than the map, before a part of the map is read: reading a page past the
+    end of a file truncated since it was mapped kills the process (SIGBUS), where this
+    raises. Nothing for data that is not a map, or a path that cannot be read (a file
+    removed from its directory keeps its pages).
+
+    The check narrows the window, it cannot close it: a file truncated between the
+    check and the read still ends the process.
+
+    Raises:
+        FormatError: the file is now shorter than when it was opened (names ``source``).
+    """
+    import mmap
+
+    if not isinstance(data, mmap.mmap):
+        return
+    try:
+        size = os.stat(source).st_size
+    except (OSError, ValueError):
+        return
+    if size < len(data):
+        raise FormatError(
+            f"the file changed on disk: it is {size:,} bytes now, {len(data):,} when it was opened "
+            "(reopen it to read it as it is now)",
+            file=source,
+        )

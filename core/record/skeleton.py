@@ -69,6 +69,7 @@ import orjson
 from ..errors import FormatError
 from .indexed import INDEX_COLUMNS, epoch_seconds, interrupt_status
 from .io import parse_json
+from .reader import check_mapped_size
 from .recording import FORMAT_NAME, RECORD_KINDS
 from .redaction import has_marker, holds_marker
 
@@ -83,13 +84,14 @@ _ESCAPE = b"\\u00"  # an escaped ASCII character could spell a marker
 
 
 # --------------------------------------------------------------------------- structs
-# Loose by design: ``Any`` or ``Raw`` wherever a wrong type could otherwise raise, nested
-# structs only where the JSON must be an object (a wrong one raises ValidationError and
-# that record falls back to row_of_object). gc=False: decoded JSON holds no cycles.
+# ``Any`` or ``Raw`` where the columns take any value; a type where a column holds only
+# that type (names, ids, token counts, durations: the version-3 index's column types).
+# A value of another type raises ValidationError and that record falls back to
+# row_of_object, which reads it loosely. gc=False: decoded JSON holds no cycles.
 
 
 class _Call(msgspec.Struct, gc=False):
-    id: Any = None
+    id: str | None = None
 
 
 class _Message(msgspec.Struct, gc=False):
@@ -98,8 +100,8 @@ class _Message(msgspec.Struct, gc=False):
 
 
 class _Usage(msgspec.Struct, gc=False):
-    input_tokens: Any = 0
-    output_tokens: Any = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
 
 
 class _Response(msgspec.Struct, gc=False):
@@ -117,23 +119,23 @@ class _Record(msgspec.Struct, gc=False):
     seq: Any = None
     kind: Any = None
     at: Any = None
-    run_id: Any = None
-    generation_id: Any = None
+    run_id: str | None = None
+    generation_id: str | None = None
     replayed: Any = False
     live_fallback: Any = False
     meta: msgspec.Raw = _NULL
     # tool
-    tool: Any = None
-    tool_call_id: Any = None
+    tool: str | None = None
+    tool_call_id: str | None = None
     result: _Result | None = None
-    duration_seconds: Any = None
+    duration_seconds: float | None = None
     # model
-    model: Any = None
+    model: str | None = None
     response: _Response | None = None
     error: msgspec.Raw = _NULL
     # interrupt, lifecycle
     value: msgspec.Raw = _NULL
-    event: Any = None
+    event: str | None = None
 
 
 class _Paint(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -195,12 +197,20 @@ class RawRecords(Sequence[dict[str, Any]]):
     UTF-8 inside a string the skeleton skipped). An integer beyond 64 bits, which orjson
     does not read, is parsed by msgspec."""
 
-    def __init__(self, slices: list[msgspec.Raw] | Callable[[], list[msgspec.Raw]], n: int, source: str) -> None:
+    def __init__(
+        self,
+        slices: list[msgspec.Raw] | Callable[[], list[msgspec.Raw]],
+        n: int,
+        source: str,
+        mapped: mmap.mmap | None = None,
+    ) -> None:
         self._slices: list[msgspec.Raw] | None = slices if isinstance(slices, list) else None
         self._find = slices
         self._n = n
         self._lock = threading.Lock()
         self.source = source
+        #: the memory map the slices are read from (its file's size is checked first)
+        self._mapped = mapped
 
     def __len__(self) -> int:
         return self._n
@@ -231,6 +241,7 @@ class RawRecords(Sequence[dict[str, Any]]):
         k = i + n if i < 0 else i
         if not 0 <= k < n:
             raise IndexError(f"record {i} out of range ({n} records)")
+        check_mapped_size(self._mapped, self.source)
         try:
             value: dict[str, Any] = _parse(self._slice(k))
         except msgspec.DecodeError as exc:
@@ -251,6 +262,7 @@ class RawRecords(Sequence[dict[str, Any]]):
 
     def slice_of(self, i: int) -> memoryview:
         """The bytes of record ``i`` as written in the file (a view of the input)."""
+        check_mapped_size(self._mapped, self.source)
         return memoryview(self._slice(i))
 
 
@@ -262,7 +274,7 @@ class ChunkedRawRecords(RawRecords):
     record."""
 
     def __init__(self, data: mmap.mmap, bounds: list[tuple[int, int]], firsts: list[int], n: int, source: str) -> None:
-        super().__init__([], n, source)
+        super().__init__([], n, source, data)
         self._data = data
         self._bounds = bounds
         self._firsts = firsts
@@ -400,7 +412,8 @@ def _skeleton(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> 
     del paint
     n = len(records)
     columns = _columns(records, [], source)
-    return Skeleton(header, columns, RawRecords(partial(_slices_of, data), n, source))
+    mapped = data if isinstance(data, mmap.mmap) else None
+    return Skeleton(header, columns, RawRecords(partial(_slices_of, data), n, source, mapped))
 
 
 #: bytes of the records array decoded at a time from a memory map (:func:`_chunked`)
@@ -419,9 +432,9 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
     chunk's pages are given back (``MADV_DONTNEED``) once its columns are made, so the
     first paint's resident memory is a chunk and the columns, not the file.
 
-    A chunk ends at a separator: a comma followed by the bytes that open the first record
-    (``{"seq":`` in a compact file) — bytes that only occur outside strings, since an
-    unescaped quote cannot be inside one. The separator may still lie inside a record (a
+    A chunk ends at a separator: a comma followed (after any whitespace) by the bytes
+    that open the first record (``{"seq":`` in a compact file) — bytes that only occur
+    outside strings, since an unescaped quote cannot be inside one. The separator may still lie inside a record (a
     nested object with the same first member). So the chunk is decoded as an array: its
     first and last bytes (the comma or bracket before it, the comma after it) are
     overwritten in the private copy with ``[`` and ``]`` and restored after. A chunk that
@@ -458,19 +471,19 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
     opening = _FIRST_MEMBER.match(data, r0, r1)
     if data[r1] != 0x5D or opening is None:  # "]"; an empty array, or one not of objects
         return None
-    separator = b"," + opening.group()
+    needle = opening.group().lstrip(_WHITESPACE)  # e.g. '{"seq":'
     cols: list[list[Any]] = [[] for _ in INDEX_COLUMNS]
     bounds: list[tuple[int, int]] = []
     firsts: list[int] = []
     base, prev, released, start = 0, -1, 0, r0
     while True:
-        end = r1 if r1 - start <= CHUNK_BYTES else data.find(separator, start + CHUNK_BYTES, r1)
+        end = r1 if r1 - start <= CHUNK_BYTES else _separator(data, needle, start + CHUNK_BYTES, r1)
         end = r1 if end < 0 else end
         for _ in range(_SPLIT_TRIES + 1):
             got = _decode_chunk(data, start, end)
             if got is not None or end == r1:
                 break
-            end = data.find(separator, end + 1, r1)
+            end = _separator(data, needle, end + 1, r1)
             end = r1 if end < 0 else end
         if got is None:
             return None
@@ -489,6 +502,21 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
         start = end + 1
         released = _release(data, released, start)
     return Skeleton(header, dict(zip(INDEX_COLUMNS, cols)), ChunkedRawRecords(data, bounds, firsts, base, source))
+
+
+def _separator(data: mmap.mmap, needle: bytes, start: int, stop: int) -> int:
+    """The offset of the next comma in ``data[start:stop]`` followed by ``needle`` (the
+    bytes that open the first record), with only whitespace between (``,{"seq":`` in a
+    compact file, ``, {"seq":`` as Python's ``json.dumps`` writes it); -1 if none."""
+    at = start
+    while (k := data.find(needle, at, stop)) >= 0:
+        j = k - 1
+        while j >= start and data[j] in _WHITESPACE:
+            j -= 1
+        if j >= start and data[j] == 0x2C:  # ","
+            return j
+        at = k + 1
+    return -1
 
 
 def _records_member(data: mmap.mmap) -> tuple[dict[str, msgspec.Raw], int] | None:
@@ -599,7 +627,8 @@ def _general(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> S
             recs[i] = _RECORD.decode(s)
         except msgspec.ValidationError:
             pass  # row_of_object reads it (or says it is not an object)
-    return Skeleton(header, _columns(recs, slices, source), RawRecords(slices, len(slices), source))
+    mapped = data if isinstance(data, mmap.mmap) else None
+    return Skeleton(header, _columns(recs, slices, source), RawRecords(slices, len(slices), source, mapped))
 
 
 def _unreadable(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> Skeleton | None:
@@ -921,16 +950,17 @@ def row_of_object(r: dict[str, Any]) -> tuple[Any, ...]:
     if status is None:
         status = "live-fallback" if r.get("live_fallback") else "replayed" if r.get("replayed") else "ok"
     at = r.get("at")
+    run = r.get("run_id")
     return (
         r.get("seq"),
         kind,
-        name,
+        name if name is None or type(name) is str else orjson.dumps(name).decode(),
         status,
-        tin,
-        tout,
-        duration,
+        tin if type(tin) is int else None,
+        tout if type(tout) is int else None,
+        duration if type(duration) is float or duration is None else None,
         epoch_seconds(at) if type(at) is str else None,
-        r.get("run_id"),
-        call_id,
-        calls,
+        run if type(run) is str else None,
+        call_id if type(call_id) is str else None,
+        None if calls is None else [c if type(c) is str else None for c in calls],
     )

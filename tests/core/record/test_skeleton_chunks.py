@@ -317,3 +317,141 @@ def test_the_app_maps_the_file_copy_on_write_and_paints_from_chunks(tmp_path, mo
     )
     assert loaded.verify is not None and loaded.verify().digest == orjson.loads(data)["digest"]
     assert path.read_bytes() == data
+
+
+# --------------------------------------------------------------------------- fields of the wrong type
+
+
+_ODD = [
+    {"seq": 0, "kind": "model", "model": 5, "run_id": [1], "duration_seconds": "slow",
+     "response": {"usage": {"input_tokens": "many", "output_tokens": [2]},
+                  "message": {"role": "assistant", "content": "", "tool_calls": [{"id": 9}, {"id": "c1"}]}}},
+    {"seq": 1, "kind": "tool", "tool": {"x": 1}, "tool_call_id": 7, "duration_seconds": True, "result": {}},
+    {"seq": 2, "kind": "lifecycle", "event": 3, "at": 5},
+    {"seq": 3, "kind": "snapshot", "generation_id": 4},
+    {"seq": 4, "kind": "model", "model": "m", "response": {"usage": {"input_tokens": True}}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_fields_of_the_wrong_type_give_columns_the_timeline_can_show(chunked, monkeypatch):
+    """The first paint shows such a file (verification refuses it afterwards): each
+    column holds the types of the version-3 index's columns, nothing the table or the
+    links would trip on."""
+    from core.analysis.timeline import TimelineIndex
+    from core.record.io import recording_from_dict
+
+    good = [_lifecycle(k) for k in range(5, 40)]
+    data = _records_doc(_ODD + good)
+    with chunks_of(64 if chunked else 1 << 30, monkeypatch) as seen, mapped(data) as mm:
+        sk = skeleton(mm, source="o.json", copy_on_write=True)
+        assert sk is not None
+        cols = sk.columns
+        assert cols["name"][:5] == ["5", '{"x":1}', "3", "4", "m"]
+        assert cols["input_tokens"][:5] == [None] * 5
+        assert cols["output_tokens"][:5] == [None, None, None, None, 0]  # a missing count is 0
+        assert cols["duration"][:2] == [None, None] and cols["run_id"][0] is None
+        assert cols["tool_call_id"][1] is None and cols["calls"][0] == [None, "c1"]
+        shell = recording_from_dict({"format": "chassis.replay", "format_version": 1, "records": []})
+        index = TimelineIndex.from_columns(shell, cols, sk.raw, source="o.json")
+        assert index.tokens[:5] == [None, None, None, None, 0] and len(index) == 40
+        assert [row.name for row in index.rows(range(5))] == ["5", '{"x":1}', "3", "4", "m"]
+        del sk, index
+    assert seen == (["chunked"] if chunked else [])
+
+
+def test_rows_that_could_not_be_read_read_again_once_verified(monkeypatch):
+    """A chunk changed on disk after the paint makes its rows invalid; the verified
+    recording (read before the change) then shows them as they are."""
+    from core.analysis.timeline import INVALID_RECORD, TimelineIndex
+    from core.record.io import loads_recording, recording_from_dict
+
+    data = _doc_bytes(make_recording())
+    verified = loads_recording(data)
+    with chunks_of(64, monkeypatch), mapped(data) as mm:
+        sk = skeleton(mm, source="v.json", copy_on_write=True)
+        assert sk is not None and isinstance(sk.raw, ChunkedRawRecords)
+        header = {k: v for k, v in sk.header.items() if k != "digest"}  # as the app's loader does
+        shell = recording_from_dict({**header, "records": []})
+        index = TimelineIndex.from_columns(shell, sk.columns, sk.raw, source="v.json")
+        start, _ = sk.raw._bounds[2]
+        k = sk.raw._firsts[2]
+        mm[start] = ord("x")
+        assert index.summary_of(k).startswith(INVALID_RECORD)
+        mm[start] = data[start]
+        index.adopt(verified)
+        assert not index.summary_of(k).startswith(INVALID_RECORD)
+        assert index.row(k).summary == index.summary_of(k)
+        del sk, index
+
+
+@pytest.mark.parametrize("separators", [(", ", ": "), (",", ":"), (" ,\n ", " : ")])
+def test_files_written_with_spaces_after_commas_are_chunked(separators, monkeypatch):
+    """Python's json.dumps writes ``}, {"seq": 1``: the separator allows whitespace."""
+    import json
+
+    doc = orjson.loads(_doc_bytes(make_recording()))
+    data = json.dumps(doc, separators=separators, ensure_ascii=False).encode()
+    with chunks_of(64, monkeypatch) as seen, mapped(data) as mm:
+        got = skeleton(mm, source="s.json", copy_on_write=True)
+        same(got, skeleton(data, source="s.json"))
+        assert got is not None and isinstance(got.raw, ChunkedRawRecords) and len(got.raw._bounds) > 3
+        del got
+    assert seen == ["chunked"]
+
+
+_TRUNCATED = r"""
+import os, sys
+from pathlib import Path
+from core.errors import FormatError
+from core.record import skeleton as sk_mod
+from core.record.indexed import IndexedFile
+from inspector.loader import load_for_view
+
+sk_mod.CHUNK_BYTES = 4096
+path = Path(sys.argv[1])
+if sys.argv[2] == "v1":
+    view = load_for_view(path, fast_open_bytes=0)
+    read = lambda i: view.index.record(i)
+    n = len(view.index)
+else:
+    f = IndexedFile.open(path)
+    read = f.raw_record
+    n = len(f)
+read(0)
+os.truncate(path, os.path.getsize(path) // 2)
+try:
+    read(n - 1)
+except FormatError as exc:
+    print("refused:", exc)
+else:
+    print("read")
+"""
+
+
+@pytest.mark.parametrize("version", ["v1", "v3"])
+def test_a_file_truncated_while_open_is_refused_not_a_crash(version, tmp_path):
+    """Reading a mapped page past the end of a truncated file kills the process
+    (SIGBUS): the file's size is checked before a record is read from the map."""
+    import subprocess
+    import sys
+
+    from core.record.io import save_recording
+    from tests.core.record.test_format_v3 import _growing
+
+    rec = _growing(200, big=300)
+    path = tmp_path / f"run-{version}.json"
+    if version == "v1":
+        path.write_bytes(_doc_bytes(rec, version=1))
+    else:
+        save_recording(rec, path)
+    done = subprocess.run(
+        [sys.executable, "-c", _TRUNCATED, str(path), version],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "refused:" in done.stdout and "the file changed on disk" in done.stdout, done.stdout
+    assert str(path) in done.stdout
