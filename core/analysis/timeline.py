@@ -543,7 +543,8 @@ class TimelineIndex:
         self._raw = None
         self._validated.clear()
         # rows that could not be read before now read from the verified records
-        self._summaries = {p: s for p, s in self._summaries.items() if not s.startswith(INVALID_RECORD)}
+        for stale in [p for p, s in self._summaries.items() if s.startswith(INVALID_RECORD)]:
+            del self._summaries[stale]
 
     def _setup(self, n: int) -> None:
         self.seqs: list[int] = [0] * n
