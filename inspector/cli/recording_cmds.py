@@ -258,6 +258,9 @@ def register(app: typer.Typer) -> None:
         check_output(output, force=force, inputs=(old,))
         redact_recording(rec)  # what the product writes is redacted (docs/format.md, "Redaction")
         atomic_write_bytes(output, dumps_recording(rec))
-        typer.echo(
-            f"{old}: format version {version} → {rec.format_version}; wrote {output} ({len(rec.records)} records)"
+        done = (
+            f"already format version {version}; rewrote it as"
+            if version == rec.format_version
+            else f"format version {version} → {rec.format_version}; wrote"
         )
+        typer.echo(f"{old}: {done} {output} ({len(rec.records)} records)")

@@ -161,8 +161,9 @@ def label_for(key: str | int | None, value: Any, width: int | None = None) -> Te
     return node_label(key, data, width)
 
 
-def node_label(key: str | int | None, data: JsonNode, width: int | None = None) -> Text:
-    """:func:`label_for` of a node's data (cached line counts and placeholders)."""
+def node_label(key: str | int | None, data: JsonNode, width: int | None = None, expanded: bool = False) -> Text:
+    """:func:`label_for` of a node's data (cached line counts and placeholders); a folded
+    string's hint says what enter does: expand it, or (``expanded``) fold it again."""
     value = data.value
     label = Text()
     if key is not None:
@@ -174,7 +175,7 @@ def node_label(key: str | int | None, data: JsonNode, width: int | None = None) 
     elif text is not None and data.folded_string:
         lines = "" if data.lines is None else f", {data.lines:,} lines"
         note = f", {data.note}" if data.note else ""
-        hint = f"  ({len(text):,} chars{lines}{note} — enter to expand)"
+        hint = f"  ({len(text):,} chars{lines}{note} — enter to {'fold' if expanded else 'expand'})"
         if width is not None and width - label.cell_len - len(hint) - 3 < 12:
             hint = f"  ({len(text):,} chars)"  # narrow: the short hint
         room = FOLD_AT if width is None else max(8, min(FOLD_AT, width - label.cell_len - len(hint) - 3))
@@ -345,7 +346,7 @@ class JsonTree(Tree[JsonNode]):
                 text.truncate(avail, overflow="ellipsis")
             return text
         if data.folded_string:
-            text = node_label(data.path[-1], data, avail - 2)
+            text = node_label(data.path[-1], data, avail - 2, node.is_expanded)
             text.stylize(style)
             prefix = (self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE, base_style + TOGGLE_STYLE)
             text = Text.assemble(prefix, text)

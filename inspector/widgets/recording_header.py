@@ -121,11 +121,12 @@ class RecordingHeader(Static):
 
 
 def format_label(recording: Recording) -> str:
-    """The header's format: the version the file was written in, and the version it was
-    read as when the loader migrated it (``format v1 (read as v3)``; ``0.8.1 layout`` for
-    the legacy layout, SPEC "Format": migration)."""
+    """The header's format: the version the file was written in, and whether the loader
+    migrated it to the current version in memory (``format v1 (migrated in memory)``;
+    ``the 0.8.1 layout`` for the legacy layout, SPEC "Format": migration), as ``info``
+    says it."""
     was = recording.migrated_from
     if was is None:
         return f"format v{recording.format_version}"
     written = "the 0.8.1 layout" if was == 0 else f"v{was}"
-    return f"format {written} (read as v{recording.format_version})"
+    return f"format {written} (migrated in memory)"

@@ -255,8 +255,13 @@ async def test_long_strings_fold_and_expand(built):
         content = next(c for c in result.children if str(c.label).startswith("content"))
         assert content.data.folded_string and "enter to expand" in str(content.label)
         assert not content.children
+        from inspector.widgets.json_tree import node_label
+
+        assert node_label("content", content.data, 200, content.is_expanded).plain.endswith("enter to expand)")
         await pilot.press("z")
         assert content.is_expanded and len(content.children) >= content.data.value.count("\n") + 1
+        # the hint of an open string, as the tree draws it, says what enter does now
+        assert node_label("content", content.data, 200, content.is_expanded).plain.endswith("enter to fold)")
         # wrapped at words to the tree's width: nothing lost, no line wider than the tree
         chunks = [str(c.label) for c in content.children]
         assert "".join(chunks) == content.data.value.replace("\n", "")

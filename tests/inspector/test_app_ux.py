@@ -587,12 +587,12 @@ def test_the_header_says_the_version_a_file_was_written_in():
     from tests.builders import DATA
 
     fmt = DATA / "format"
-    assert format_label(load_recording(fmt / "v1.json")) == "format v1 (read as v3)"
-    assert format_label(load_recording(fmt / "v2-meta-links.json")) == "format v2 (read as v3)"
+    assert format_label(load_recording(fmt / "v1.json")) == "format v1 (migrated in memory)"
+    assert format_label(load_recording(fmt / "v2-meta-links.json")) == "format v2 (migrated in memory)"
     assert format_label(load_recording(fmt / "v3-growing-history.json")) == "format v3"
     # the fast open of a v1 file (the skeleton decode) says so before it is verified
     view = load_for_view(fmt / "v1.json", fast_open_bytes=0)
-    assert format_label(view.recording) == "format v1 (read as v3)"
+    assert format_label(view.recording) == "format v1 (migrated in memory)"
 
 
 async def test_tab_goes_from_the_timeline_to_the_record_then_the_search():

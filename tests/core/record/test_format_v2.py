@@ -73,6 +73,10 @@ def test_migrate_command_writes_the_golden_records(tmp_path, capsys):
     migrated = Recording.load(out, verify_keys=True)
     golden = Recording.load(V1_TO_V2)
     assert migrated.migrated_from is None and migrated.format_version == 3
+    # a current file: nothing to migrate, and the message says so
+    again = tmp_path / "again.json"
+    assert main(["migrate", str(out), "-o", str(again)]) == 0
+    assert f"{out}: already format version 3; rewrote it as {again} (6 records)" in capsys.readouterr().out
     assert migrated.digest == orjson.loads(V1.read_bytes())["digest"] == golden.digest
     assert migrated.records == golden.records and migrated.metadata == golden.metadata
 
