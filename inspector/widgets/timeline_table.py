@@ -378,10 +378,10 @@ class TimelineTable(ScrollView, can_focus=True):
 
     def _status_width(self, statuses: set[str] | None = None) -> int:
         """The status column's width: the longest status drawn (``statuses`` seen, kept
-        from the first call) or mark (``⚑ mistake``)."""
+        from the first call) or mark (``✗ ⚑ mistake`` on a marked step that failed)."""
         if statuses is not None:
             self._status_widths = [len(STATUS_MARKS.get(st, st)) for st in statuses]
-        return max(self._status_widths + [2 + len(m) for m in self.marks.values()], default=6)
+        return max(self._status_widths + [4 + len(m) for m in self.marks.values()], default=6)
 
     def set_marks(self, marks: dict[int, str]) -> None:
         """Mark records by seq (``{seq: "mistake"}``): shown as ``⚑ mistake`` in the
@@ -722,7 +722,11 @@ class TimelineTable(ScrollView, can_focus=True):
         status_style = self._known_style(f"timeline--status-{status}")
         label = STATUS_MARKS.get(status) or line(str(status))
         mark_label = self.marks.get(idx.seqs[position])
-        if mark_label:
+        if mark_label and status == "error" and cols.status > 4:
+            # the marked step failed too: both show, the error first (it is what `e` finds)
+            segs.append(Segment("✗ ", base + status_style))
+            segs.append(Segment(_cell("⚑ " + mark_label, cols.status - 2), base + self._style("timeline--marked")))
+        elif mark_label:
             segs.append(Segment(_cell("⚑ " + mark_label, cols.status), base + self._style("timeline--marked")))
         else:
             segs.append(Segment(_cell(label, cols.status), base + status_style))

@@ -610,3 +610,23 @@ async def test_tab_goes_from_the_timeline_to_the_record_then_the_search():
                 await settle(pilot, app)
                 chain.append(app.focused.id if app.focused else None)
             assert chain == [shown, "search", "timeline"]
+
+
+@pytest.mark.parametrize("width", [160, 110])
+async def test_a_marked_step_that_failed_shows_the_error_and_the_mark(width):
+    """The planted fault's tool call failed: its row says both (the error in red first),
+    where the mark alone hid the error from a reader scanning the status column."""
+    loaded = load_for_view(REPO / "sample_recordings" / "sample-agent-fault-tool-error.json")
+    seq = loaded.recording.metadata["fault"]["seq"]
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await settle(pilot, app)
+        screen = screen_of(app)
+        assert screen.index.statuses[screen.index.position_of_seq(seq)] == "error"
+        table = app.screen.query_one(TimelineTable)
+        rows = [table.render_line(y) for y in range(1, 20)]
+        (row,) = [strip for strip in rows if strip.text.lstrip().startswith(f"{seq} ")]
+        assert "✗ ⚑ fault" in row.text
+        cross = next(seg for seg in row if seg.text.startswith("✗"))
+        assert cross.style is not None and cross.style.color is not None and cross.style.color.triplet is not None
+        assert cross.style.color.triplet.red > 150 > cross.style.color.triplet.green  # red: the error's style
