@@ -51,7 +51,7 @@ def source_run(recording: Recording) -> str | None:
 
 def header_text(path: Path | str, recording: Recording, summary: TimelineSummary, verifying: bool = False) -> Text:
     """Two lines (never wrapped): file · run (of an imported file) · outcome · score ·
-    marked steps · format · producer · a few metadata fields, then counts, errors,
+    marked steps · a few metadata fields · format · producer, then counts, errors,
     tokens, time; ``verifying`` adds a note that the full verification is still
     running. Every recorded value is shown as text (never markup)."""
     t = Text()
@@ -72,17 +72,19 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
     for mark in marked_seqs(recording):
         t.append(f"  ⚑ {mark.label} seq {mark.seq} (m)", style="bold #d7af00")
     t.append("  i: run info", style="dim italic")
+    # the run's own fields before the file's format and producer: on a narrow screen the
+    # line is cut at its end (a field equal to the run id shown is left out)
+    meta = [
+        f"{line(k)}={line(one_line(v, 32))}"
+        for k, v in recording.metadata.items()
+        if k not in OWN_FIELDS and v not in (None, "") and not isinstance(v, (dict, list)) and v != run
+    ][:3]
+    if meta:
+        t.append("  " + " ".join(meta), style="dim")
     t.append(f"  {format_label(recording)}", style="dim")
     producer = recording.session.producer
     if producer:
         t.append(f"  {line(producer)}", style="dim")
-    meta = [
-        f"{line(k)}={line(one_line(v, 32))}"
-        for k, v in recording.metadata.items()
-        if k not in OWN_FIELDS and v not in (None, "") and not isinstance(v, (dict, list))
-    ][:3]
-    if meta:
-        t.append("  " + " ".join(meta), style="dim")
     t.append("\n")
     t.append(f"{summary.records:,} record{'' if summary.records == 1 else 's'}", style="bold")
     if verifying:

@@ -115,6 +115,21 @@ async def test_header_outcome_agrees_with_metrics_not_exit_status():
         assert "tokens not recorded" not in header
 
 
+async def test_header_shows_the_run_s_fields_before_the_file_s_format_at_160_columns():
+    """SWE-agent's exit_status is in view at 160 columns: the run's fields come before
+    the format and the producer, and a field equal to the run id shown is left out."""
+    loaded = load_for_view(SWE)
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot, app)
+        header = app.screen.query_one(RecordingHeader)
+        first = header.render_line(0).text
+        assert "exit_status=submitted" in first
+        run = loaded.recording.metadata["source"]["run"]
+        assert f"run {run}" in first and f"instance_id={run}" not in plain(header)
+        assert plain(header).index("exit_status=") < plain(header).index("format v2")
+
+
 def test_tau_bench_run_info_lists_expected_actions():
     tau = load(TAU)
     text = run_info_text(tau, []).plain
