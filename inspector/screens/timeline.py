@@ -866,8 +866,12 @@ class TimelineScreen(Screen[None]):
         self.query_one(FilterBar).set_sources(event.counts, event.shown)
 
     def action_show_tab(self, tab: str) -> None:
-        """Switch the detail pane to ``tab`` (``tab-record`` or ``tab-transcript``)."""
+        """Switch the detail pane to ``tab`` (``tab-record`` or ``tab-transcript``); when
+        the detail had the focus, the tab shown takes it (the hidden one cannot keep it)."""
+        inside = self.focused is not None and self.detail in self.focused.ancestors_with_self
         self.detail.active_tab = tab
+        if inside:
+            self.call_after_refresh(self.detail.focus_content)
 
     def action_expand(self) -> None:
         """Expand folded strings (Record tab: the first page of each) or long messages

@@ -103,6 +103,7 @@ class DetailPane(Vertical):
     DetailPane TabbedContent { height: 1fr; }
     DetailPane TabPane { padding: 0; }
     DetailPane JsonTree, DetailPane TranscriptView { height: 1fr; }
+    DetailPane:focus-within { outline-left: tall $accent; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:

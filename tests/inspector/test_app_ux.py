@@ -627,6 +627,28 @@ async def test_tab_goes_from_the_timeline_to_the_record_then_the_search():
             assert chain == [shown, "search", "timeline"]
 
 
+async def test_the_detail_pane_marks_its_focus_and_keeps_it_across_tabs():
+    app = InspectorApp(load_for_view(SWE))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot, app)
+        pane = app.screen.query_one(DetailPane)
+        assert pane.styles.outline_left[0] == ""  # the timeline has the focus
+        await pilot.press("tab")
+        await settle(pilot, app)
+        assert app.focused is not None and app.focused.id == "detail-tree"
+        assert pane.styles.outline_left[0] == "tall"  # a bar along the pane's left edge
+        await pilot.press("t")  # the hidden tree cannot keep the focus: the transcript takes it
+        await settle(pilot, app)
+        assert app.focused is not None and app.focused.id == "detail-transcript"
+        await pilot.press("r")
+        await settle(pilot, app)
+        assert app.focused is not None and app.focused.id == "detail-tree"
+        await pilot.press("shift+tab")
+        await settle(pilot, app)
+        assert app.focused is not None and app.focused.id == "timeline"
+        assert pane.styles.outline_left[0] == ""
+
+
 @pytest.mark.parametrize("width", [160, 110])
 async def test_a_marked_step_that_failed_shows_the_error_and_the_mark(width):
     """The planted fault's tool call failed: its row says both (the error in red first),
