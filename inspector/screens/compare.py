@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -113,6 +114,25 @@ def metric_deltas(base_row: dict[str, Any], other_row: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def pack(parts: list[str], width: int, sep: str = " · ", first: int = 0) -> str:
+    """``parts`` joined by ``sep``, a line break put between two parts where the next
+    would not fit in ``width`` cells (``first``: cells already used on the first line),
+    so a narrow screen wraps the line between phrases, never inside one. A part wider
+    than the line is left to wrap on its own. ``width`` 0: one line."""
+    if width <= 0 or not parts:
+        return sep.join(parts)
+    out, used = parts[0], first + cell_len(parts[0])
+    for part in parts[1:]:
+        size = cell_len(part)
+        if used + len(sep) + size > width:
+            out += "\n" + part
+            used = size
+        else:
+            out += sep + part
+            used += len(sep) + size
+    return out
+
+
 def run_label(loaded: LoadedRecording, n: int = 60) -> str:
     """How a side is named: its file name, and for a file of several runs the run shown
     (``file.json [run s1_epoch_1]``) — two runs of one file are told apart. The name is
@@ -152,6 +172,8 @@ class CompareScreen(Screen[None]):
         self.comparison: Comparison | None = comparison
         #: what stopped the alignment (the header says it), else ``None``
         self.align_error: str | None = None
+        #: the metric deltas and where the runs diverge, once computed (packed at each resize)
+        self._deltas: tuple[str, str] | None = None
         self._diff_wanted = 0  # the latest diff pane asked for (a counter)
         self._diff_row = 0  # ... and its row
         self._diff_running: int | None = None  # the request a worker computes, if any
@@ -169,11 +191,36 @@ class CompareScreen(Screen[None]):
             title.append("   aligning…" if self.align_error is None else "   not aligned", style="dim")
             return title
         counts = c.counts
-        title.append(
-            f"   = same {counts['same']}  ~ changed {counts['changed']}  − only in base {counts['removed']}"
-            f"  + only in other {counts['inserted']}"
-        )
+        parts = [
+            f"= same {counts['same']}",
+            f"~ changed {counts['changed']}",
+            f"− only in base {counts['removed']}",
+            f"+ only in other {counts['inserted']}",
+        ]
+        width, used = self._line_width(), title.cell_len + 3
+        if width and used + cell_len(parts[0]) > width:  # not even the first fits after the names
+            title.append("\n" + pack(parts, width, "  "))
+        else:
+            title.append("   " + pack(parts, width, "  ", used))
         return title
+
+    def _line_width(self) -> int:
+        """Cells of a header line (the screen's width less the padding); 0 before layout."""
+        return max(0, self.size.width - 2)
+
+    def _show_deltas(self) -> None:
+        """The metric deltas (packed to the width) and where the runs diverge."""
+        if self._deltas is None:
+            return
+        metrics, where = self._deltas
+        text = pack(metrics.split(" · "), self._line_width())
+        self.query_one("#compare-deltas", Static).update(Text(f"{text}\n{where}"))
+
+    def on_resize(self) -> None:
+        if not self.is_attached:
+            return
+        self.query_one("#compare-header", Static).update(self._title_text())
+        self._show_deltas()
 
     def compose(self) -> ComposeResult:
         yield Static(self._title_text(), id="compare-header")
@@ -237,7 +284,8 @@ class CompareScreen(Screen[None]):
     def _aligned(self, c: Comparison, a: dict[str, Any], b: dict[str, Any]) -> None:
         self.comparison = c
         self.query_one("#compare-header", Static).update(self._title_text())
-        self.query_one("#compare-deltas", Static).update(Text(f"{metric_deltas(a, b)}\n{self._where(c)}"))
+        self._deltas = (metric_deltas(a, b), self._where(c))
+        self._show_deltas()
         if self.table.comparison is not c:
             row = c.first_divergence_row
             self.table.set_comparison(c, row if row is not None else 0)

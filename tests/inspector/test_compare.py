@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from core.analysis.compare import compare_runs, pair_changes, value_text
 from core.record.recording import Recording
 from core.workspace import Workspace
@@ -533,3 +535,36 @@ async def test_the_runs_are_aligned_in_a_worker_and_the_keys_wait(tmp_path, monk
         assert threads and threading.main_thread().name not in threads
         await pilot.press("right_square_bracket")
         assert screen.table.cursor == c.differences[1]
+
+
+def test_pack_breaks_lines_between_parts():
+    from inspector.screens.compare import pack
+
+    parts = ["outcome failure → success", "steps 3 → 6 (+3)", "tokens in 305 → 881 (+576)"]
+    assert pack(parts, 0) == " · ".join(parts)  # before layout: one line
+    assert pack(parts, 200) == " · ".join(parts)
+    assert pack(parts, 50) == "outcome failure → success · steps 3 → 6 (+3)\ntokens in 305 → 881 (+576)"
+    assert pack(parts, 10).split("\n") == parts  # each wider than the line: one per line
+    assert pack(parts, 50, first=30).split("\n")[0] == "outcome failure → success"
+
+
+@pytest.mark.parametrize("width", [110, 90, 70])
+async def test_the_compare_header_wraps_between_phrases(width, tmp_path):
+    a = load_for_view(SAMPLES / "sample-agent-fault-corrupted-result.json")
+    b = load_for_view(SAMPLES / "sample-agent-success.json")
+    app = InspectorApp(a, workspace=tmp_path / "ws", compare_with=b)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await settle(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen._deltas is not None
+        phrases = screen._deltas[0].split(" · ")
+        deltas = screen.query_one("#compare-deltas")
+        lines = [deltas.render_line(y).text.strip() for y in range(deltas.size.height)]
+        metric_lines = [ln for ln in lines if ln and not ln.startswith("first divergence")]
+        assert len(metric_lines) >= 2  # the metrics do not fit one line at these widths
+        for ln in metric_lines:
+            assert any(ln.startswith(p) for p in phrases), ln
+            assert any(ln.rstrip(" ·").endswith(p) for p in phrases), ln
+        header = screen.query_one("#compare-header")
+        counts = [header.render_line(y).text.strip() for y in range(header.size.height)]
+        assert not any(c.startswith(("in base", "in other", "only", "same", "changed")) for c in counts), counts
