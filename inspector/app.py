@@ -307,6 +307,7 @@ class InspectorApp(App[None]):
         else:
             self.loaded.index.adopt(event.recording)
             self.loaded.recording = event.recording
+            self._redraw_timeline_rows()
             note = "verified: every record, the digest and the keys"
         keep_long_lived()  # the verified records: out of the cyclic collector's reach
         if isinstance(self.screen, TimelineScreen):
@@ -363,8 +364,16 @@ class InspectorApp(App[None]):
         self.loaded.index.adopt(event.recording)
         self.loaded.recording = event.recording
         self.loaded.whole = None
+        self._redraw_timeline_rows()
         keep_long_lived()
         event.then()
+
+    def _redraw_timeline_rows(self) -> None:
+        """The timeline's rows drawn again from the index that adopted the verified
+        records (rows that could not be read from the file read now)."""
+        for screen in self.screen_stack:
+            if isinstance(screen, TimelineScreen) and screen.index is self.loaded.index:
+                screen.table.redraw_rows()
 
     @on(VerificationFailed)
     def _verification_failed(self, event: VerificationFailed) -> None:

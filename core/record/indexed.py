@@ -881,6 +881,7 @@ class RecordIndex:
         if span is None:
             raise _index_error(f"no column {name!r} in the index", self._source, f"/index/records/{name}")
         a, b = span
+        check_mapped_size(self._data, self._source)
         try:
             return orjson.loads(self._data[self._records_at + a : self._records_at + b])
         except orjson.JSONDecodeError as exc:
@@ -1396,6 +1397,7 @@ class IndexedFile:
                 record=record,
                 path=path,
             )
+        check_mapped_size(self.data, self.source)
         return bytes(self.data[span[0] : span[1]])
 
     def pool_value(self, pid: str, *, record: int | None = None, path: str = "") -> Any:
@@ -1435,6 +1437,7 @@ class IndexedFile:
 
     def record_bytes(self, i: int) -> bytes:
         """The bytes of record ``i`` as written (references unresolved)."""
+        check_mapped_size(self.data, self.source)  # a truncated file is an error, not SIGBUS
         return bytes(self.data[self.index.start[i] : self.index.end[i]])
 
     def raw_record(self, i: int) -> dict[str, Any]:
@@ -1446,7 +1449,6 @@ class IndexedFile:
             FormatError: the range does not hold record ``i``, a reference names no pool
                 value (record and JSON Pointer given).
         """
-        check_mapped_size(self.data, self.source)
         data = self.record_bytes(i)
         raw = self.parse_record(i, data)
         if _HISTORY_OPEN in data:

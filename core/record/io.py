@@ -75,7 +75,7 @@ from .nesting import (
     is_depth_failure,
     is_parse_depth_failure,
 )
-from .reader import check_mapped_size, read_input
+from .reader import read_input
 from .recording import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -645,7 +645,6 @@ def _load_indexed(
                 if progress is not None:
                     progress(i, n)
                 f.release_before(f.index.start[i])
-                check_mapped_size(f.data, source)
         h.update(b"]")
         digest = "sha256:" + h.hexdigest()
     stated = f.header().get("summary")

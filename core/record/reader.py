@@ -216,11 +216,12 @@ def is_regular_file(path: str | os.PathLike[str]) -> bool:
 
 
 def check_mapped_size(data: object, source: str) -> None:
-    """Check that the file a memory map ``data`` was made of (at ``source``) is no
-    shorter than the map, before a part of the map is read: reading a page past the
-    end of a file truncated since it was mapped kills the process (SIGBUS), where this
-    raises. Nothing for data that is not a map, or a path that cannot be read (a file
-    removed from its directory keeps its pages).
+    """Check that the file a memory map ``data`` was made of is no shorter than the map,
+    before a part of the map is read: reading a page past the end of a file truncated
+    since it was mapped kills the process (SIGBUS), where this raises. The size is the
+    mapped file's own (``mmap.size()``, an ``fstat`` of the map's descriptor), not the
+    path's: a file replaced at its path leaves the map intact. Nothing for data that is
+    not a map.
 
     The check narrows the window, it cannot close it: a file truncated between the
     check and the read still ends the process.
@@ -233,8 +234,8 @@ def check_mapped_size(data: object, source: str) -> None:
     if not isinstance(data, mmap.mmap):
         return
     try:
-        size = os.stat(source).st_size
-    except (OSError, ValueError):
+        size = data.size()
+    except (OSError, ValueError):  # a closed map: its reader says so
         return
     if size < len(data):
         raise FormatError(

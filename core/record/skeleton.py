@@ -906,6 +906,15 @@ def _get(value: Any, key: str, default: Any = None) -> Any:
     return value.get(key, default) if type(value) is dict else default
 
 
+def _json_text(value: Any) -> str:
+    """``value`` as JSON text (msgspec writes integers beyond 64 bits, which orjson
+    refuses), or ``str(value)`` when even that fails."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        return str(value)
+
+
 def row_of_object(r: dict[str, Any]) -> tuple[Any, ...]:
     """The index row of a record given as parsed JSON, as :func:`core.record.indexed.index_row`
     computes it on the validated record. Loose: a member of the wrong shape gives some
@@ -954,7 +963,7 @@ def row_of_object(r: dict[str, Any]) -> tuple[Any, ...]:
     return (
         r.get("seq"),
         kind,
-        name if name is None or type(name) is str else orjson.dumps(name).decode(),
+        name if name is None or type(name) is str else _json_text(name),
         status,
         tin if type(tin) is int else None,
         tout if type(tout) is int else None,

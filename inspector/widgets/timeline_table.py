@@ -383,6 +383,12 @@ class TimelineTable(ScrollView, can_focus=True):
             self._status_widths = [len(STATUS_MARKS.get(st, st)) for st in statuses]
         return max(self._status_widths + [4 + len(m) for m in self.marks.values()], default=6)
 
+    def redraw_rows(self) -> None:
+        """Draw every row again from the index (after the index adopted the verified
+        recording: a row that could not be read before reads now)."""
+        self._line_cache.clear()
+        self.refresh()
+
     def set_marks(self, marks: dict[int, str]) -> None:
         """Mark records by seq (``{seq: "mistake"}``): shown as ``⚑ mistake`` in the
         status column."""

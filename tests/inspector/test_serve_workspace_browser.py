@@ -289,8 +289,14 @@ def test_compare_opens_from_the_tree_in_the_browser_at_the_first_divergence(serv
             page.keyboard.press("Home")
             wait_for_screen(page, "= same")  # the first row: the snapshot, the same on both sides
             page.keyboard.press("d")
-            screen = wait_for_screen(page, "~ changed answer", f"base seq {TOOL_SEQ} · other seq {TOOL_SEQ}")
-            assert '"dates.py\\nparser.py\\n__init__.py"' in screen and '"dates.py\\nparser.py"' in screen
+            # the pane's diff is drawn after the selection: wait for it, not only its title
+            wait_for_screen(
+                page,
+                "~ changed answer",
+                f"base seq {TOOL_SEQ} · other seq {TOOL_SEQ}",
+                '"dates.py\\nparser.py\\n__init__.py"',
+                '"dates.py\\nparser.py"',
+            )
         finally:
             browser.close()
 

@@ -414,12 +414,23 @@ if sys.argv[2] == "v1":
     view = load_for_view(path, fast_open_bytes=0)
     read = lambda i: view.index.record(i)
     n = len(view.index)
+elif sys.argv[2] == "v3-verify":  # the streamed verification of a big v3 run
+    from core.record.io import load_indexed
+
+    f = IndexedFile.open(path)
+    read = lambda i: load_indexed(f, keep=False)
+    n = len(f)
 else:
     f = IndexedFile.open(path)
     read = f.raw_record
     n = len(f)
 read(0)
-os.truncate(path, os.path.getsize(path) // 2)
+if len(sys.argv) > 3:  # the path now names another, shorter file: the map is intact
+    other = path.with_name("other.json")
+    other.write_bytes(b"{}")
+    os.replace(other, path)
+else:
+    os.truncate(path, os.path.getsize(path) // 2)
 try:
     read(n - 1)
 except FormatError as exc:
@@ -429,7 +440,7 @@ else:
 """
 
 
-@pytest.mark.parametrize("version", ["v1", "v3"])
+@pytest.mark.parametrize("version", ["v1", "v3", "v3-verify"])
 def test_a_file_truncated_while_open_is_refused_not_a_crash(version, tmp_path):
     """Reading a mapped page past the end of a truncated file kills the process
     (SIGBUS): the file's size is checked before a record is read from the map."""
@@ -455,3 +466,83 @@ def test_a_file_truncated_while_open_is_refused_not_a_crash(version, tmp_path):
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert "refused:" in done.stdout and "the file changed on disk" in done.stdout, done.stdout
     assert str(path) in done.stdout
+
+
+@pytest.mark.parametrize("version", ["v1", "v3"])
+def test_a_file_replaced_at_its_path_is_still_read_from_the_map(version, tmp_path):
+    """An editor or an atomic write puts a new file at the path: the map still holds the
+    file that was opened, and its records read as they were."""
+    import subprocess
+    import sys
+
+    from core.record.io import save_recording
+    from tests.core.record.test_format_v3 import _growing
+
+    rec = _growing(200, big=300)
+    path = tmp_path / f"run-{version}.json"
+    if version == "v1":
+        path.write_bytes(_doc_bytes(rec, version=1))
+    else:
+        save_recording(rec, path)
+    done = subprocess.run(
+        [sys.executable, "-c", _TRUNCATED, str(path), version, "replace"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "read", done.stdout
+
+
+def test_a_name_that_is_a_huge_integer_is_shown_as_its_digits():
+    """A name written as an integer of hundreds of digits (orjson reads it as infinity,
+    msgspec as an int orjson cannot write): the first paint shows its digits."""
+    big = "1" + "0" * 400
+    data = (
+        b'{"format":"chassis.replay","format_version":1,"records":[{"seq":0,"kind":"tool","tool":'
+        + big.encode()
+        + b'},{"seq":1,"kind":"lifecycle","event":["x",'
+        + big.encode()
+        + b"]}]}"
+    )
+    sk = skeleton(data, source="big.json")
+    assert sk is not None and sk.columns["name"] == [big, f'["x",{big}]']
+
+
+async def test_rows_that_could_not_be_read_are_drawn_again_once_verified(tmp_path, monkeypatch):
+    import threading
+
+    from core.record.io import load_recording
+    from inspector.app import InspectorApp
+    from inspector.widgets.timeline_table import TimelineTable
+
+    monkeypatch.setattr(sk_mod, "CHUNK_BYTES", 64)
+    path = tmp_path / "v.json"
+    data = _doc_bytes(make_recording())
+    path.write_bytes(data)
+    loaded = load_for_view(path, fast_open_bytes=0)
+    raw = loaded.index._raw
+    assert isinstance(raw, ChunkedRawRecords)
+    start, _ = raw._bounds[2]
+    k = raw._firsts[2]
+    raw._data[start] = ord("x")  # the chunk no longer decodes (in the private map)
+    gate = threading.Event()
+
+    def verify():
+        gate.wait(30)
+        return load_recording(path)
+
+    loaded.verify = verify
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(160, 40)) as pilot:
+        for _ in range(3):
+            await pilot.pause()
+        table = app.screen.query_one(TimelineTable)
+        assert "invalid record" in table.render_line(1 + k).text
+        raw._data[start] = data[start]
+        gate.set()
+        await app.workers.wait_for_complete()
+        for _ in range(3):
+            await pilot.pause()
+        assert "invalid record" not in table.render_line(1 + k).text
