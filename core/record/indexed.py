@@ -1709,6 +1709,7 @@ def verify_pool(f: IndexedFile) -> dict[str, bytes]:
     """
     out: dict[str, bytes] = {}
     whole, source, sha256, ok_id = f.data, f.source, hashlib.sha256, _POOL_ID.fullmatch
+    check_mapped_size(whole, source)
     for pid, (a, b) in f.index.pool.items():  # check_pool_entry, inlined
         data = bytes(whole[a:b])
         if ok_id(pid) is None or not sha256(data).hexdigest().startswith(pid):
