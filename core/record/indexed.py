@@ -52,7 +52,7 @@ import orjson
 from ..errors import CanonicalizationError, FormatError
 from .canonical import IdentityCache, _NeedsReference, _prepare, canonical_json, common_prefix
 from .nesting import dumps, json_mode_dump
-from .reader import check_mapped_size
+from .reader import check_mapped_size, release_pages
 from .recording import (
     ChatMessage,
     InterruptRecord,
@@ -1513,16 +1513,7 @@ class IndexedFile:
         a pass has read (``MADV_DONTNEED``: clean file pages, read again from the page
         cache if touched): a pass over a big file then keeps the process's resident
         memory bounded. Nothing for a file read into memory."""
-        data = self.data
-        if not isinstance(data, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-            return
-        end = offset - offset % mmap.PAGESIZE
-        if end > self._released:
-            try:
-                data.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
-            except (OSError, ValueError):
-                return
-            self._released = end
+        self._released = release_pages(self.data, self._released, offset)
 
     def close(self) -> None:
         if isinstance(self.data, mmap.mmap):

@@ -243,3 +243,23 @@ def check_mapped_size(data: object, source: str) -> None:
             "(reopen it to read it as it is now)",
             file=source,
         )
+
+
+def release_pages(data: object, released: int, offset: int) -> int:
+    """Let the kernel drop the pages of a memory map ``data`` from ``released`` up to
+    the page of ``offset`` that a pass has read (``MADV_DONTNEED``: clean file pages,
+    read again from the page cache if touched), so a pass over a big file keeps the
+    process's resident memory bounded. Returns the new mark (``released`` unchanged for
+    data that is not a map, or where the call is not available)."""
+    import mmap
+
+    if not isinstance(data, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return released
+    end = offset - offset % mmap.PAGESIZE
+    if end <= released:
+        return released
+    try:
+        data.madvise(mmap.MADV_DONTNEED, released, end - released)
+    except (OSError, ValueError):
+        return released
+    return end

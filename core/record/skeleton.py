@@ -69,7 +69,7 @@ import orjson
 from ..errors import FormatError
 from .indexed import INDEX_COLUMNS, epoch_seconds, interrupt_status
 from .io import parse_json
-from .reader import check_mapped_size
+from .reader import check_mapped_size, release_pages
 from .recording import FORMAT_NAME, RECORD_KINDS
 from .redaction import has_marker, holds_marker
 
@@ -500,7 +500,7 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
         if end == r1:
             break
         start = end + 1
-        released = _release(data, released, start)
+        released = release_pages(data, released, start)
     return Skeleton(header, dict(zip(INDEX_COLUMNS, cols)), ChunkedRawRecords(data, bounds, firsts, base, source))
 
 
@@ -577,19 +577,6 @@ def _bracketed(data: mmap.mmap, start: int, end: int) -> Iterator[memoryview]:
         yield memoryview(data)[start - 1 : end + 1]
     finally:
         data[start - 1], data[end] = before, after
-
-
-def _release(data: mmap.mmap, released: int, offset: int) -> int:
-    """Give back the pages of ``data`` from ``released`` up to the page of ``offset``
-    (``MADV_DONTNEED``: read again from the page cache if touched); the new mark."""
-    end = offset - offset % mmap.PAGESIZE
-    if end > released and hasattr(mmap, "MADV_DONTNEED"):
-        try:
-            data.madvise(mmap.MADV_DONTNEED, released, end - released)
-        except (OSError, ValueError):
-            return released
-        return end
-    return released
 
 
 def _slices_of(data: bytes | bytearray | memoryview | mmap.mmap) -> list[msgspec.Raw]:

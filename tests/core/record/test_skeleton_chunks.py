@@ -187,8 +187,8 @@ def test_a_key_ending_in_an_escaped_records_is_not_the_records_member(monkeypatc
 def test_pages_of_decoded_chunks_are_given_back(monkeypatch):
     data = _doc_bytes(make_recording(), indent=True)
     marks: list[int] = []
-    real = sk_mod._release
-    monkeypatch.setattr(sk_mod, "_release", lambda mm, released, at: marks.append(at) or real(mm, released, at))
+    real = sk_mod.release_pages
+    monkeypatch.setattr(sk_mod, "release_pages", lambda mm, released, at: marks.append(at) or real(mm, released, at))
     with chunks_of(256, monkeypatch), mapped(data) as mm:
         assert skeleton(mm, source="p.json", copy_on_write=True) is not None
     assert len(marks) > 3 and marks == sorted(marks) and marks[-1] < len(data)
@@ -440,10 +440,11 @@ else:
 """
 
 
-@pytest.mark.parametrize("version", ["v1", "v3", "v3-verify"])
-def test_a_file_truncated_while_open_is_refused_not_a_crash(version, tmp_path):
-    """Reading a mapped page past the end of a truncated file kills the process
-    (SIGBUS): the file's size is checked before a record is read from the map."""
+def _change_while_open(tmp_path: Path, version: str, *how: str) -> tuple[Path, str]:
+    """Open a 400-record run (``version``: v1, v3, v3-verify) in a child process, change
+    its file (truncate it, or with ``"replace"`` put another file at its path), read its
+    last record; the path and what the child printed (a SIGBUS would end the child, not
+    the test run)."""
     import subprocess
     import sys
 
@@ -457,42 +458,31 @@ def test_a_file_truncated_while_open_is_refused_not_a_crash(version, tmp_path):
     else:
         save_recording(rec, path)
     done = subprocess.run(
-        [sys.executable, "-c", _TRUNCATED, str(path), version],
+        [sys.executable, "-c", _TRUNCATED, str(path), version, *how],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=Path(__file__).resolve().parents[3],
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
-    assert "refused:" in done.stdout and "the file changed on disk" in done.stdout, done.stdout
-    assert str(path) in done.stdout
+    return path, done.stdout
+
+
+@pytest.mark.parametrize("version", ["v1", "v3", "v3-verify"])
+def test_a_file_truncated_while_open_is_refused_not_a_crash(version, tmp_path):
+    """Reading a mapped page past the end of a truncated file kills the process
+    (SIGBUS): the file's size is checked before a record is read from the map."""
+    path, out = _change_while_open(tmp_path, version)
+    assert "refused:" in out and "the file changed on disk" in out, out
+    assert str(path) in out
 
 
 @pytest.mark.parametrize("version", ["v1", "v3"])
 def test_a_file_replaced_at_its_path_is_still_read_from_the_map(version, tmp_path):
     """An editor or an atomic write puts a new file at the path: the map still holds the
     file that was opened, and its records read as they were."""
-    import subprocess
-    import sys
-
-    from core.record.io import save_recording
-    from tests.core.record.test_format_v3 import _growing
-
-    rec = _growing(200, big=300)
-    path = tmp_path / f"run-{version}.json"
-    if version == "v1":
-        path.write_bytes(_doc_bytes(rec, version=1))
-    else:
-        save_recording(rec, path)
-    done = subprocess.run(
-        [sys.executable, "-c", _TRUNCATED, str(path), version, "replace"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=Path(__file__).resolve().parents[3],
-    )
-    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
-    assert done.stdout.strip() == "read", done.stdout
+    _, out = _change_while_open(tmp_path, version, "replace")
+    assert out.strip() == "read", out
 
 
 def test_a_name_that_is_a_huge_integer_is_shown_as_its_digits():
