@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from time import monotonic
+from typing import Any
 
 from textual import events, on, work
 from textual.app import App, SystemCommand
@@ -39,6 +41,7 @@ from textual.worker import Worker, WorkerState
 
 from core.errors import InspectorError
 from core.record.recording import Recording
+from core.record.skeleton import SkeletonRest
 from core.workspace import DEFAULT_DIR
 
 from .commands import AnalysisScreenCommands, TimelineCommands, WorkspaceScreenCommands
@@ -52,6 +55,10 @@ from .screens.help import HelpScreen
 from .screens.run_picker import RunPickerScreen
 from .screens.timeline import TimelineScreen
 from .widgets.timeline_table import TimelineTable
+
+#: rows of a big file decoded after its first paint reach the timeline at most this often
+#: (seconds): each batch re-selects the filtered view and redraws the header
+READ_BATCH_SECONDS = 0.25
 
 
 class InspectorApp(App[None]):
@@ -91,6 +98,18 @@ class InspectorApp(App[None]):
         def __init__(self, recording: Recording) -> None:
             super().__init__()
             self.recording = recording
+
+    class RecordsRead(Message):
+        """More records of a big file painted before all of it was decoded
+        (``LoadedRecording.reading``): their ``columns`` (each index column → a list),
+        the share of the file decoded so far (``fraction``), and whether that was the
+        last of them (``done``)."""
+
+        def __init__(self, columns: dict[str, list[Any]] | None, fraction: float, done: bool) -> None:
+            super().__init__()
+            self.columns = columns
+            self.fraction = fraction
+            self.done = done
 
     class VerificationFailed(Message):
         """The background verification of a fast-opened file failed with ``error``."""
@@ -172,9 +191,9 @@ class InspectorApp(App[None]):
         keep_long_lived()
         if self.loaded.verify is not None:
             self._verify()
-        if not self.loaded.index.verified:
+        if not self.loaded.index.verified and self.loaded.reading is None:
             # after the first paint: its parse would hold the interpreter while the
-            # first frame is drawn
+            # first frame is drawn (a file still being read: once it is, see _records_read)
             self.call_after_refresh(self._prefetch)
 
     @work(thread=True, exclusive=True, group="prefetch", exit_on_error=False, name="prefetch")
@@ -286,16 +305,62 @@ class InspectorApp(App[None]):
         description="verifying the recording (digest and keys)",
     )
     def _verify(self) -> None:
-        """Run the full verification of a fast-opened file (see inspector.loader)."""
+        """Read the records a big file's first paint left (``LoadedRecording.reading``:
+        their rows are posted as :class:`RecordsRead`, at most every
+        :data:`READ_BATCH_SECONDS`), then run the full verification of a fast-opened
+        file (see inspector.loader)."""
         verify = self.loaded.verify
         if verify is None:
             return
         try:
+            if self.loaded.reading is not None and not self._read_rest(self.loaded.reading):
+                return  # the app is closing
             recording = verify()
         except InspectorError as exc:
             self.post_message(self.VerificationFailed(exc))
         else:
             self.post_message(self.Verified(recording))
+
+    def _read_rest(self, reading: SkeletonRest) -> bool:
+        """Decode the chunks ``reading`` holds, posting their columns (in a worker);
+        ``False`` when the worker was cancelled first.
+
+        Raises:
+            InspectorError: a record further on is not valid (FormatError).
+        """
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
+        batch: dict[str, list[Any]] | None = None
+        last = monotonic()
+        for columns in reading:
+            if worker.is_cancelled:
+                return False
+            if batch is None:
+                batch = columns
+            else:
+                for name, part in columns.items():
+                    batch[name] += part
+            if monotonic() - last >= READ_BATCH_SECONDS:
+                self.post_message(self.RecordsRead(batch, reading.fraction, done=False))
+                batch, last = None, monotonic()
+        self.post_message(self.RecordsRead(batch, 1.0, done=True))
+        return True
+
+    @on(RecordsRead)
+    def _records_read(self, event: RecordsRead) -> None:
+        if self.loaded.reading is None:
+            return
+        if event.columns:
+            self.loaded.index.extend(event.columns)
+        if event.done:
+            self.loaded.reading = None
+        for screen in self.screen_stack:
+            if isinstance(screen, TimelineScreen) and screen.index is self.loaded.index:
+                screen.records_read(event.done)
+        if event.done:
+            keep_long_lived()
+            self.call_after_refresh(self._prefetch)
 
     @on(Verified)
     def _verified(self, event: Verified) -> None:
@@ -379,6 +444,7 @@ class InspectorApp(App[None]):
     def _verification_failed(self, event: VerificationFailed) -> None:
         self.load_error = event.error
         self.loaded.verify = None
+        self.loaded.reading = None
 
         def close(_: None) -> None:
             self.exit(return_code=2)
@@ -440,8 +506,9 @@ class InspectorApp(App[None]):
         if event.state is not WorkerState.ERROR:
             return
         if worker.group == "verify":
-            # the header said "verifying…": the recording stays open, unverified
+            # the header said "verifying…" (or "reading…"): the recording stays open, unverified
             self.loaded.verify = None
+            self.loaded.reading = None
         for screen in self.screen_stack:
             if isinstance(screen, TimelineScreen):
                 screen.background_failed(worker)

@@ -21,6 +21,7 @@ from core.errors import FormatError, SourceImportError
 from core.importers import Opened, open_any
 from core.record.indexed import IndexedFile
 from core.record.recording import FORMAT_NAME, FORMAT_VERSION, Recording
+from core.record.skeleton import SkeletonRest
 
 from .runinfo import opened_notes
 
@@ -40,6 +41,17 @@ FAST_OPEN_BYTES = int(float(os.environ.get("CHASSIS_INSPECTOR_FAST_OPEN_MB", "64
 #: replay, a comparison, an audit) reads them then (``LoadedRecording.whole``).
 #: ``CHASSIS_INSPECTOR_KEEP_RECORDS`` overrides it.
 KEEP_RECORDS = int(os.environ.get("CHASSIS_INSPECTOR_KEEP_RECORDS", "200000"))
+
+#: a version-1/2 file of at least this many bytes (or :data:`KEEP_RECORDS` records) is
+#: verified in a process of its own and its records are not kept as objects: parsing it
+#: whole holds the interpreter (about 3 s a gigabyte) and several times its size in
+#: memory. ``CHASSIS_INSPECTOR_KEEP_MB`` overrides it.
+KEEP_BYTES = int(float(os.environ.get("CHASSIS_INSPECTOR_KEEP_MB", "256")) * 1024 * 1024)
+
+#: a big version-1/2 file paints once this many records are decoded (a few chunks of the
+#: file, :data:`core.record.skeleton.CHUNK_BYTES` each); the rest are decoded after the
+#: first paint (``LoadedRecording.reading``) and their rows appended as they come
+FIRST_RECORDS = 1_000
 
 
 @dataclass
@@ -61,16 +73,20 @@ class LoadedRecording:
     opened: Opened | None = None
     run_requested: bool = False
     #: for a run too big to hold in memory as objects (at least :data:`KEEP_RECORDS`
-    #: records): reads every record of the file (returns the whole recording or raises
+    #: records; a v1/v2 file, or :data:`KEEP_BYTES` bytes — set once it is verified): reads every record of the file (returns the whole recording or raises
     #: FormatError) for what needs them all — a branch, a replay, a comparison, an
     #: audit; ``None`` when ``recording`` holds every record (or will, once verified)
     whole: Callable[[], Recording] | None = None
+    #: for a big version-1/2 file painted before all of it was decoded: the chunks left,
+    #: each one's columns to append to ``index`` (``TimelineIndex.extend``) before
+    #: ``verify`` runs; ``None`` once ``index`` has a row for every record
+    reading: SkeletonRest | None = None
 
     @property
     def records_pending(self) -> bool:
-        """Whether ``recording`` does not hold every record yet: still being verified,
-        or a big run read from its file record by record (:attr:`whole`)."""
-        return self.verify is not None or self.whole is not None
+        """Whether ``recording`` does not hold every record yet: still being read or
+        verified, or a big run read from its file record by record (:attr:`whole`)."""
+        return self.verify is not None or self.whole is not None or self.reading is not None
 
     @property
     def has_runs(self) -> bool:
@@ -242,11 +258,15 @@ def _worker_cancelled() -> bool:
 def _skeleton_open(path: Path) -> LoadedRecording | None:
     """Open a version-1/2 file from a skeleton decode (:mod:`core.record.skeleton`: the
     timeline's fields only, payloads skipped, over a copy-on-write memory map, a chunk of
-    records at a time for a big file); ``verify`` parses and checks the whole file in a
-    worker. ``None`` when the file is not a version-1/2 recording (the caller opens it
+    records at a time for a big file, which paints once :data:`FIRST_RECORDS` are decoded
+    and leaves the rest as ``reading``); ``verify`` parses and checks the whole file in a
+    worker — or, for a file of :data:`KEEP_RECORDS` records or :data:`KEEP_BYTES` bytes,
+    in a process of its own (:mod:`inspector.verifier`), after which the records stay in
+    the file (``whole`` reads them all when an action needs them). ``None`` when the file is not a version-1/2 recording (the caller opens it
     another way)."""
     import mmap
 
+    from core.record.indexed import file_identity
     from core.record.io import load_recording, recording_from_dict
     from core.record.reader import check_input
     from core.record.skeleton import skeleton
@@ -255,6 +275,7 @@ def _skeleton_open(path: Path) -> LoadedRecording | None:
     check_input(path)  # a regular file (core.record.reader)
     try:
         with open(path, "rb") as fh:
+            identity = file_identity(os.fstat(fh.fileno()))
             try:  # copy-on-write: the skeleton decodes a big file's records a chunk at a time
                 data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
                 private = True
@@ -263,7 +284,7 @@ def _skeleton_open(path: Path) -> LoadedRecording | None:
                 private = False
     except (OSError, ValueError):
         return None
-    skel = skeleton(data, source=source, copy_on_write=private)
+    skel = skeleton(data, source=source, copy_on_write=private, first_records=FIRST_RECORDS)
     if skel is None:
         return None
     header = {k: v for k, v in skel.header.items() if k != "digest"}
@@ -271,10 +292,32 @@ def _skeleton_open(path: Path) -> LoadedRecording | None:
     shell.digest = skel.header.get("digest")
     index = TimelineIndex.from_columns(shell, skel.columns, skel.raw, source=source)
 
-    def verify() -> Recording:
+    raw = skel.raw
+
+    def whole() -> Recording:
+        try:
+            same = file_identity(os.stat(path)) == identity
+        except OSError:
+            same = False
+        if not same:
+            raise FormatError("the file changed on disk after it was opened: open it again", file=source)
         return load_recording(path)
 
-    return LoadedRecording(path, shell, index, [], verify=verify)
+    def verify() -> Recording:
+        # len(raw): every record is decoded by now (the rows may not be on screen yet)
+        if len(raw) < KEEP_RECORDS and identity[2] < KEEP_BYTES:
+            return load_recording(path)
+        # a big file: checked in a process of its own (inspector.verifier), its records
+        # read from the file as they are shown, and all of them when an action needs them
+        from .verifier import verify_digest
+
+        checked = shell.model_copy()
+        checked.digest = verify_digest(path, _worker_cancelled, identity=identity, digest=shell.digest)
+        loaded.whole = whole  # (before Verified is posted: InspectorApp._verified reads it)
+        return checked
+
+    loaded = LoadedRecording(path, shell, index, [], verify=verify, reading=skel.rest)
+    return loaded
 
 
 def _fast_open(path: Path) -> LoadedRecording | None:

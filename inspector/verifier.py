@@ -1,8 +1,10 @@
-"""Verifying a big version-3 file in a process of its own.
+"""Verifying a big recording in a process of its own.
 
-A run of :data:`inspector.loader.KEEP_RECORDS` records or more is verified without
-keeping its records (:func:`core.record.io.load_indexed` with ``keep=False``): the result
-is only "the digest is …" or the error. That work runs in a child Python process, so it
+A version-3 run of :data:`inspector.loader.KEEP_RECORDS` records or more is verified
+without keeping its records (:func:`core.record.io.load_indexed` with ``keep=False``),
+and so is a version-1/2 file of that many records or :data:`inspector.loader.KEEP_BYTES`
+bytes (parsed and verified whole, :func:`core.record.io.loads_recording`, in the child):
+the result is only "the digest is …" or the error. That work runs in a child Python process, so it
 takes the machine's other core instead of the app's interpreter lock, and the timeline
 answers keys at full speed meanwhile.
 
@@ -44,8 +46,8 @@ def verify_digest(
     identity: tuple[int, int, int, int] | None = None,
     digest: str | None = None,
 ) -> str:
-    """Verify the version-3 file at ``path`` record by record in a child process and
-    return its digest (``sha256:…``, computed on the logical records). Blocks the calling
+    """Verify the recording at ``path`` in a child process (a version-3 file record by
+    record, an older one parsed whole: :func:`main`) and return its digest (``sha256:…``, computed on the logical records). Blocks the calling
     thread (not the interpreter: it waits on the child), checking ``cancelled()`` every
     :data:`POLL_SECONDS`. ``identity`` (:func:`core.record.indexed.file_identity` of the
     file the caller shows) and ``digest`` (what its header says): the child must have
@@ -125,6 +127,29 @@ def verify_digest(
     )
 
 
+def _verify_whole(path: str) -> tuple[str | None, tuple[int, int, int, int]]:
+    """Read, parse and verify the whole recording at ``path`` (any version:
+    :func:`core.record.io.loads_recording`); its digest and the identity of the file
+    read (:func:`core.record.indexed.file_identity`, taken from the descriptor read).
+
+    Raises:
+        FormatError: the file cannot be read, or does not verify.
+    """
+    from core.record.indexed import file_identity
+    from core.record.io import gc_paused, loads_recording
+    from core.record.reader import check_input
+
+    check_input(path)  # a regular file (a FIFO would block), with the reason if not
+    try:
+        with open(path, "rb") as fh:
+            identity = file_identity(os.fstat(fh.fileno()))
+            data = fh.read()
+    except OSError as exc:
+        raise FormatError(f"cannot read the file: {exc.strerror or exc}", file=path) from None
+    with gc_paused():
+        return loads_recording(data, source=path).digest, identity
+
+
 def _exit_when_orphaned() -> None:
     """End this process when the parent closes our standard input (it ended)."""
     try:
@@ -144,19 +169,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if watch:
         threading.Thread(target=_exit_when_orphaned, daemon=True).start()
-    from core.record.indexed import IndexedFile
+    from core.record.indexed import IndexedFile, is_indexed
     from core.record.io import load_indexed
+    from core.record.reader import read_input_head
 
     try:  # (load_indexed pauses the cyclic collector itself)
-        f = IndexedFile.open(args[0])
-        digest = load_indexed(f, keep=False).digest
+        if is_indexed(read_input_head(args[0], 160)):
+            f = IndexedFile.open(args[0])
+            digest, identity = load_indexed(f, keep=False).digest, f.identity
+        else:  # a version-1/2 file (or a v3 document another tool rewrote): read whole
+            digest, identity = _verify_whole(args[0])
     except FormatError as exc:
         fields = {k: getattr(exc, k) for k in ("reason", "file", "record", "path", "line", "column")}
         if isinstance(fields["reason"], str) and len(fields["reason"]) > MAX_REASON:
             fields["reason"] = fields["reason"][: MAX_REASON - 1] + "…"
         sys.stdout.buffer.write(orjson.dumps({"error": fields}) + b"\n")
     else:
-        sys.stdout.buffer.write(orjson.dumps({"digest": digest, "identity": f.identity}) + b"\n")
+        sys.stdout.buffer.write(orjson.dumps({"digest": digest, "identity": identity}) + b"\n")
     sys.stdout.flush()
     return 0
 

@@ -147,14 +147,16 @@ def _as_list(values: Sequence[Any]) -> list[Any]:
     return values if type(values) is list else list(values)
 
 
-def _total(values: Iterable[Any]) -> Any:
-    """The sum (an ``int`` for integers) of the numbers in ``values``, ``None`` and
-    anything else skipped; in C when every entry is a number or ``None`` (a record index
-    not yet verified may hold anything: then entry by entry)."""
+def _total(values: Iterable[Any], start: Any = 0) -> Any:
+    """``start`` plus the numbers in ``values``, added left to right (an ``int`` for
+    integers), ``None`` and anything else skipped; in C when every entry is a number or
+    ``None`` (a record index not yet verified may hold anything: then entry by entry).
+    So ``_total(b, _total(a))`` is ``_total(a + b)`` to the last bit (CPython 3.11;
+    from 3.12, ``sum`` compensates float rounding and the two agree to an ulp)."""
     try:
-        return sum(filter(None, values))
+        return sum(filter(None, values), start)
     except TypeError:
-        return sum(v for v in values if isinstance(v, (int, float)))
+        return sum((v for v in values if isinstance(v, (int, float))), start)
 
 
 def positions_of(values: list[Any], value: Any) -> list[int]:
@@ -576,6 +578,8 @@ class TimelineIndex:
         start = min(times) if times else None
         if start is not None:
             self.offsets = [None if o is None else o - start for o in self.offsets]
+        #: the first and last ``at`` (seconds since the epoch), for extend
+        self._start, self._end = start, (max(times) if times else None)
         busy = _total(self.durations)
         outcome = None
         for k in OUTCOME_KEYS:
@@ -592,6 +596,86 @@ class TimelineIndex:
             busy_seconds=busy,
             outcome=outcome,
         )
+
+    def extend(self, columns: Mapping[str, Sequence[Any]]) -> None:
+        """Append the rows of the records that follow those indexed, from their columns
+        (each of :data:`core.record.indexed.INDEX_COLUMNS` → one entry per record): the
+        next chunk of a progressive skeleton decode
+        (:attr:`core.record.skeleton.Skeleton.rest`), whose records ``raw_records``
+        gives from then on. The summary, error positions, offsets (re-based when a
+        record is earlier than every one before), links and counts follow; the search's
+        text and the answer sources are built again on their next use. Rows already
+        indexed keep their positions.
+
+        Raises:
+            ValueError: the index is verified (it holds its recording's records), was not
+                built from lists of columns, or the first new seq does not follow the
+                last one.
+        """
+        if self.verified or not isinstance(self.seqs, list):
+            raise ValueError("only an index built from a skeleton decode's columns grows")
+        seqs = columns["seq"]
+        if not seqs:
+            return
+        if self.seqs and not seqs[0] > self.seqs[-1]:
+            raise ValueError(f"seq {seqs[0]} does not follow seq {self.seqs[-1]}")
+        n0 = len(self.seqs)
+        kinds, statuses, durations = columns["kind"], columns["status"], columns["duration"]
+        tins, touts = columns["input_tokens"], columns["output_tokens"]
+        self.seqs.extend(seqs)
+        self.kinds.extend(kinds)
+        self.names.extend(columns["name"])
+        self.statuses.extend(statuses)
+        self.durations.extend(durations)
+        self.tokens.extend(None if a is None and b is None else (a or 0) + (b or 0) for a, b in zip(tins, touts))
+        self.error_positions.extend(n0 + p for p in positions_of(_as_list(statuses), "error"))
+        ats = columns["at"]
+        times = [t for t in ats if t is not None]
+        start, end = self._start, self._end
+        if times:
+            lo, hi = min(times), max(times)
+            if start is not None and lo < start:
+                shift = start - lo
+                self.offsets = [None if o is None else o + shift for o in self.offsets]
+            start = lo if start is None else min(start, lo)
+            end = hi if end is None else max(end, hi)
+            self.offsets.extend(None if t is None else t - start for t in ats)
+        else:
+            self.offsets.extend([None] * len(seqs))
+        self._start, self._end = start, end
+        links = self._link_columns
+        runs, call_ids, calls = columns["run_id"], columns["tool_call_id"], columns["calls"]
+        if links is not None:  # not built yet: their columns grow
+            for name, part in (("run_id", runs), ("tool_call_id", call_ids), ("calls", calls)):
+                col = links[name]
+                if not isinstance(col, list):
+                    raise ValueError("only an index built from a skeleton decode's columns grows")
+                col.extend(part)
+        else:
+            for i, cid in enumerate(call_ids):
+                if cid:
+                    self._answered_by.setdefault((runs[i], cid), n0 + i)
+            for i, ids in enumerate(calls):
+                for c in ids or ():
+                    self._requested_by.setdefault((runs[i], c), n0 + i)
+        counts = dict(self.summary.counts)
+        for kind, k in Counter(kinds).items():
+            if kind in counts:
+                counts[kind] += k
+        old = self.summary
+        self.summary = TimelineSummary(
+            records=len(self.seqs),
+            counts=counts,
+            tokens_in=old.tokens_in + _total(tins),
+            tokens_out=old.tokens_out + _total(touts),
+            errors=len(self.error_positions),
+            span_seconds=(end - start) if start is not None and end is not None else None,
+            busy_seconds=_total(durations, old.busy_seconds),  # on from the sum so far, as from_columns adds
+            outcome=old.outcome,
+        )
+        self._haystack = None
+        self._source_column = None
+        self._source_counts = None
 
     # ------------------------------------------------------------------ rows
 
@@ -725,9 +809,10 @@ class TimelineIndex:
         or errors contain ``text``, case-insensitive. Empty ``text`` matches nothing."""
         if not text:
             return []
-        if self._haystack is None:
-            self._haystack = self._build_haystack()
-        mask = self._haystack.str.contains(text.lower(), literal=True)
+        haystack = self._haystack
+        if haystack is None or len(haystack) != len(self):  # none yet, or rows added since (extend)
+            haystack = self._haystack = self._build_haystack()
+        mask = haystack.str.contains(text.lower(), literal=True)
         return pl.arg_where(mask, eager=True).to_list() if len(mask) else []
 
     def position_of_seq(self, seq: int) -> int | None:

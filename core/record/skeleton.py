@@ -279,12 +279,18 @@ class ChunkedRawRecords(RawRecords):
         self._bounds = bounds
         self._firsts = firsts
         self._chunks: dict[int, list[msgspec.Raw]] = {}
+        #: records from ``_tail_from`` on come from a decode of the whole document
+        self._tail: RawRecords | None = None
+        self._tail_from = n
 
     def _slice(self, k: int) -> msgspec.Raw:
         if k < 0:
             k += self._n
         if not 0 <= k < self._n:
             raise IndexError(f"record {k} out of range ({self._n} records)")
+        if self._tail is not None and k >= self._tail_from:
+            with self._lock:  # no chunk's brackets in the document while it is decoded
+                return self._tail._slice(k)
         c = bisect_right(self._firsts, k) - 1
         slices = self._chunks.get(c)
         if slices is None:
@@ -292,7 +298,7 @@ class ChunkedRawRecords(RawRecords):
                 slices = self._chunks.get(c)
                 if slices is None:
                     first = self._firsts[c]
-                    count = (self._firsts[c + 1] if c + 1 < len(self._firsts) else self._n) - first
+                    count = (self._firsts[c + 1] if c + 1 < len(self._firsts) else self._tail_from) - first
                     start, end = self._bounds[c]
                     try:
                         with _bracketed(self._data, start, end) as view:
@@ -312,6 +318,20 @@ class ChunkedRawRecords(RawRecords):
     def _all(self) -> list[msgspec.Raw]:
         return [self._slice(k) for k in range(self._n)]
 
+    def _add_chunk(self, start: int, end: int, count: int) -> None:
+        """The next chunk (bytes ``start`` to ``end``) holds the next ``count`` records;
+        call with ``_lock`` held."""
+        self._bounds.append((start, end))
+        self._firsts.append(self._n)
+        self._n += count
+        self._tail_from = self._n
+
+    def _continue_with(self, whole: RawRecords) -> None:
+        """Records from the ones held on are ``whole``'s (a decode of the whole
+        document); call with ``_lock`` held."""
+        self._tail, self._tail_from = whole, self._n
+        self._n = len(whole)
+
 
 @dataclass
 class Skeleton:
@@ -319,19 +339,27 @@ class Skeleton:
 
     ``header``: every top-level member except ``records``, as parsed JSON (``orjson``);
     ``columns``: each of :data:`core.record.indexed.INDEX_COLUMNS` → one entry per record;
-    ``raw``: record ``i`` parsed on access (:class:`RawRecords`), ``len(raw)`` records.
+    ``raw``: record ``i`` parsed on access (:class:`RawRecords`), ``len(raw)`` records
+    (more as ``rest`` is iterated).
     """
 
     header: dict[str, Any]
     columns: dict[str, list[Any]]
     raw: RawRecords
+    #: the records not decoded yet (a progressive decode: :func:`skeleton`'s
+    #: ``first_records``), decoded by iterating it; ``None`` when ``columns`` holds them all
+    rest: SkeletonRest | None = None
 
 
 # --------------------------------------------------------------------------- decode
 
 
 def skeleton(
-    data: bytes | bytearray | memoryview | mmap.mmap, *, source: str, copy_on_write: bool = False
+    data: bytes | bytearray | memoryview | mmap.mmap,
+    *,
+    source: str,
+    copy_on_write: bool = False,
+    first_records: int | None = None,
 ) -> Skeleton | None:
     """The skeleton of the recording in ``data`` (the file's bytes), or ``None`` when
     the document is not a version-1/2 recording — not an object, ``format`` not
@@ -343,6 +371,12 @@ def skeleton(
     copy, never written to the file), so a big document may be decoded a chunk at a
     time (:func:`_chunked`), which writes two bytes of that copy per chunk and puts
     them back. Never pass it for a map that writes through to the file.
+
+    ``first_records`` (with ``copy_on_write``): a progressive decode. Once that many
+    records are decoded, the chunks left are returned as :attr:`Skeleton.rest`, for the
+    caller to decode after its first paint (each one's columns appended to its own);
+    a document decoded whole has no ``rest``. A problem in the records left is raised
+    when ``rest`` reaches it.
 
     The slices in ``raw`` reference ``data``: keep it alive (and an mmap open) while
     they are used.
@@ -358,7 +392,7 @@ def skeleton(
     """
     with _cyclic_gc_paused():
         if copy_on_write and isinstance(data, mmap.mmap) and len(data) > 2 * CHUNK_BYTES:
-            chunked = _chunked(data, source)
+            chunked = _chunked(data, source, first_records)
             if chunked is not None:
                 return chunked
         return _skeleton(data, source)
@@ -426,7 +460,7 @@ _WHITESPACE: Final = b" \t\r\n"
 _CHUNK_OF_RECORDS = msgspec.json.Decoder(list[_Record])
 
 
-def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
+def _chunked(data: mmap.mmap, source: str, first_records: int | None = None) -> Skeleton | None:
     """:func:`skeleton` of a document mapped copy-on-write (``mmap.ACCESS_COPY``) whose
     ``records`` array is its last member, decoded :data:`CHUNK_BYTES` at a time; each
     chunk's pages are given back (``MADV_DONTNEED``) once its columns are made, so the
@@ -442,6 +476,9 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
     records too, so every chunk after the first is known to start between two records.
     A chunk that does not decode is retried up to the next :data:`_SPLIT_TRIES`
     separators.
+
+    ``first_records``: stop once that many records are decoded and leave the rest to
+    :attr:`Skeleton.rest` (:class:`SkeletonRest`); ``None``: decode every chunk here.
 
     Returns ``None`` when the document is not of that shape, a chunk did not decode, or
     a record fails a check (an unknown kind, a seq that does not increase...): the
@@ -471,37 +508,142 @@ def _chunked(data: mmap.mmap, source: str) -> Skeleton | None:
     opening = _FIRST_MEMBER.match(data, r0, r1)
     if data[r1] != 0x5D or opening is None:  # "]"; an empty array, or one not of objects
         return None
-    needle = opening.group().lstrip(_WHITESPACE)  # e.g. '{"seq":'
+    decoder = _ChunkDecoder(data, source, r0, r1, opening.group().lstrip(_WHITESPACE))
     cols: list[list[Any]] = [[] for _ in INDEX_COLUMNS]
-    bounds: list[tuple[int, int]] = []
-    firsts: list[int] = []
-    base, prev, released, start = 0, -1, 0, r0
-    while True:
-        end = r1 if r1 - start <= CHUNK_BYTES else _separator(data, needle, start + CHUNK_BYTES, r1)
-        end = r1 if end < 0 else end
-        for _ in range(_SPLIT_TRIES + 1):
-            got = _decode_chunk(data, start, end)
-            if got is not None or end == r1:
-                break
-            end = _separator(data, needle, end + 1, r1)
-            end = r1 if end < 0 else end
-        if got is None:
-            return None
+    while not decoder.done and (first_records is None or len(cols[0]) < first_records):
         try:
-            lists, prev = _column_lists(got[0], got[1], source, base, prev)
-        except FormatError:
+            lists = decoder.step()
+        except _ChunkFailed:
             return None  # the whole document's first problem is the one to report
-        del got
         for col, part in zip(cols, lists):
             col += part
-        bounds.append((start, end))
-        firsts.append(base)
-        base += len(lists[0])
-        if end == r1:
-            break
-        start = end + 1
-        released = release_pages(data, released, start)
-    return Skeleton(header, dict(zip(INDEX_COLUMNS, cols)), ChunkedRawRecords(data, bounds, firsts, base, source))
+    rest = None if decoder.done else SkeletonRest(decoder)
+    return Skeleton(header, dict(zip(INDEX_COLUMNS, cols)), decoder.raw, rest)
+
+
+class _ChunkFailed(Exception):
+    """A chunk of records did not decode as an array of records, or one of them failed
+    a check (:func:`_chunked` then leaves the document to the whole decode)."""
+
+
+class _ChunkDecoder:
+    """The state of a chunked decode (:func:`_chunked`) between two chunks: the bytes
+    of the records array (``r0``: after its ``[``; ``r1``: its ``]``), where the next
+    chunk starts, the records decoded so far (``raw``, which grows with each chunk) and
+    the last seq (checked to increase across chunks)."""
+
+    def __init__(self, data: mmap.mmap, source: str, r0: int, r1: int, needle: bytes) -> None:
+        self.data = data
+        self.source = source
+        self.r1 = r1
+        self.needle = needle
+        self.start = r0
+        self.prev = -1
+        self.released = 0
+        self.done = False
+        self.raw = ChunkedRawRecords(data, [], [], 0, source)
+
+    @property
+    def fraction(self) -> float:
+        """The share of the document's bytes decoded so far, 0.0 to 1.0."""
+        return 1.0 if self.done else self.start / max(1, len(self.data))
+
+    def step(self) -> list[list[Any]]:
+        """Decode the next chunk: its columns (lists in the order of
+        :data:`INDEX_COLUMNS`), its records added to :attr:`raw`. The brackets are
+        written and the pages given back under ``raw``'s lock, so a record read on
+        another thread meanwhile (``raw[i]``) never sees a chunk half restored.
+
+        Raises:
+            _ChunkFailed: the chunk does not decode, or a record in it fails a check.
+        """
+        data, r1, needle, start = self.data, self.r1, self.needle, self.start
+        raw = self.raw
+        check_mapped_size(data, self.source)  # a file cut short since: an error, not SIGBUS
+        with raw._lock:
+            end = r1 if r1 - start <= CHUNK_BYTES else _separator(data, needle, start + CHUNK_BYTES, r1)
+            end = r1 if end < 0 else end
+            for _ in range(_SPLIT_TRIES + 1):
+                got = _decode_chunk(data, start, end)
+                if got is not None or end == r1:
+                    break
+                end = _separator(data, needle, end + 1, r1)
+                end = r1 if end < 0 else end
+            if got is None:
+                raise _ChunkFailed
+            base = len(raw)
+            try:
+                lists, self.prev = _column_lists(got[0], got[1], self.source, base, self.prev)
+            except FormatError:
+                raise _ChunkFailed from None
+            del got
+            raw._add_chunk(start, end, len(lists[0]))
+            if end == r1:
+                self.done = True
+                self.start = r1
+            else:
+                self.start = end + 1
+                self.released = release_pages(data, self.released, self.start)
+        return lists
+
+
+class SkeletonRest:
+    """The records a progressive skeleton decode (:func:`skeleton`'s ``first_records``)
+    left for later, decoded a chunk at a time by iterating: each item is the columns of
+    the next chunk's records (each of :data:`INDEX_COLUMNS` → a list), which
+    :attr:`Skeleton.raw` holds from then on. Meant for one worker thread; records
+    already decoded may be read meanwhile on another (``raw[i]``).
+
+    ``fraction``: the share of the file's bytes decoded so far (0.0 to 1.0).
+
+    Raises (on iteration):
+        FormatError: a record further on fails a check (an unknown kind, a seq that does
+            not increase), or the bytes there are not JSON: the whole document is decoded
+            again to report its first problem, as :func:`skeleton` would have.
+    """
+
+    def __init__(self, decoder: _ChunkDecoder) -> None:
+        self._decoder = decoder
+
+    @property
+    def fraction(self) -> float:
+        return self._decoder.fraction
+
+    @property
+    def done(self) -> bool:
+        return self._decoder.done
+
+    def __iter__(self) -> Iterator[dict[str, list[Any]]]:
+        return self
+
+    def __next__(self) -> dict[str, list[Any]]:
+        decoder = self._decoder
+        if decoder.done:
+            raise StopIteration
+        with _cyclic_gc_paused():
+            try:
+                return dict(zip(INDEX_COLUMNS, decoder.step()))
+            except _ChunkFailed:
+                return self._whole()
+
+    def _whole(self) -> dict[str, list[Any]]:
+        """The columns of the records after those decoded, from a decode of the whole
+        document (which raises its first problem), its records serving the rest of
+        :attr:`Skeleton.raw` (a chunk that did not split at any separator tried)."""
+        decoder = self._decoder
+        raw = decoder.raw
+        base = len(raw)
+        with raw._lock:
+            whole = _skeleton(decoder.data, decoder.source)
+        decoder.done = True
+        if whole is None or len(whole.raw) < base:
+            raise FormatError(
+                f"the records after record {base - 1:,} could not be read (the file changed on disk?)",
+                file=decoder.source,
+                path=f"/records/{base}",
+            )
+        raw._continue_with(whole.raw)
+        return {name: col[base:] for name, col in whole.columns.items()}
 
 
 def _separator(data: mmap.mmap, needle: bytes, start: int, stop: int) -> int:

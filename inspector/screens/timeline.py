@@ -50,6 +50,8 @@ DETAIL_DELAY = 0.06
 
 #: what the table and the detail pane say for a recording of no records (e.g. an Inspect
 #: sample that failed before its first model call)
+#: a search started with ``move=False`` "started" at no cursor position: it only marks
+_NOWHERE = -2
 EMPTY_RUN = "this recording has no records: the run ended before its first call (i: run info)"
 
 
@@ -380,9 +382,33 @@ class TimelineScreen(Screen[None]):
     # ------------------------------------------------------------------ helpers
 
     def _header_text(self):
+        reading = self.loaded.reading
         return header_text(
-            self.loaded.path, self.loaded.recording, self.index.summary, verifying=self.loaded.verify is not None
+            self.loaded.path,
+            self.loaded.recording,
+            self.index.summary,
+            verifying=self.loaded.verify is not None,
+            reading=None if reading is None else reading.fraction,
         )
+
+    def records_read(self, done: bool) -> None:
+        """More records of a big file were read after the first paint (the index grew):
+        the rows, filter counts and header follow, the cursor stays on its record.
+        ``done``: every record is read (a search shown is run again over all of them)."""
+        table = self.table
+        if not len(table.view):
+            self._apply_filter()  # nothing was shown (no row the filter keeps, yet)
+        else:
+            view: Sequence[int]
+            if self.kinds == frozenset(RECORD_KINDS) and not self.errors_only:
+                view = range(len(self.index))
+            else:
+                view = self.index.select(self.kinds, errors_only=self.errors_only)
+            table.grow_view(view, settle=done)
+            self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
+        self.refresh_header()
+        if done and self.search_text:
+            self.start_search(self.search_text, move=False)
 
     def refresh_header(self) -> None:
         """Redraw the header (e.g. once a fast-opened file is verified)."""
@@ -494,11 +520,12 @@ class TimelineScreen(Screen[None]):
 
     # ------------------------------------------------------------------ search
 
-    def start_search(self, text: str) -> None:
-        """Search for ``text`` (empty: clear the search) in a worker."""
+    def start_search(self, text: str, *, move: bool = True) -> None:
+        """Search for ``text`` (empty: clear the search) in a worker; the cursor goes to
+        the first match from it unless ``move`` is false (the matches are only marked)."""
         self.search_text = text
         self.detail.term = ""
-        self._search_from = self.table.cursor_position
+        self._search_from = self.table.cursor_position if move else _NOWHERE
         if not text:
             self.matches = []
             self._searching = False
@@ -546,7 +573,8 @@ class TimelineScreen(Screen[None]):
         self.detail.term = event.text
         self.table.set_matches(frozenset(event.positions), event.text)
         if self.table.cursor_position != self._search_from:
-            # the user moved on while the search ran: mark the matches, do not yank the cursor
+            # the user moved on while the search ran (or it ran again over more records):
+            # mark the matches, do not yank the cursor
             self.detail.show(self.index, self.table.cursor_position)
             self._update_match_info()
             return

@@ -49,11 +49,19 @@ def source_run(recording: Recording) -> str | None:
     return run if isinstance(run, str) and run else None
 
 
-def header_text(path: Path | str, recording: Recording, summary: TimelineSummary, verifying: bool = False) -> Text:
+def header_text(
+    path: Path | str,
+    recording: Recording,
+    summary: TimelineSummary,
+    verifying: bool = False,
+    reading: float | None = None,
+) -> Text:
     """Two lines (never wrapped): file · run (of an imported file) · outcome · score ·
     marked steps · a few metadata fields · format · producer, then counts, errors,
     tokens, time; ``verifying`` adds a note that the full verification is still
-    running. Every recorded value is shown as text (never markup)."""
+    running; ``reading`` (the share of the file decoded, 0.0 to 1.0) says the counts are
+    of the records read so far, the file still being read. Every recorded value is shown
+    as text (never markup)."""
     t = Text()
     t.append(line(Path(path).name), style="bold")
     run = source_run(recording)
@@ -87,7 +95,9 @@ def header_text(path: Path | str, recording: Recording, summary: TimelineSummary
         t.append(f"  {line(producer)}", style="dim")
     t.append("\n")
     t.append(f"{summary.records:,} record{'' if summary.records == 1 else 's'}", style="bold")
-    if verifying:
+    if reading is not None:
+        t.append(f" so far  reading the file… {min(99, int(reading * 100))}%", style="bold #d7af00")
+    elif verifying:
         t.append("  verifying digest and keys…", style="bold #d7af00")
     for kind in RECORD_KINDS:
         n = summary.counts.get(kind, 0)

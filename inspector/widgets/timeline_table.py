@@ -442,6 +442,22 @@ class TimelineTable(ScrollView, can_focus=True):
         # height (a filter widened from a few rows leaves the cursor below the screen)
         self.call_after_refresh(self._scroll_cursor_into_view)
 
+    def grow_view(self, view: Sequence[int], *, settle: bool = False) -> None:
+        """Show ``view``, the view the screen set grown at its end (more records of a
+        big file read after the first paint): rows already shown keep their places and
+        the cursor its row; nothing scrolls. ``settle``: every record is read now, so the
+        optional columns and widths are measured again over all of them."""
+        self._given = view
+        if self.sources is not None:
+            view = self.index.with_sources(view, self.sources)
+        self.view = view
+        self._max_seq = self.index.seqs[-1] if len(self.index) else 0
+        if settle:
+            self._column_facts = self._facts()
+        self._line_cache.clear()
+        self._update_virtual_size()
+        self.refresh()
+
     def set_source_filter(self, sources: frozenset[str] | None) -> None:
         """Show only rows answered by ``sources`` (``None``, or every source present:
         every row) within the view the screen set; the cursor stays on its record when it

@@ -45,8 +45,8 @@ def chunks_of(size: int, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]
     seen: list[str] = []
     real = sk_mod._chunked
 
-    def spy(data: mmap.mmap, source: str) -> Skeleton | None:
-        got = real(data, source)
+    def spy(data: mmap.mmap, source: str, first_records: int | None = None) -> Skeleton | None:
+        got = real(data, source, first_records)
         seen.append("whole" if got is None else "chunked")
         return got
 
@@ -414,6 +414,20 @@ if sys.argv[2] == "v1":
     view = load_for_view(path, fast_open_bytes=0)
     read = lambda i: view.index.record(i)
     n = len(view.index)
+elif sys.argv[2] == "v1-reading":  # the records a progressive first paint left
+    import inspector.loader as loader
+
+    loader.FIRST_RECORDS = 10
+    view = load_for_view(path, fast_open_bytes=0)
+    assert view.reading is not None
+
+    def read(i):
+        if i:  # after the change: the chunks left are decoded now
+            for columns in view.reading:
+                view.index.extend(columns)
+        return view.index.record(i)
+
+    n = 400
 elif sys.argv[2] == "v3-verify":  # the streamed verification of a big v3 run
     from core.record.io import load_indexed
 
@@ -453,7 +467,7 @@ def _change_while_open(tmp_path: Path, version: str, *how: str) -> tuple[Path, s
 
     rec = _growing(200, big=300)
     path = tmp_path / f"run-{version}.json"
-    if version == "v1":
+    if version.startswith("v1"):
         path.write_bytes(_doc_bytes(rec, version=1))
     else:
         save_recording(rec, path)
@@ -468,7 +482,7 @@ def _change_while_open(tmp_path: Path, version: str, *how: str) -> tuple[Path, s
     return path, done.stdout
 
 
-@pytest.mark.parametrize("version", ["v1", "v3", "v3-verify"])
+@pytest.mark.parametrize("version", ["v1", "v1-reading", "v3", "v3-verify"])
 def test_a_file_truncated_while_open_is_refused_not_a_crash(version, tmp_path):
     """Reading a mapped page past the end of a truncated file kills the process
     (SIGBUS): the file's size is checked before a record is read from the map."""
