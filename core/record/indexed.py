@@ -781,7 +781,16 @@ class RecordIndex:
         self._floats: tuple[list[tuple[list[str], list[int]]], dict[str, list[str]]] | None = None
         self._float_records: dict[int, list[str]] | None = None
         self._ranges: tuple[list[int], list[int]] | None = None
-        self.columns = IndexColumns(self)
+        #: the columns read so far, by name (kept here, not on the IndexColumns view: a
+        #: view held by the index would make a reference cycle, which a load's
+        #: ``gc.freeze`` keeps forever with the file's bytes it reaches)
+        self._columns_read: dict[str, Sequence[Any]] = {}
+
+    @property
+    def columns(self) -> IndexColumns:
+        """Each of :data:`INDEX_COLUMNS` → one entry per record, read and checked on
+        first use and kept (:class:`IndexColumns`)."""
+        return IndexColumns(self)
 
     def __len__(self) -> int:
         return self._n
@@ -946,7 +955,7 @@ class IndexColumns(Mapping[str, Sequence[Any]]):
 
     def __init__(self, index: RecordIndex) -> None:
         self._index = index
-        self._read: dict[str, Sequence[Any]] = {}
+        self._read = index._columns_read
 
     def __getitem__(self, name: str) -> Sequence[Any]:
         col = self._read.get(name)
