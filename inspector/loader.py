@@ -21,7 +21,7 @@ from core.errors import FormatError, SourceImportError
 from core.importers import Opened, open_any
 from core.record.indexed import IndexedFile
 from core.record.recording import FORMAT_NAME, FORMAT_VERSION, Recording
-from core.record.skeleton import SkeletonRest
+from core.record.skeleton import Skeleton, SkeletonRest
 
 from .runinfo import opened_notes
 
@@ -255,23 +255,24 @@ def _worker_cancelled() -> bool:
         return False
 
 
-def _skeleton_open(path: Path) -> LoadedRecording | None:
-    """Open a version-1/2 file from a skeleton decode (:mod:`core.record.skeleton`: the
-    timeline's fields only, payloads skipped, over a copy-on-write memory map, a chunk of
-    records at a time for a big file, which paints once :data:`FIRST_RECORDS` are decoded
-    and leaves the rest as ``reading``); ``verify`` parses and checks the whole file in a
-    worker — or, for a file of :data:`KEEP_RECORDS` records or :data:`KEEP_BYTES` bytes,
-    in a process of its own (:mod:`inspector.verifier`), after which the records stay in
-    the file (``whole`` reads them all when an action needs them). ``None`` when the file is not a version-1/2 recording (the caller opens it
-    another way)."""
+def skeleton_of(path: Path, *, first_records: int | None = None) -> tuple[Skeleton, tuple[int, int, int, int]] | None:
+    """The skeleton decode of the version-1/2 file at ``path``
+    (:func:`core.record.skeleton.skeleton` over a copy-on-write memory map: a big file a
+    chunk of records at a time; ``first_records``: a progressive decode) and the
+    identity of the file mapped (:func:`core.record.indexed.file_identity`); ``None``
+    when it is not a version-1/2 recording or cannot be mapped (the caller reads it
+    another way).
+
+    Raises:
+        core.errors.InputFileError: not a regular file, or it cannot be opened.
+        core.errors.FormatError: as :func:`core.record.skeleton.skeleton`.
+    """
     import mmap
 
     from core.record.indexed import file_identity
-    from core.record.io import load_recording, recording_from_dict
     from core.record.reader import check_input
     from core.record.skeleton import skeleton
 
-    source = str(path)
     check_input(path)  # a regular file (core.record.reader)
     try:
         with open(path, "rb") as fh:
@@ -284,9 +285,27 @@ def _skeleton_open(path: Path) -> LoadedRecording | None:
                 private = False
     except (OSError, ValueError):
         return None
-    skel = skeleton(data, source=source, copy_on_write=private, first_records=FIRST_RECORDS)
-    if skel is None:
+    skel = skeleton(data, source=str(path), copy_on_write=private, first_records=first_records)
+    return None if skel is None else (skel, identity)
+
+
+def _skeleton_open(path: Path) -> LoadedRecording | None:
+    """Open a version-1/2 file from a skeleton decode (:mod:`core.record.skeleton`: the
+    timeline's fields only, payloads skipped, over a copy-on-write memory map, a chunk of
+    records at a time for a big file, which paints once :data:`FIRST_RECORDS` are decoded
+    and leaves the rest as ``reading``); ``verify`` parses and checks the whole file in a
+    worker — or, for a file of :data:`KEEP_RECORDS` records or :data:`KEEP_BYTES` bytes,
+    in a process of its own (:mod:`inspector.verifier`), after which the records stay in
+    the file (``whole`` reads them all when an action needs them). ``None`` when the file
+    is not a version-1/2 recording (the caller opens it another way)."""
+    from core.record.indexed import file_identity
+    from core.record.io import load_recording, recording_from_dict
+
+    source = str(path)
+    opened = skeleton_of(path, first_records=FIRST_RECORDS)
+    if opened is None:
         return None
+    skel, identity = opened
     header = {k: v for k, v in skel.header.items() if k != "digest"}
     shell = recording_from_dict({**header, "records": []}, source=source)
     shell.digest = skel.header.get("digest")

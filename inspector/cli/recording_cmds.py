@@ -141,6 +141,67 @@ def indexed_summary(path: Path) -> dict[str, Any] | None:
         f.close()
 
 
+def skeleton_summary(path: Path) -> dict[str, Any] | None:
+    """The facts of :func:`recording_summary` for a version-1/2 file of at least
+    :data:`inspector.loader.FAST_OPEN_BYTES` (64 MB), from a skeleton decode
+    (:func:`inspector.loader.skeleton_of`: the timeline's fields of every record, the
+    payloads skipped) and the record of the first error: nothing else is parsed, so
+    nothing else is verified (``validate`` reads every record), as for a version-3 file
+    (:func:`indexed_summary`). ``None`` for a smaller file or one that is not a
+    version-1/2 recording (the caller loads it whole).
+
+    Raises:
+        FormatError: malformed JSON, a header that does not validate, a record that is
+            not an object, of an unknown kind or out of order, or a first-error record
+            that does not validate (names the file and the place).
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    from core.record.indexed import index_summary
+    from core.record.io import recording_from_dict
+    from core.record.recording import Record
+    from inspector.loader import FAST_OPEN_BYTES, skeleton_of
+
+    if path.stat().st_size < FAST_OPEN_BYTES:
+        return None
+    opened = skeleton_of(path)
+    if opened is None:
+        return None
+    skel, _ = opened
+    source = str(path)
+    header = {k: v for k, v in skel.header.items() if k != "digest"}
+    shell = recording_from_dict({**header, "records": []}, source=source)
+
+    def record_at(i: int) -> Any:
+        try:
+            return TypeAdapter(Record).validate_python(skel.raw[i])
+        except ValidationError as exc:
+            raise FormatError(
+                f"record does not validate ({exc.errors(include_url=False)[0].get('msg')})",
+                file=source,
+                record=i,
+                path=f"/records/{i}",
+            ) from None
+
+    summary = index_summary(skel.columns, len(skel.raw), record_at)
+    first = summary["first_error"]
+    return {
+        "format": shell.format,
+        "format_version": shell.format_version,
+        "digest": skel.header.get("digest"),
+        "migrated_from": shell.migrated_from,
+        "session": shell.session.to_json_obj(),
+        "metadata": shell.metadata,
+        "records": len(skel.raw),
+        "counts": summary["counts"],
+        "models": summary["models"],
+        "tools": summary["tools"],
+        "run_ids": summary["run_ids"],
+        "tokens": summary["tokens"] if summary["tokens"] else _usage_totals(shell),
+        "first_error": {k: v for k, v in first.items() if k != "position"} if isinstance(first, dict) else None,
+    }
+
+
 def _usage_totals(rec: Recording) -> dict[str, Any] | None:
     """Run totals a source recorded (``metadata.usage_totals``) when no call has usage."""
     ut = rec.metadata.get("usage_totals")
@@ -194,8 +255,9 @@ def register(app: typer.Typer) -> None:
         """Summarize a recording: version, metadata, counts by kind, models, tools, runs, first error.
 
         A version-3 file is summarized from its header and record index alone (fast on any
-        size); 'validate' checks every record."""
-        s = indexed_summary(file) if file.is_file() else None
+        size), a version-1/2 file of 64 MB or more from the timeline's fields of its
+        records; 'validate' checks every record."""
+        s = (indexed_summary(file) or skeleton_summary(file)) if file.is_file() else None
         if s is None:
             rec = load_any(file)
             s = recording_summary(rec)
