@@ -303,11 +303,13 @@ def register(app: typer.Typer) -> None:
             f"{'dur':>7} {'tokens':>7}  summary\n"
         )
         # the records the metadata marks (annotated mistake, planted fault) show "⚑ LABEL"
-        # in the status column, as in the app's table
+        # in the status column, as in the app's table ("✗ ⚑ LABEL" for one that failed)
         marks = {m.seq: m.label for m in record_marks(index.recording)}
         for r in rows:
             tok = "" if r.tokens is None else str(r.tokens)
-            status = f"⚑ {marks[r.seq]}" if r.seq in marks else r.status
+            status = r.status
+            if r.seq in marks:
+                status = f"{'✗ ' if r.status == 'error' else ''}⚑ {marks[r.seq]}"
             src = f" {source_label(r.source) if r.source else '':<{src_w}}" if sourced else ""
             out.write(
                 f"{r.seq:>{seq_w}} {format_offset(r.offset_seconds):>8} {r.kind:<9} {cell(r.name, 22):<22} "

@@ -147,6 +147,16 @@ def test_timeline_text_shows_every_row(built_path, capsys):
     assert "✗ EditRejected" in lines[8]
 
 
+def test_timeline_text_shows_a_marked_step_that_failed_as_both(capsys):
+    """A planted fault that failed reads ``✗ ⚑ fault`` (the mark alone hid the error),
+    as in the app's table; a marked step that did not fail reads ``⚑ LABEL``."""
+    from tests.builders import SAMPLES
+
+    assert main(["timeline", str(SAMPLES / "sample-agent-fault-tool-error.json")]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.split()[:1] == ["8"])
+    assert line.split()[4:7] == ["✗", "⚑", "fault"]
+
+
 def test_timeline_json_matches_the_index(built_path, built, capsys):
     assert main(["timeline", str(built_path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
