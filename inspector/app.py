@@ -39,7 +39,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from core.errors import InspectorError
+from core.errors import FormatError, InspectorError
 from core.record.recording import Recording
 from core.record.skeleton import SkeletonRest
 from core.workspace import DEFAULT_DIR
@@ -312,9 +312,13 @@ class InspectorApp(App[None]):
         verify = self.loaded.verify
         if verify is None:
             return
+        from textual.worker import get_current_worker
+
         try:
             if self.loaded.reading is not None and not self._read_rest(self.loaded.reading):
                 return  # the app is closing
+            if get_current_worker().is_cancelled:
+                return
             recording = verify()
         except InspectorError as exc:
             self.post_message(self.VerificationFailed(exc))
@@ -370,7 +374,11 @@ class InspectorApp(App[None]):
             self.loaded.recording.digest = event.recording.digest
             note = "verified: every record and the digest (records are read from the file as they are shown)"
         else:
-            self.loaded.index.adopt(event.recording)
+            try:
+                self.loaded.index.adopt(event.recording)
+            except ValueError as exc:  # not the records shown (read from a file replaced since)
+                self.post_message(self.VerificationFailed(FormatError(str(exc), file=str(self.loaded.path))))
+                return
             self.loaded.recording = event.recording
             self._redraw_timeline_rows()
             note = "verified: every record, the digest and the keys"

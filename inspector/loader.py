@@ -313,19 +313,25 @@ def _skeleton_open(path: Path) -> LoadedRecording | None:
 
     raw = skel.raw
 
-    def whole() -> Recording:
+    def unchanged() -> None:
+        """Raise FormatError when the file at ``path`` is no longer the one mapped."""
         try:
             same = file_identity(os.stat(path)) == identity
         except OSError:
             same = False
         if not same:
             raise FormatError("the file changed on disk after it was opened: open it again", file=source)
-        return load_recording(path)
+
+    def whole() -> Recording:
+        unchanged()
+        recording = load_recording(path)
+        unchanged()  # (not replaced while it was read)
+        return recording
 
     def verify() -> Recording:
         # len(raw): every record is decoded by now (the rows may not be on screen yet)
         if len(raw) < KEEP_RECORDS and identity[2] < KEEP_BYTES:
-            return load_recording(path)
+            return whole()  # the file the rows were read from, or an error
         # a big file: checked in a process of its own (inspector.verifier), its records
         # read from the file as they are shown, and all of them when an action needs them
         from .verifier import verify_digest

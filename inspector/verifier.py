@@ -45,13 +45,15 @@ def verify_digest(
     *,
     identity: tuple[int, int, int, int] | None = None,
     digest: str | None = None,
-) -> str:
+) -> str | None:
     """Verify the recording at ``path`` in a child process (a version-3 file record by
-    record, an older one parsed whole: :func:`main`) and return its digest (``sha256:…``, computed on the logical records). Blocks the calling
-    thread (not the interpreter: it waits on the child), checking ``cancelled()`` every
-    :data:`POLL_SECONDS`. ``identity`` (:func:`core.record.indexed.file_identity` of the
-    file the caller shows) and ``digest`` (what its header says): the child must have
-    read that same file, with that digest.
+    record, an older one parsed whole: :func:`main`) and return its digest (``sha256:…``,
+    computed on the logical records; ``None`` for a version-1/2 file saved without one,
+    when ``digest`` is ``None`` too). Blocks the calling thread (not the interpreter: it
+    waits on the child), checking ``cancelled()`` every :data:`POLL_SECONDS`.
+    ``identity`` (:func:`core.record.indexed.file_identity` of the file the caller shows)
+    and ``digest`` (what its header says): the child must have read that same file, with
+    that digest.
 
     The child runs ``python -P`` (the current directory is not searched: a folder the
     app was started in cannot shadow its modules) on this interpreter's ``sys.path``;
@@ -105,7 +107,7 @@ def verify_digest(
             line=e.get("line"),
             column=e.get("column"),
         )
-    if isinstance(answer, dict) and isinstance(answer.get("digest"), str):
+    if isinstance(answer, dict) and "digest" in answer and (isinstance(answer["digest"], str) or digest is None):
         seen = answer.get("identity")
         if identity is not None and (not isinstance(seen, list) or tuple(seen) != identity):
             raise FormatError(
@@ -119,7 +121,8 @@ def verify_digest(
                 file=str(path),
                 path="/digest",
             )
-        return str(answer["digest"])
+        found = answer["digest"]
+        return found if isinstance(found, str) else None
     last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
     raise FormatError(
         f"the verification process ended without an answer (exit code {proc.returncode}: {last[0][:200]})",
@@ -151,9 +154,12 @@ def _verify_whole(path: str) -> tuple[str | None, tuple[int, int, int, int]]:
 
 
 def _exit_when_orphaned() -> None:
-    """End this process when the parent closes our standard input (it ended)."""
+    """End this process when the parent closes our standard input (it ended). Reads the
+    descriptor itself (``os.read``), not ``sys.stdin``: a daemon thread blocked in a
+    buffered read aborts the interpreter's shutdown ("could not acquire lock")."""
     try:
-        sys.stdin.buffer.read()
+        while os.read(0, 1 << 16):
+            pass
     finally:
         os._exit(3)
 

@@ -635,14 +635,14 @@ class SkeletonRest:
         base = len(raw)
         with raw._lock:
             whole = _skeleton(decoder.data, decoder.source)
-        decoder.done = True
-        if whole is None or len(whole.raw) < base:
-            raise FormatError(
-                f"the records after record {base - 1:,} could not be read (the file changed on disk?)",
-                file=decoder.source,
-                path=f"/records/{base}",
-            )
-        raw._continue_with(whole.raw)
+            decoder.done = True
+            if whole is None or len(whole.raw) < base:
+                raise FormatError(
+                    f"the records after record {base - 1:,} could not be read (the file changed on disk?)",
+                    file=decoder.source,
+                    path=f"/records/{base}",
+                )
+            raw._continue_with(whole.raw)
         return {name: col[base:] for name, col in whole.columns.items()}
 
 

@@ -324,12 +324,14 @@ class TimelineScreen(Screen[None]):
     """
 
     class SearchFinished(Message):
-        """A search for ``text`` found ``positions`` (ascending)."""
+        """A search for ``text`` found ``positions`` (ascending); ``generation``: which
+        search it was (a result of one started before the last is dropped)."""
 
-        def __init__(self, text: str, positions: list[int]) -> None:
+        def __init__(self, text: str, positions: list[int], generation: int = 0) -> None:
             super().__init__()
             self.text = text
             self.positions = positions
+            self.generation = generation
 
     def __init__(self, loaded: LoadedRecording) -> None:
         super().__init__()
@@ -346,6 +348,8 @@ class TimelineScreen(Screen[None]):
         self._searching = False
         self._search_from: int | None = None
         self._search_job: Worker[None] | None = None
+        #: searches started (see SearchFinished.generation)
+        self._search_generation = 0
         #: set while the detail pane shows the record under the cursor (see detail_settled)
         self._detail_current = asyncio.Event()
 
@@ -408,7 +412,10 @@ class TimelineScreen(Screen[None]):
             self.query_one(FilterBar).set_state(self.kinds, self.errors_only, self.index.summary.counts)
         self.refresh_header()
         if done and self.search_text:
-            self.start_search(self.search_text, move=False)
+            if self._searching:  # the user's search runs on fewer records: again, from where it began
+                self._run_search(self.search_text)
+            else:
+                self.start_search(self.search_text, move=False)
 
     def refresh_header(self) -> None:
         """Redraw the header (e.g. once a fast-opened file is verified)."""
@@ -433,7 +440,11 @@ class TimelineScreen(Screen[None]):
         if not len(self.index):
             table.empty_message = EMPTY_RUN
         elif self.errors_only and not self.index.error_positions:
-            table.empty_message = "no errors in this recording (x or 0: show everything)"
+            table.empty_message = (
+                f"no errors in the records read so far{self._reading_note()} (x or 0: show everything)"
+                if self.loaded.reading is not None
+                else "no errors in this recording (x or 0: show everything)"
+            )
         elif self.errors_only:
             table.empty_message = "no error among the kinds shown (0: show everything)"
         else:
@@ -526,6 +537,11 @@ class TimelineScreen(Screen[None]):
         self.search_text = text
         self.detail.term = ""
         self._search_from = self.table.cursor_position if move else _NOWHERE
+        self._run_search(text)
+
+    def _run_search(self, text: str) -> None:
+        """:meth:`start_search`'s search, from where it was started (``_search_from``)."""
+        self._search_generation += 1
         if not text:
             self.matches = []
             self._searching = False
@@ -537,7 +553,7 @@ class TimelineScreen(Screen[None]):
         self.query_one(FilterBar).set_match_info("searching…")
         # on the app, so that a failure reaches its one handler (InspectorApp.on_worker_state_changed)
         self._search_job = self.app.run_worker(
-            partial(self._search, text),
+            partial(self._search, text, self._search_generation),
             name="search",
             group="search",
             description=f"search for {text!r}",
@@ -546,10 +562,10 @@ class TimelineScreen(Screen[None]):
             exit_on_error=False,
         )
 
-    def _search(self, text: str) -> None:
+    def _search(self, text: str, generation: int) -> None:
         """The search itself (in a thread): posts :class:`SearchFinished`."""
         positions = self.index.search(text)
-        self.post_message(self.SearchFinished(text, positions))
+        self.post_message(self.SearchFinished(text, positions, generation))
 
     def background_failed(self, worker: Worker) -> None:
         """Drop the status a failed background task showed here: the "searching…" of
@@ -566,7 +582,7 @@ class TimelineScreen(Screen[None]):
 
     @on(SearchFinished)
     def _search_finished(self, event: SearchFinished) -> None:
-        if event.text != self.search_text:
+        if event.text != self.search_text or event.generation != self._search_generation:
             return
         self._searching = False
         self.matches = event.positions
@@ -667,17 +683,29 @@ class TimelineScreen(Screen[None]):
             p = idx.next_error(p) if forward else idx.previous_error(p)
         return p
 
+    def _reading_note(self) -> str:
+        """`` (reading the file… 46%)`` while a big file's records are still being read
+        after the first paint, else ``""``: what is not found may be further on."""
+        reading = self.loaded.reading
+        return "" if reading is None else f" (reading the file… {min(99, int(reading.fraction * 100))}%)"
+
+    def _no_errors(self) -> None:
+        if self.loaded.reading is not None:
+            self.notify(f"no errors in the records read so far{self._reading_note()}", timeout=3)
+        else:
+            self.notify("this recording has no errors", timeout=3)
+
     def action_first_error(self) -> None:
         """Jump to the first record with an error."""
         if not self.index.error_positions:
-            self.notify("this recording has no errors", timeout=3)
+            self._no_errors()
             return
         self.jump_to(self.index.error_positions[0])
 
     def action_next_error(self) -> None:
         """Jump to the next error after the cursor (wrapping to the first)."""
         if not self.index.error_positions:
-            self.notify("this recording has no errors", timeout=3)
+            self._no_errors()
             return
         here = self.table.cursor_position
         p = self._error_in_view(-1 if here is None else here, True)
@@ -692,7 +720,7 @@ class TimelineScreen(Screen[None]):
     def action_previous_error(self) -> None:
         """Jump to the previous error before the cursor (wrapping to the last)."""
         if not self.index.error_positions:
-            self.notify("this recording has no errors", timeout=3)
+            self._no_errors()
             return
         here = self.table.cursor_position
         p = self._error_in_view(len(self.index) if here is None else here, False)
@@ -713,7 +741,11 @@ class TimelineScreen(Screen[None]):
                 p = self.index.nearest_position_of_seq(seq)
                 if p is None:
                     return
-                self.notify(f"no record has seq {seq}; went to seq {self.index.seqs[p]}", timeout=3)
+                if self.loaded.reading is not None and seq > self.index.seqs[-1]:
+                    went = f"seq {seq} is not read yet{self._reading_note()}"
+                else:
+                    went = f"no record has seq {seq}"
+                self.notify(f"{went}; went to seq {self.index.seqs[p]}", timeout=3)
             self.jump_to(p)
 
         self.app.push_screen(
@@ -775,7 +807,11 @@ class TimelineScreen(Screen[None]):
                 )
                 return
             if type(rec) is ModelRecord:
-                self.notify("no tool call in this recording answers this model call (by tool_call_id)", timeout=3)
+                where = "the records read so far" if self.loaded.reading is not None else "this recording"
+                self.notify(
+                    f"no tool call in {where} answers this model call (by tool_call_id){self._reading_note()}",
+                    timeout=3,
+                )
                 return
             self.notify(
                 f"not a call: {self._article(rec.kind)} {rec.kind} record links to nothing (l follows tool_call_id links)",

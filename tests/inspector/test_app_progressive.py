@@ -4,11 +4,13 @@ cursor, the filter and the search follow — before the verification runs."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from rich.text import Text
 
@@ -221,3 +223,112 @@ async def test_a_big_v1_file_reads_every_record_when_a_branch_needs_them(tmp_pat
         await _settle(app, pilot)
         assert loaded.whole is None and len(loaded.recording.records) == N and loaded.index.verified
         assert isinstance(app.screen, BranchEditorScreen)
+
+
+def test_a_big_v1_file_saved_without_a_digest_is_verified_in_the_child(tmp_path, monkeypatch):
+    doc = orjson.loads(_doc_bytes(_run(), version=1))
+    del doc["digest"]
+    path = _big_v1(tmp_path, monkeypatch, orjson.dumps(doc))
+    loaded = load_for_view(path, fast_open_bytes=0)
+    assert loaded.recording.digest is None
+    checked = loaded.verify()  # the child answers {"digest": null}: no digest to check
+    assert checked.digest is None and checked.records == [] and loaded.whole is not None
+
+
+def test_the_verifying_child_exits_cleanly_while_it_watches_its_input(tmp_path, monkeypatch):
+    """The child's stdin watcher reads the descriptor itself: a daemon thread blocked in
+    a buffered read made every child abort at shutdown (exit -6), garbling its errors."""
+    import subprocess
+    import sys
+
+    path = _big_v1(tmp_path, monkeypatch)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector.verifier", "--watch-stdin", str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        out = proc.stdout.readline()  # the answer; stdin is still open
+        proc.wait(timeout=60)
+        err = proc.stderr.read()
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()[-500:]
+    assert orjson.loads(out)["digest"].startswith("sha256:") and b"Fatal" not in err
+
+
+async def test_a_search_running_when_the_last_rows_come_still_moves_the_cursor(tmp_path, monkeypatch):
+    """The search the user started over the rows read so far is run again over every
+    row: its result goes to the first match from where the user started it."""
+    from core.analysis.timeline import TimelineIndex
+
+    reading_gate, search_gate, searching = threading.Event(), threading.Event(), threading.Event()
+    loaded = _opened(tmp_path, monkeypatch, reading_gate)
+    real = TimelineIndex.search
+    calls: list[int] = []
+
+    def slow_first(self: TimelineIndex, text: str) -> list[int]:
+        calls.append(len(self))
+        if len(calls) == 1:
+            searching.set()
+            search_gate.wait(30)  # the user's search is still running when the rows come
+        return real(self, text)
+
+    monkeypatch.setattr(TimelineIndex, "search", slow_first)
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(TimelineTable)
+        screen: Any = app.screen
+        await pilot.press("down", "down", "down")
+        assert table.cursor_position == 3
+        screen.start_search("needle")
+        await asyncio.get_running_loop().run_in_executor(None, searching.wait, 30)  # it runs
+        reading_gate.set()
+        while app.loaded.reading is not None:  # the last rows reach the screen
+            await pilot.pause()
+        search_gate.set()  # (the first search's worker was cancelled: its result is dropped)
+        await _settle(app, pilot)
+        assert calls[0] < N and calls[-1] == N  # searched again over every row
+        assert screen.matches == [k for k in range(N) if k % 10 == 0]
+        assert table.cursor_position == 10  # the first match from row 3, where it began
+
+
+async def test_what_is_not_found_while_reading_says_so(tmp_path, monkeypatch):
+    gate = threading.Event()
+    loaded = _opened(tmp_path, monkeypatch, gate)
+    app = InspectorApp(loaded)
+    notes: list[str] = []
+    real_notify = app.notify
+    monkeypatch.setattr(app, "notify", lambda message, **kw: notes.append(message) or real_notify(message, **kw))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press(*"100", "enter")
+        await pilot.pause()
+        assert any(n.startswith("seq 100 is not read yet (reading the file… ") for n in notes), notes
+        gate.set()
+        await _settle(app, pilot)
+
+
+async def test_a_file_replaced_while_it_is_read_is_refused_not_a_crash(tmp_path, monkeypatch):
+    gate = threading.Event()
+    loaded = _opened(tmp_path, monkeypatch, gate)
+    other = tmp_path / "other.json"
+    other.write_bytes(_doc_bytes(recording(tool(0, "bash", {"cmd": "x"})), version=1))
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        other.replace(loaded.path)  # an atomic save of another run at the path
+        gate.set()
+        await _settle(app, pilot)
+        assert app.load_error is not None and "changed on disk" in str(app.load_error)
+        await pilot.press("enter")
+    assert app.return_code == 2
