@@ -47,7 +47,10 @@ bytes: the decode reads the page cache in place, with no copy into the heap
 :data:`CHUNK_BYTES` whose ``records`` come last is then decoded a chunk of records at a
 time (:func:`_chunked`), each chunk's pages given back once its columns are made, so
 the first paint holds a chunk of the file rather than all of it (1 GB file: 23 MB at
-first paint, was 1.01 GB). The file is never written.
+first paint, was 1.01 GB). The file is never written. With ``first_records`` the
+decode stops once it has that many records and returns the chunks left as
+:attr:`Skeleton.rest` (:class:`SkeletonRest`), which a caller iterates after its first
+paint (on a worker thread: the records already decoded stay readable meanwhile).
 """
 
 from __future__ import annotations
