@@ -508,7 +508,7 @@ def audit(rec: Recording, *, knockout: KnockoutRunner | None = None) -> AuditRep
             if unk:
                 ko += f"; {unk} could not be replayed (outcome unknown)"
     else:
-        ko = "not run: knockout needs a replay with an executor (no runner given)"
+        ko = "not run: knockout needs a replay with an executor, and none was given"
     return AuditReport(
         final_seq=final_seq,
         final_output=out_value,

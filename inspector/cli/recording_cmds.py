@@ -235,15 +235,14 @@ def register(app: typer.Typer) -> None:
                 bad += 1
                 continue
             if not quiet:
+                n = len(rec.records)
+                records = f"{n:,} record{'' if n == 1 else 's'}"
                 if rec.migrated_from is not None:
                     typer.echo(
-                        f"{f}: ok (format version {rec.migrated_from}, migrates to {rec.format_version}; "
-                        f"{len(rec.records)} records)"
+                        f"{f}: ok (format version {rec.migrated_from}, migrates to {rec.format_version}; {records})"
                     )
                 else:
-                    typer.echo(
-                        f"{f}: ok (format version {rec.format_version}, {len(rec.records)} records, {rec.digest})"
-                    )
+                    typer.echo(f"{f}: ok (format version {rec.format_version}, {records}, {rec.digest})")
         if bad:
             raise typer.Exit(2)
 
@@ -266,12 +265,15 @@ def register(app: typer.Typer) -> None:
             print_json({"file": str(file), **s})
             return
         typer.echo(f"file            {file}")
+        # the version the file was written in first (as the app's header and validate say
+        # it), then the one it is read as
         typer.echo(
-            f"format          {s['format']} version {s['format_version']}"
+            f"format          {s['format']} version "
             + (
-                f" (migrated in memory from version {migrated_from}; 'chassis-inspector migrate' writes it)"
+                f"{migrated_from} (read as version {s['format_version']} in memory; "
+                "'chassis-inspector migrate' writes it)"
                 if migrated_from is not None
-                else ""
+                else f"{s['format_version']}"
             )
         )
         typer.echo(f"digest          {s['digest'] or 'none (not saved in this version yet)'}")
@@ -325,4 +327,5 @@ def register(app: typer.Typer) -> None:
             if version == rec.format_version
             else f"format version {version} → {rec.format_version}; wrote"
         )
-        typer.echo(f"{old}: {done} {output} ({len(rec.records)} records)")
+        n = len(rec.records)
+        typer.echo(f"{old}: {done} {output} ({n:,} record{'' if n == 1 else 's'})")

@@ -155,7 +155,7 @@ def test_info_and_validate_print_the_version(capsys):
     assert f"{V1}: ok (format version 1, migrates to 3; 6 records)" in out
     assert f"{V2}: ok (format version 2, migrates to 3; 6 records)" in out
     assert main(["info", str(V1)]) == 0
-    assert "format          chassis.replay version 3 (migrated in memory from version 1;" in capsys.readouterr().out
+    assert "format          chassis.replay version 1 (read as version 3 in memory;" in capsys.readouterr().out
     assert main(["info", str(V2), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["format_version"] == 3 and info["migrated_from"] == 2

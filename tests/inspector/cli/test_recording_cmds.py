@@ -117,7 +117,7 @@ def test_info_on_legacy_file_says_it_was_migrated(capsys):
     legacy = DATA / "legacy" / "chassis-0.8.1-recording.json"
     assert main(["info", str(legacy)]) == 0
     out = capsys.readouterr().out
-    assert "migrated in memory from version 0" in out
+    assert "version 0 (read as version 3 in memory;" in out
     assert "digest          none" in out
     assert main(["validate", str(legacy)]) == 0
     assert "ok (format version 0, migrates to 3; 5 records)" in capsys.readouterr().out
