@@ -305,7 +305,7 @@ class TimelineScreen(Screen[None]):
             "Back to base",
             show=False,
             id="workspace.back",
-            tooltip="On a replay's timeline: back to the run it was opened from",
+            tooltip="Clear the search shown; on a replay's timeline: back to the run it was opened from",
         ),
     ]
 
@@ -1088,9 +1088,13 @@ class TimelineScreen(Screen[None]):
 
     def action_close_replay(self) -> None:
         """Back from a replay's timeline to the timeline it was opened from (with the
-        branch tree focused: hide it)."""
+        branch tree focused: hide it; with a search shown: clear it first)."""
         if self.branch_panel.view.has_focus:
             self.branch_panel.hide()
+            return
+        if self.search_text:
+            self.start_search("")
+            self.notify("search cleared", timeout=2)
             return
         stack = self.app.screen_stack
         if self is stack[-1] and len(stack) > 1 and any(isinstance(s, TimelineScreen) for s in stack[:-1]):

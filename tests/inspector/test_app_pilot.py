@@ -102,6 +102,22 @@ async def test_search_lands_on_the_one_tool_result(built):
         assert "match 1/2" in str(s.query_one("#match-info").render())
 
 
+async def test_escape_clears_the_search_shown(built):
+    app = InspectorApp(built)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash", *"ZEBRA-quartz", "enter")
+        await settle(pilot, app)
+        s = screen_of(app)
+        here = s.table.cursor_position
+        assert s.matches and "match 1/2" in str(s.query_one("#match-info").render())
+        await pilot.press("escape")  # in the table: the search goes, the cursor stays
+        await settle(pilot, app)
+        assert s.search_text == "" and s.matches == [] and s.table.matches == frozenset()
+        assert str(s.query_one("#match-info").render()) == ""
+        assert s.table.cursor_position == here and isinstance(app.screen, type(s))
+
+
 async def test_search_next_and_previous_match(built):
     app = InspectorApp(built)
     async with app.run_test(size=SIZE) as pilot:
