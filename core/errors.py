@@ -113,6 +113,10 @@ class CanonicalizationError(InspectorError, ValueError):
         super().__init__(f"cannot canonicalize value at {where}: {reason}")
 
 
+#: the longest reason a FormatError's message shows, characters (``reason`` keeps it whole)
+MAX_REASON = 2000
+
+
 class FormatError(InspectorError, ValueError):
     """A recording was rejected rather than misread.
 
@@ -152,7 +156,10 @@ class FormatError(InspectorError, ValueError):
         if self.path:
             where.append(short_pointer(self.path))
         place = " at " + ", ".join(where) if where else ""
-        return f"{printable(self.file or '<input>')}{place}: {self.reason}"
+        reason = self.reason
+        if len(reason) > MAX_REASON:  # a recorded value quoted whole (a kind of 10 MB)
+            reason = f"{reason[: MAX_REASON - 1]}… ({len(reason):,} characters)"
+        return f"{printable(self.file or '<input>')}{place}: {reason}"
 
     def with_file(self, file: str) -> FormatError:
         """Return a copy naming ``file`` (used when a lower layer did not know it)."""

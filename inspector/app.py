@@ -26,7 +26,7 @@ instead of Textual's traceback (set ``TEXTUAL=debug`` to get the traceback).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from time import monotonic
 from typing import Any
@@ -337,7 +337,7 @@ class InspectorApp(App[None]):
         worker = get_current_worker()
         batch: dict[str, list[Any]] | None = None
         last = monotonic()
-        for columns in reading:
+        for columns in self._guarded(reading):
             if worker.is_cancelled:
                 return False
             if batch is None:
@@ -350,6 +350,20 @@ class InspectorApp(App[None]):
                 batch, last = None, monotonic()
         self.post_message(self.RecordsRead(batch, 1.0, done=True))
         return True
+
+    def _guarded(self, reading: SkeletonRest) -> Iterator[dict[str, list[Any]]]:
+        """``reading``'s chunks; a failure other than an :class:`InspectorError` (a bug,
+        a resource running out) is raised as a FormatError naming the file, so the app
+        shows it and exits 2 rather than a partial timeline as if it were the file."""
+        try:
+            yield from reading
+        except InspectorError:
+            raise
+        except Exception as exc:  # never a partial timeline shown as the whole file
+            raise FormatError(
+                f"reading the records after the first paint failed ({type(exc).__name__}: {exc})",
+                file=str(self.loaded.path),
+            ) from exc
 
     @on(RecordsRead)
     def _records_read(self, event: RecordsRead) -> None:

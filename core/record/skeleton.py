@@ -176,13 +176,17 @@ def _parse(data: msgspec.Raw | memoryview) -> Any:
     beyond 64 bits: verification decides about it).
 
     Raises:
-        msgspec.DecodeError: not JSON (e.g. not UTF-8 inside a string msgspec skipped).
+        msgspec.DecodeError: not JSON (e.g. not UTF-8 inside a string msgspec skipped),
+            or nested too deeply for the decoder.
     """
     view = data if isinstance(data, memoryview) else memoryview(data)
     try:
         return orjson.loads(view)
     except orjson.JSONDecodeError:
-        return _ANY.decode(view)
+        try:
+            return _ANY.decode(view)
+        except RecursionError:  # nested deeper than the interpreter recurses
+            raise msgspec.DecodeError("nested too deeply to read (the whole-file check says how deep)") from None
 
 
 # --------------------------------------------------------------------------- result
@@ -394,11 +398,16 @@ def skeleton(
             JSON, e.g. not UTF-8 (file, record, ``/records/<i>``).
     """
     with _cyclic_gc_paused():
-        if copy_on_write and isinstance(data, mmap.mmap) and len(data) > 2 * CHUNK_BYTES:
-            chunked = _chunked(data, source, first_records)
-            if chunked is not None:
-                return chunked
-        return _skeleton(data, source)
+        try:
+            if copy_on_write and isinstance(data, mmap.mmap) and len(data) > 2 * CHUNK_BYTES:
+                chunked = _chunked(data, source, first_records)
+                if chunked is not None:
+                    return chunked
+            return _skeleton(data, source)
+        except RecursionError:
+            # nested deeper than msgspec recurses (thousands of levels): the whole-document
+            # path reports the nesting limit (core.record.nesting)
+            return None
 
 
 _GC_LOCK = threading.Lock()
@@ -626,27 +635,65 @@ class SkeletonRest:
         with _cyclic_gc_paused():
             try:
                 return dict(zip(INDEX_COLUMNS, decoder.step()))
-            except _ChunkFailed:
+            except (_ChunkFailed, RecursionError):
                 return self._whole()
 
     def _whole(self) -> dict[str, list[Any]]:
         """The columns of the records after those decoded, from a decode of the whole
-        document (which raises its first problem), its records serving the rest of
-        :attr:`Skeleton.raw` (a chunk that did not split at any separator tried)."""
+        document, its records serving the rest of :attr:`Skeleton.raw` (a chunk that
+        did not split at any separator tried) — once the records decoded so far are
+        found to be its first ones, byte for byte.
+
+        Raises:
+            FormatError: the document's first problem (the whole decode's, or, for one
+                it cannot read, the full load's: nesting, numbers...); or the records
+                shown so far are not the document's (a second ``records`` member, which
+                replaces the first, or a file changed on disk).
+        """
         decoder = self._decoder
         raw = decoder.raw
         base = len(raw)
+        decoder.done = True
+        try:
+            with raw._lock:  # (no chunk's brackets in the document meanwhile)
+                whole = _skeleton(decoder.data, decoder.source)
+                slices = None if whole is None else whole.raw._all()
+        except RecursionError:
+            whole = slices = None
+        if whole is None or slices is None:
+            self._raise_full_load_error(base)
+        assert whole is not None and slices is not None
+        if len(slices) < base or any(memoryview(raw._slice(k)) != memoryview(slices[k]) for k in range(base)):
+            raise FormatError(
+                f"the {base:,} records shown first are not the document's first records (it holds a second "
+                "'records' member, which replaces the first, or it changed on disk): check it with "
+                "'chassis-inspector validate'",
+                file=decoder.source,
+                path="/records",
+            )
         with raw._lock:
-            whole = _skeleton(decoder.data, decoder.source)
-            decoder.done = True
-            if whole is None or len(whole.raw) < base:
-                raise FormatError(
-                    f"the records after record {base - 1:,} could not be read (the file changed on disk?)",
-                    file=decoder.source,
-                    path=f"/records/{base}",
-                )
             raw._continue_with(whole.raw)
         return {name: col[base:] for name, col in whole.columns.items()}
+
+    def _raise_full_load_error(self, base: int) -> None:
+        """Raise what a full load of the document says about it (the skeleton decode
+        could not read it whole: nested too deeply, a number no float holds...).
+
+        Raises:
+            FormatError: always.
+        """
+        from .io import loads_recording
+
+        decoder = self._decoder
+        with decoder.raw._lock:
+            data = bytes(decoder.data)
+        loads_recording(data, source=decoder.source)
+        raise FormatError(
+            f"the records after record {base - 1:,} could not be read a chunk at a time; "
+            "'chassis-inspector validate' reads the file whole",
+            file=decoder.source,
+            path=f"/records/{base}",
+        )
 
 
 def _separator(data: mmap.mmap, needle: bytes, start: int, stop: int) -> int:
@@ -699,7 +746,7 @@ def _decode_chunk(data: mmap.mmap, start: int, end: int) -> tuple[list[_Record |
                 return cast("list[_Record | None]", _CHUNK_OF_RECORDS.decode(view)), []
             except msgspec.ValidationError:  # a record of another shape, or bytes cut short
                 slices = _SLICES.decode(view)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # RecursionError: nested thousands deep
         return None
     recs: list[_Record | None] = [None] * len(slices)
     for i, raw in enumerate(slices):
@@ -910,11 +957,12 @@ def check_kind_and_seq(kind: Any, seq: Any, prev: int, source: str, i: int) -> N
             path=f"/records/{i}/kind",
         )
     if type(seq) is not int or seq <= prev:
-        reason = (
-            "seq must be an integer"
-            if type(seq) is not int
-            else f"seq {seq} does not increase (previous record has seq {prev})"
-        )
+        if type(seq) is not int:
+            reason = "seq must be an integer"
+        elif i == 0:
+            reason = f"seq {seq} must be greater than or equal to 0"
+        else:
+            reason = f"seq {seq} does not increase (previous record has seq {prev})"
         raise FormatError(reason, file=source, record=i, path=f"/records/{i}/seq")
 
 
@@ -977,8 +1025,14 @@ def _is_null(raw: msgspec.Raw) -> bool:
 
 
 def _duration(value: Any) -> Any:
-    # a float field: a validated integer duration is a float (pydantic converts it)
-    return float(value) if type(value) is int else value
+    # a float field: a validated integer duration is a float (pydantic converts it); one
+    # too big for a float is no duration (the verification refuses the file)
+    if type(value) is int:
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    return value
 
 
 def _row_of_struct(r: _Record) -> tuple[Any, ...]:

@@ -332,3 +332,25 @@ async def test_a_file_replaced_while_it_is_read_is_refused_not_a_crash(tmp_path,
         assert app.load_error is not None and "changed on disk" in str(app.load_error)
         await pilot.press("enter")
     assert app.return_code == 2
+
+
+class Failing:
+    """A ``reading`` whose decoder fails with something that is not a FormatError."""
+
+    fraction = 0.5
+
+    def __iter__(self) -> Iterator[dict[str, list[Any]]]:
+        raise RecursionError("maximum recursion depth exceeded while deserializing an object")
+
+
+async def test_a_read_that_fails_after_the_first_paint_is_never_shown_as_the_whole_file(tmp_path, monkeypatch):
+    loaded = _opened(tmp_path, monkeypatch, threading.Event())
+    loaded.reading = Failing()  # type: ignore[assignment]
+    app = InspectorApp(loaded)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _settle(app, pilot)
+        assert app.load_error is not None
+        assert "reading the records after the first paint failed (RecursionError" in str(app.load_error)
+        assert str(loaded.path) in str(app.load_error)
+        await pilot.press("enter")
+    assert app.return_code == 2

@@ -267,3 +267,91 @@ def test_only_an_unverified_index_of_columns_grows_and_only_forward():
         grown.extend(head)
     grown.extend({name: [] for name in tail})  # nothing: nothing changes
     assert len(grown) == 3
+
+
+# --------------------------------------------------------------------------- hostile documents
+
+
+def _lifecycles(n: int, event: str = "harness.shutdown", start: int = 0) -> list[dict[str, Any]]:
+    return [{"seq": start + k, "kind": "lifecycle", "event": event} for k in range(n)]
+
+
+def test_a_second_records_member_is_refused_not_mixed_with_the_first(monkeypatch):
+    """``"records":[stale…],"records":[good…]``: every reader here takes the last member,
+    so the rows painted from the first one are not the document's: an error, never a
+    timeline whose first rows come from one array and the rest from the other."""
+    import orjson
+
+    head = b'{"format":"chassis.replay","format_version":1,"metadata":{},'
+    stale = orjson.dumps(_lifecycles(80, "STALE"))
+    good = orjson.dumps(_lifecycles(200, "good"))
+    data = head + b'"records":' + stale + b',"records":' + good + b"}"
+    whole = skeleton(data, source="dup.json")
+    assert whole is not None and set(whole.columns["name"]) == {"good"}  # the last member
+    with chunks_of(256, monkeypatch), mapped(data) as mm:
+        sk = skeleton(mm, source="dup.json", copy_on_write=True, first_records=5)
+        assert sk is not None and sk.rest is not None and sk.columns["name"][0] == "STALE"
+        try:
+            drained(sk)
+        except FormatError as exc:
+            got = (exc.path, exc.reason)
+        else:
+            pytest.fail("no FormatError")
+        del sk
+    assert got[0] == "/records" and "not the document's first records" in got[1]
+    assert "second 'records' member" in got[1]
+
+
+def test_a_duration_too_big_for_a_float_is_no_duration_not_a_crash():
+    import msgspec
+
+    recs = _lifecycles(3)
+    recs[1] = {"seq": 1, "kind": "tool", "tool": "bash", "arguments": {}, "duration_seconds": int("9" * 400)}
+    doc = {"format": "chassis.replay", "format_version": 1, "metadata": {}, "records": recs}
+    sk = skeleton(msgspec.json.encode(doc), source="big-int.json")
+    assert sk is not None and sk.columns["duration"][1] is None and sk.columns["name"][1] == "bash"
+
+
+@pytest.mark.parametrize("where", ["first", "later"])
+def test_nesting_deeper_than_the_decoder_recurses_is_the_full_load_s_error(where, monkeypatch):
+    deep = "[" * 10_000 + "1" + "]" * 10_000
+    recs = _lifecycles(60)
+    at = 1 if where == "first" else 50
+    recs[at] = {"seq": at, "kind": "tool", "tool": "bash", "arguments": {}, "result": {"content": "x"}}
+    import orjson
+
+    doc = orjson.dumps({"format": "chassis.replay", "format_version": 1, "metadata": {}, "records": recs})
+    data = doc.replace(b'"content":"x"', b'"content":' + deep.encode())
+    if where == "first":
+        assert skeleton(data, source="deep.json") is None  # the whole-document path says why
+        return
+    with chunks_of(400, monkeypatch), mapped(data) as mm:
+        sk = skeleton(mm, source="deep.json", copy_on_write=True, first_records=5)
+        assert sk is not None and sk.rest is not None
+        try:
+            drained(sk)
+        except FormatError as exc:
+            got = str(exc)
+        else:
+            pytest.fail("no FormatError")
+        del sk
+    assert "deep.json" in got and "nested more than" in got
+
+
+def test_a_negative_first_seq_is_named_as_the_full_load_names_it():
+    import orjson
+
+    data = orjson.dumps(
+        {"format": "chassis.replay", "format_version": 1, "records": [{"seq": -5, "kind": "lifecycle"}]}
+    )
+    with pytest.raises(FormatError) as err:
+        skeleton(data, source="neg.json")
+    assert err.value.reason == "seq -5 must be greater than or equal to 0"
+
+
+def test_a_reason_quoting_a_huge_value_is_shown_shortened():
+    huge = "K" * 10_000_000
+    exc = FormatError(f"unknown record kind {huge!r}", file="k.json", record=0, path="/records/0/kind")
+    shown = str(exc)
+    assert len(shown) < 2_100 and shown.endswith("… (10,000,022 characters)")
+    assert exc.reason.startswith("unknown record kind 'KKK") and len(exc.reason) > 10_000_000
