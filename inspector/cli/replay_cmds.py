@@ -46,7 +46,7 @@ from core.replay.replay_record import ReplayRecord
 from core.replay.replays import dry_run, resume_replay, start_replay
 from core.workspace import NoWorkspace, Workspace
 
-from .common import TrustExecutorOpt, check_output, command_hint, load_any, print_json
+from .common import TrustExecutorOpt, check_output, command_hint, echo_err, load_any, print_json
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -453,6 +453,11 @@ def register(app: typer.Typer) -> None:
                             typer.echo(f"note: {SIDE_EFFECTS_NOTE}")
                 raise typer.Exit(0 if result["status"] == "ok" else 2)
             _note_side_effects(executor, rec, br.policy.executor)
+            if trust_executor and executor is None and br.policy.executor is None:
+                echo_err(
+                    "note: --trust-executor has nothing to trust: no --executor recorded and the branch policy "
+                    "names no executor (the replay runs without one)"
+                )
             record, out = start_replay(
                 ws,
                 base,

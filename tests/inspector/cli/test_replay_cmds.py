@@ -34,6 +34,16 @@ def write(path: Path, obj) -> Path:
     return path
 
 
+def test_trust_executor_with_nothing_to_trust_says_so(cwd, capsys):
+    write(cwd / "none.json", [])
+    assert cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json", "-o", "b.json")[0] == 0
+    code, _, err = cli(capsys, "replay", "base.json", "--branch", "b.json", "--trust-executor")
+    assert code == 0
+    assert "--trust-executor has nothing to trust" in err and "runs without one" in err
+    code, _, err = cli(capsys, "replay", "base.json", "--branch", "b.json")
+    assert code == 0 and "nothing to trust" not in err
+
+
 def test_empty_branch_replay_completes_with_documented_fields(cwd, capsys):
     write(cwd / "none.json", [])
     code, out, err = cli(capsys, "branch", "new", "base.json", "--at", 0, "--intervention", "none.json", "-o", "b.json")
