@@ -363,11 +363,20 @@ def _fmt(v: Any) -> str:
     return cell(v)
 
 
+def _cell_of(column: str, value: Any) -> str:
+    """A table cell: a figure the recording does not hold reads ``not recorded``, a cost
+    no price or recorded total gives reads ``unknown`` (both are empty in CSV and null in
+    JSON), anything else as :func:`_fmt` writes it."""
+    if value is None and column in _RECORDED_COLS:
+        return _NOT_RECORDED
+    if value is None and column == "cost":
+        return "unknown"
+    return _fmt(value)
+
+
 def _print_table(rows: list[dict[str, Any]], compare: bool) -> None:
     cols = ("base", "other", *_CMP_COLS) if compare else ("run", *_RUN_COLS)
-    cells = [
-        [_NOT_RECORDED if c in _RECORDED_COLS and r.get(c) is None else _fmt(r.get(c)) for c in cols] for r in rows
-    ]
+    cells = [[_cell_of(c, r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(cols)]
     typer.echo("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
     for row in cells:

@@ -73,6 +73,22 @@ def test_metrics_json_csv_and_table(capsys):
     assert "failure" in capsys.readouterr().out
 
 
+def test_metrics_table_says_what_is_not_recorded_and_what_is_unknown(capsys):
+    """tau-bench records no usage and no duration: those cells say ``not recorded``; no
+    price and no recorded total give the cost, which says ``unknown`` (``-`` read as a
+    figure); JSON keeps them null."""
+    path = str(ROOT / "sample_recordings" / "tau-bench-airline-task0-trial0.json")
+    assert main(["metrics", path]) == 0
+    head, row = capsys.readouterr().out.splitlines()
+    cells = dict(zip(head.split(), row.replace("not recorded", "not_recorded").split()))
+    assert cells["input_tokens"] == cells["duration_seconds"] == "not_recorded"
+    assert cells["cost"] == "unknown"
+    assert main(["metrics", path, "--json"]) == 0
+    got = orjson.loads(capsys.readouterr().out)
+    got = got[0] if isinstance(got, list) else got
+    assert got["cost"] is None and got["input_tokens"] is None
+
+
 def test_metrics_compare_prices_and_outcome(capsys, tmp_path):
     prices = tmp_path / "prices.json"
     prices.write_bytes(orjson.dumps({"scripted-support-v1": {"input": 1e6, "output": 0}}))
