@@ -26,6 +26,8 @@ instead of Textual's traceback (set ``TEXTUAL=debug`` to get the traceback).
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from time import monotonic
@@ -55,6 +57,12 @@ from .screens.help import HelpScreen
 from .screens.run_picker import RunPickerScreen
 from .screens.timeline import TimelineScreen
 from .widgets.timeline_table import TimelineTable
+
+#: how often the app looks whether its terminal is still there, seconds (see
+#: InspectorApp._check_terminal)
+TERMINAL_CHECK_SECONDS = 1.0
+#: the exit code when the terminal went away (128 + SIGHUP, as a shell reports a hangup)
+HANGUP_EXIT = 129
 
 #: rows of a big file decoded after its first paint reach the timeline at most this often
 #: (seconds): each batch re-selects the filtered view and redraws the header
@@ -144,6 +152,8 @@ class InspectorApp(App[None]):
         self.crash: BaseException | None = None
         #: replays launched and resumed in workers (inspector/replay_runner.py)
         self.replay_runner = ReplayRunner(self)
+        #: the descriptor of the terminal the app runs in, watched (see _watch_terminal)
+        self._terminal_fd: int | None = None
 
     def notify(
         self,
@@ -177,6 +187,7 @@ class InspectorApp(App[None]):
         super()._print_error_renderables()
 
     def on_mount(self) -> None:
+        self._watch_terminal()
         if self.loaded.has_runs and not self.loaded.run_requested and not self.loaded.one_top_run:
             # a file of several runs and none named: the picker first
             self.push_screen(self._picker(current=None))
@@ -195,6 +206,31 @@ class InspectorApp(App[None]):
             # after the first paint: its parse would hold the interpreter while the
             # first frame is drawn (a file still being read: once it is, see _records_read)
             self.call_after_refresh(self._prefetch)
+
+    def _watch_terminal(self) -> None:
+        """In a terminal, look every :data:`TERMINAL_CHECK_SECONDS` whether it is still
+        there (:meth:`_check_terminal`). Not headless, not in a browser (``serve``)."""
+        if self.is_headless or self.is_web:
+            return
+        for stream in (sys.__stdin__, sys.__stdout__):
+            try:
+                fd = stream.fileno() if stream is not None else -1
+            except (OSError, ValueError):
+                continue
+            if fd >= 0 and os.isatty(fd):
+                self._terminal_fd = fd
+                self.set_interval(TERMINAL_CHECK_SECONDS, self._check_terminal, name="terminal watch")
+                return
+
+    def _check_terminal(self) -> None:
+        """Quit (exit code :data:`HANGUP_EXIT`) once the terminal is gone — a closed
+        window, a killed tmux session. A hangup signal ends the app only when it reaches
+        it: run under ``make run`` it goes to make, which survives, and the app went on
+        reading end-of-file from the dead terminal, spinning a core."""
+        fd = self._terminal_fd
+        if fd is not None and not os.isatty(fd):
+            self._terminal_fd = None
+            self.exit(return_code=HANGUP_EXIT)
 
     @work(thread=True, exclusive=True, group="prefetch", exit_on_error=False, name="prefetch")
     def _prefetch(self) -> None:
