@@ -1192,12 +1192,16 @@ def recording_to_atif(rec: Recording) -> dict[str, Any]:
 
 
 def atif_summary(doc: dict[str, Any]) -> dict[str, int]:
-    """Counts of an ATIF trajectory: steps, agent steps, tool calls."""
+    """Counts of an ATIF trajectory: steps, agent steps, tool calls (structured, in
+    ``tool_calls``) and observation results (every tool result, with or without the call
+    it answers: an agent that writes its actions in text, as SWE-agent does, has results
+    and no structured calls)."""
     steps = [s for s in as_array(doc.get("steps")) if isinstance(s, dict)]
     return {
         "steps": len(steps),
         "agent_steps": sum(1 for s in steps if s.get("source") == "agent"),
         "tool_calls": sum(len(as_array(s.get("tool_calls"))) for s in steps),
+        "observations": sum(len(as_array(as_object(s.get("observation")).get("results"))) for s in steps),
     }
 
 

@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
             summary = atif_summary(doc)
             wrote = (
                 f"{summary['steps']} ATIF steps ({summary['agent_steps']} agent steps, "
-                f"{summary['tool_calls']} tool calls)"
+                f"{summary['tool_calls']} tool calls, {summary['observations']} tool results)"
             )
         else:
             doc = recording_to_otlp(rec)

@@ -486,7 +486,7 @@ def test_cli_import_validate_info_and_export(tmp_path: Path, capsys: pytest.Capt
     exported = tmp_path / "back.atif.json"
     sample = SAMPLES / "sample-agent-fault-tool-error.json"
     assert main(["export", str(sample), "--to", "atif", "-o", str(exported)]) == 0
-    assert f"wrote {exported}: 6 ATIF steps (4 agent steps, 3 tool calls)" in capsys.readouterr().out
+    assert f"wrote {exported}: 6 ATIF steps (4 agent steps, 3 tool calls, 3 tool results)" in capsys.readouterr().out
     doc = json.loads(exported.read_text())
     _check_valid_atif(doc)
     _same_calls(load_recording(sample), only_run(exported))
@@ -652,3 +652,15 @@ def test_damaged_files_raise_only_format_errors_from_the_importer_itself(
         IMP.load(p)
     except FormatError:
         pass
+
+
+def test_export_of_an_agent_acting_in_text_counts_its_tool_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SWE-agent writes its actions in its replies (no structured calls): the export's
+    summary counts the results, so "0 tool calls" is not read as "no tools ran"."""
+    exported = tmp_path / "swe.atif.json"
+    assert main(["export", str(SAMPLES / "swe-agent-pydicom-1458.json"), "--to", "atif", "-o", str(exported)]) == 0
+    assert "(12 agent steps, 0 tool calls, 12 tool results)" in capsys.readouterr().out
+    doc = json.loads(exported.read_text())
+    assert sum(len((s.get("observation") or {}).get("results") or []) for s in doc["steps"]) == 12
