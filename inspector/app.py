@@ -418,17 +418,19 @@ class InspectorApp(App[None]):
 
     @on(Verified)
     def _verified(self, event: Verified) -> None:
-        self.loaded.verify = None
         if self.loaded.whole is not None:
             # a big run: verified record by record, its records stay in the file
+            self.loaded.verify = None
             self.loaded.recording.digest = event.recording.digest
             note = "verified: every record and the digest (records are read from the file as they are shown)"
         else:
             try:
                 self.loaded.index.adopt(event.recording)
             except ValueError as exc:  # not the records shown (read from a file replaced since)
-                self.post_message(self.VerificationFailed(FormatError(str(exc), file=str(self.loaded.path))))
+                # at once: until then the recording still counts as being verified
+                self._verification_failed(self.VerificationFailed(FormatError(str(exc), file=str(self.loaded.path))))
                 return
+            self.loaded.verify = None
             self.loaded.recording = event.recording
             self._redraw_timeline_rows()
             note = "verified: every record, the digest and the keys"

@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from core.analysis.timeline import TimelineIndex
 from core.errors import FormatError, SourceImportError
-from core.importers import Opened, open_any
+from core.importers import Opened, looks_native, open_any
 from core.record.indexed import IndexedFile
 from core.record.recording import FORMAT_NAME, FORMAT_VERSION, Recording
 from core.record.skeleton import Skeleton, SkeletonRest
@@ -260,7 +260,8 @@ def skeleton_of(path: Path, *, first_records: int | None = None) -> tuple[Skelet
     (:func:`core.record.skeleton.skeleton` over a copy-on-write memory map: a big file a
     chunk of records at a time; ``first_records``: a progressive decode) and the
     identity of the file mapped (:func:`core.record.indexed.file_identity`); ``None``
-    when it is not a version-1/2 recording or cannot be mapped (the caller reads it
+    when it is not a version-1/2 recording (nor, by its first 4 KiB, a native one at
+    all: :func:`core.importers.looks_native`) or cannot be mapped (the caller reads it
     another way).
 
     Raises:
@@ -274,6 +275,8 @@ def skeleton_of(path: Path, *, first_records: int | None = None) -> tuple[Skelet
     from core.record.skeleton import skeleton
 
     check_input(path)  # a regular file (core.record.reader)
+    if not looks_native(path):
+        return None  # another format (JSON Lines...): the importers read it
     try:
         with open(path, "rb") as fh:
             identity = file_identity(os.fstat(fh.fileno()))
@@ -352,6 +355,8 @@ def _fast_open(path: Path) -> LoadedRecording | None:
     from core.record.reader import read_input
 
     source = str(path)
+    if not looks_native(path):
+        return None  # another format: the importers read it
     data = read_input(path)  # regular files only: the check and the read are one open
     doc = parse_json(data, source=source)
     del data

@@ -106,6 +106,19 @@ def get_importer(name: str) -> Importer:
     raise SourceImportError(f"unknown import format {name!r} (known: {known})")
 
 
+def looks_native(path: str | Path) -> bool:
+    """Whether :func:`detect` takes ``path`` for a native recording by its first 4 KiB
+    (``"format": "chassis.replay"``, a ``"format_version"`` or the 0.8.1 legacy
+    header): the fast paths that read a native document (the skeleton decode, a whole
+    parse) are for those only; anything else goes to the importers. ``False`` for a file
+    that cannot be read (the caller's loading reports why)."""
+    try:
+        head = read_head(Path(path))
+    except (OSError, InspectorError):
+        return False
+    return _NATIVE_HEAD.search(head[:4096]) is not None
+
+
 def detect(path: str | Path) -> str:
     """Name of the format of ``path``: :data:`NATIVE` or an importer's name.
 

@@ -462,6 +462,11 @@ def _skeleton(data: bytes | bytearray | memoryview | mmap.mmap, source: str) -> 
     return Skeleton(header, columns, RawRecords(partial(_slices_of, data), n, source, mapped))
 
 
+#: the biggest document whose full load a progressive decode runs to name the problem it
+#: met further on (:meth:`SkeletonRest._raise_full_load_error`): a bigger one is several
+#: times its size in memory, so the error then points to ``validate``, which reports it
+FULL_LOAD_ERROR_BYTES = 256 << 20
+
 #: bytes of the records array decoded at a time from a memory map (:func:`_chunked`)
 CHUNK_BYTES = 4 << 20
 #: later separators tried when a chunk's end turned out to lie inside a record
@@ -677,7 +682,8 @@ class SkeletonRest:
 
     def _raise_full_load_error(self, base: int) -> None:
         """Raise what a full load of the document says about it (the skeleton decode
-        could not read it whole: nested too deeply, a number no float holds...).
+        could not read it whole: nested too deeply, a number no float holds...), for a
+        document of at most :data:`FULL_LOAD_ERROR_BYTES`; else say ``validate`` will.
 
         Raises:
             FormatError: always.
@@ -685,9 +691,10 @@ class SkeletonRest:
         from .io import loads_recording
 
         decoder = self._decoder
-        with decoder.raw._lock:
-            data = bytes(decoder.data)
-        loads_recording(data, source=decoder.source)
+        if len(decoder.data) <= FULL_LOAD_ERROR_BYTES:
+            with decoder.raw._lock:
+                data = bytes(decoder.data)
+            loads_recording(data, source=decoder.source)
         raise FormatError(
             f"the records after record {base - 1:,} could not be read a chunk at a time; "
             "'chassis-inspector validate' reads the file whole",

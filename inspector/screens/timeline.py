@@ -21,7 +21,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 from textual.worker import Worker
 
 from core.analysis.timeline import VIEW_KINDS as RECORD_KINDS
@@ -1094,6 +1094,7 @@ class TimelineScreen(Screen[None]):
             return
         if self.search_text:
             self.start_search("")
+            self.query_one("#search", Input).value = ""  # the box no longer holds a term not applied
             self.notify("search cleared", timeout=2)
             return
         stack = self.app.screen_stack

@@ -115,6 +115,7 @@ async def test_escape_clears_the_search_shown(built):
         await settle(pilot, app)
         assert s.search_text == "" and s.matches == [] and s.table.matches == frozenset()
         assert str(s.query_one("#match-info").render()) == ""
+        assert s.query_one("#search", Input).value == ""  # the box holds no term not applied
         assert s.table.cursor_position == here and isinstance(app.screen, type(s))
 
 

@@ -83,3 +83,26 @@ def test_a_record_out_of_order_is_refused_as_the_whole_load_refuses_it(tmp_path,
     big = _info(path, capsys)
     assert whole[0] == big[0] == 2
     assert "/records/1/seq" in whole[2] and "/records/1/seq" in big[2]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "codex/codemie_gpt55_rollout.jsonl",
+        "claude_code/jssoundrecorder_sonnet45.jsonl",
+        "openinference/any-agent_OPENAI_trace.json",
+        "langfuse/claude-agent-2025-12-22.trace.json",
+    ],
+)
+def test_a_big_file_of_another_format_still_goes_to_its_importer(name, monkeypatch, capsys):
+    """The fast paths read native documents only: a JSON Lines import (Codex, OTel,
+    Claude Code) of 64 MB or more was refused as malformed JSON by ``info`` and the app."""
+    from tests.builders import TESTS
+
+    path = TESTS / "data" / "real_traces" / name
+    whole = _info(path, capsys)
+    assert whole[0] == 0, whole[2]
+    monkeypatch.setattr(loader, "FAST_OPEN_BYTES", 0)
+    assert _info(path, capsys) == whole
+    loaded = loader.load_for_view(path, fast_open_bytes=0)
+    assert loaded.opened is not None and loaded.opened.converted and len(loaded.index) > 0

@@ -355,3 +355,28 @@ def test_a_reason_quoting_a_huge_value_is_shown_shortened():
     shown = str(exc)
     assert len(shown) < 2_100 and shown.endswith("… (10,000,022 characters)")
     assert exc.reason.startswith("unknown record kind 'KKK") and len(exc.reason) > 10_000_000
+
+
+def test_a_document_too_big_to_load_whole_points_to_validate(monkeypatch):
+    """Past FULL_LOAD_ERROR_BYTES the problem a chunk met is not looked up by a full load
+    in the app's process (several times the file in memory): the error says where to
+    look, and the verification (in a process of its own for a big file) says what."""
+    import orjson
+
+    monkeypatch.setattr(sk_mod, "FULL_LOAD_ERROR_BYTES", 0)
+    deep = "[" * 10_000 + "1" + "]" * 10_000
+    recs = _lifecycles(60)
+    recs[50] = {"seq": 50, "kind": "tool", "tool": "bash", "arguments": {}, "result": {"content": "x"}}
+    doc = orjson.dumps({"format": "chassis.replay", "format_version": 1, "metadata": {}, "records": recs})
+    data = doc.replace(b'"content":"x"', b'"content":' + deep.encode())
+    with chunks_of(400, monkeypatch), mapped(data) as mm:
+        sk = skeleton(mm, source="deep.json", copy_on_write=True, first_records=5)
+        assert sk is not None
+        try:
+            drained(sk)
+        except FormatError as exc:
+            got = str(exc)
+        else:
+            pytest.fail("no FormatError")
+        del sk
+    assert "could not be read a chunk at a time" in got and "validate" in got
