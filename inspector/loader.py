@@ -73,7 +73,8 @@ class LoadedRecording:
     opened: Opened | None = None
     run_requested: bool = False
     #: for a run too big to hold in memory as objects (at least :data:`KEEP_RECORDS`
-    #: records; a v1/v2 file, or :data:`KEEP_BYTES` bytes — set once it is verified): reads every record of the file (returns the whole recording or raises
+    #: records; for a v1/v2 file also :data:`KEEP_BYTES` bytes, set once it is verified):
+    #: reads every record of the file (returns the whole recording or raises
     #: FormatError) for what needs them all — a branch, a replay, a comparison, an
     #: audit; ``None`` when ``recording`` holds every record (or will, once verified)
     whole: Callable[[], Recording] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -85,12 +86,9 @@ def indexed_summary(path: Path) -> dict[str, Any] | None:
         FormatError: a damaged header, summary or index, or a first-error record that
             does not validate (names the file and the place).
     """
-    from pydantic import TypeAdapter, ValidationError
-
     from core.record.indexed import IndexedFile, check_summary, index_summary, is_indexed
     from core.record.io import indexed_header
     from core.record.reader import read_input_head
-    from core.record.recording import Record
 
     if not is_indexed(read_input_head(path, 160)):
         return None
@@ -106,37 +104,14 @@ def indexed_summary(path: Path) -> dict[str, Any] | None:
         if summary is not None:
             summary = check_summary(summary, str(path))
         else:  # no summary in the header (a file edited by hand): from the index columns
-
-            def record_at(i: int) -> Any:
-                try:
-                    return TypeAdapter(Record).validate_python(f.raw_record(i))
-                except ValidationError as exc:
-                    raise FormatError(
-                        f"record does not validate ({exc.errors(include_url=False)[0].get('msg')})",
-                        file=str(path),
-                        record=i,
-                        path=f"/records/{i}",
-                    ) from None
-
-            summary = index_summary(f.index.columns, len(f), record_at)
-        counts, models, tools = summary["counts"], summary["models"], summary["tools"]
-        runs, tokens, first = summary["run_ids"], summary["tokens"], summary["first_error"]
-        first_error = {k: v for k, v in first.items() if k != "position"} if isinstance(first, dict) else None
-        return {
-            "format": shell.format,
-            "format_version": shell.format_version,
-            "digest": shell.digest,
-            "migrated_from": original if original < shell.format_version else None,
-            "session": shell.session.to_json_obj(),
-            "metadata": shell.metadata,
-            "records": len(f),
-            "counts": counts,
-            "models": models,
-            "tools": tools,
-            "run_ids": runs,
-            "tokens": tokens if tokens else _usage_totals(shell),
-            "first_error": first_error,
-        }
+            summary = index_summary(f.index.columns, len(f), _record_reader(f.raw_record, str(path)))
+        return _summary_facts(
+            shell,
+            summary,
+            records=len(f),
+            digest=shell.digest,
+            migrated_from=original if original < shell.format_version else None,
+        )
     finally:
         f.close()
 
@@ -155,11 +130,8 @@ def skeleton_summary(path: Path) -> dict[str, Any] | None:
             not an object, of an unknown kind or out of order, or a first-error record
             that does not validate (names the file and the place).
     """
-    from pydantic import TypeAdapter, ValidationError
-
     from core.record.indexed import index_summary
     from core.record.io import recording_from_dict
-    from core.record.recording import Record
     from inspector.loader import FAST_OPEN_BYTES, skeleton_of
 
     if path.stat().st_size < FAST_OPEN_BYTES:
@@ -172,9 +144,28 @@ def skeleton_summary(path: Path) -> dict[str, Any] | None:
     header = {k: v for k, v in skel.header.items() if k != "digest"}
     shell = recording_from_dict({**header, "records": []}, source=source)
 
+    summary = index_summary(skel.columns, len(skel.raw), _record_reader(skel.raw.__getitem__, source))
+    return _summary_facts(
+        shell, summary, records=len(skel.raw), digest=skel.header.get("digest"), migrated_from=shell.migrated_from
+    )
+
+
+def _record_reader(raw_record: Callable[[int], Any], source: str) -> Callable[[int], Any]:
+    """Position → the record model validated from ``raw_record(position)`` (its parsed
+    JSON), for :func:`core.record.indexed.index_summary`'s first error.
+
+    Raises (when called):
+        FormatError: the record does not validate (names ``source``, the record, its path).
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    from core.record.recording import Record
+
+    adapter: TypeAdapter[Any] = TypeAdapter(Record)
+
     def record_at(i: int) -> Any:
         try:
-            return TypeAdapter(Record).validate_python(skel.raw[i])
+            return adapter.validate_python(raw_record(i))
         except ValidationError as exc:
             raise FormatError(
                 f"record does not validate ({exc.errors(include_url=False)[0].get('msg')})",
@@ -183,16 +174,24 @@ def skeleton_summary(path: Path) -> dict[str, Any] | None:
                 path=f"/records/{i}",
             ) from None
 
-    summary = index_summary(skel.columns, len(skel.raw), record_at)
+    return record_at
+
+
+def _summary_facts(
+    shell: Recording, summary: dict[str, Any], *, records: int, digest: str | None, migrated_from: int | None
+) -> dict[str, Any]:
+    """The facts ``info`` prints (as :func:`recording_summary` returns them) from a
+    header-only ``shell`` and an index ``summary`` (:func:`core.record.indexed.index_summary`
+    or a version-3 header's)."""
     first = summary["first_error"]
     return {
         "format": shell.format,
         "format_version": shell.format_version,
-        "digest": skel.header.get("digest"),
-        "migrated_from": shell.migrated_from,
+        "digest": digest,
+        "migrated_from": migrated_from,
         "session": shell.session.to_json_obj(),
         "metadata": shell.metadata,
-        "records": len(skel.raw),
+        "records": records,
         "counts": summary["counts"],
         "models": summary["models"],
         "tools": summary["tools"],

@@ -44,6 +44,25 @@ def drained(sk: Skeleton | None) -> tuple[dict[str, list[Any]], list[dict[str, l
     return columns, parts
 
 
+def rest_error(data: bytes, source: str, size: int, monkeypatch: pytest.MonkeyPatch) -> FormatError:
+    """The FormatError the rest of a progressive decode of ``data`` raises (chunks of
+    ``size`` bytes, the first paint after 5 records, which must be fine)."""
+    error: FormatError | None = None
+    with chunks_of(size, monkeypatch), mapped(data) as mm:
+        sk = skeleton(mm, source=source, copy_on_write=True, first_records=5)
+        assert sk is not None and sk.rest is not None
+        try:  # (not pytest.raises: its traceback would keep the map's slices, and the map open)
+            drained(sk)
+        except FormatError as exc:  # a copy: the raised one's context holds frames, and so the map
+            error = FormatError(
+                exc.reason, file=exc.file, record=exc.record, path=exc.path, line=exc.line, column=exc.column
+            )
+        del sk
+    if error is None:
+        pytest.fail("no FormatError")
+    return error
+
+
 def index_of(sk: Skeleton, source: str = "p.json") -> TimelineIndex:
     header = {k: v for k, v in sk.header.items() if k != "digest"}
     shell = recording_from_dict({**header, "records": []}, source=source)
@@ -157,16 +176,8 @@ def test_a_bad_record_after_the_first_paint_is_raised_by_the_rest(bad, path, rea
     data = _records_doc([_lifecycle(k) for k in range(40)] + [bad] + [_lifecycle(k) for k in range(50, 60)])
     with pytest.raises(FormatError) as plain:
         skeleton(data, source="e.json")
-    with chunks_of(100, monkeypatch), mapped(data) as mm:
-        sk = skeleton(mm, source="e.json", copy_on_write=True, first_records=5)
-        assert sk is not None and sk.rest is not None  # the first records are fine
-        try:
-            drained(sk)
-        except FormatError as exc:
-            got = (exc.file, exc.record, exc.path, exc.reason)
-        else:
-            pytest.fail("no FormatError")
-        del sk
+    exc = rest_error(data, "e.json", 100, monkeypatch)
+    got = (exc.file, exc.record, exc.path, exc.reason)
     assert got[:3] == ("e.json", plain.value.record, plain.value.path) == ("e.json", 40, path)
     assert got[3].startswith(reason)
 
@@ -177,16 +188,7 @@ def test_malformed_json_after_the_first_paint_is_raised_by_the_rest(monkeypatch)
     data = good[:at] + b'{"seq":45,,' + good[at + len(b'{"seq":45,') :]
     with pytest.raises(FormatError) as plain:
         skeleton(data, source="j.json")
-    with chunks_of(100, monkeypatch), mapped(data) as mm:
-        sk = skeleton(mm, source="j.json", copy_on_write=True, first_records=5)
-        assert sk is not None and sk.rest is not None
-        try:
-            drained(sk)
-        except FormatError as exc:
-            got = str(exc)
-        else:
-            pytest.fail("no FormatError")
-        del sk
+    got = str(rest_error(data, "j.json", 100, monkeypatch))
     assert got == str(plain.value) and "line 1" in got
 
 
@@ -290,14 +292,10 @@ def test_a_second_records_member_is_refused_not_mixed_with_the_first(monkeypatch
     assert whole is not None and set(whole.columns["name"]) == {"good"}  # the last member
     with chunks_of(256, monkeypatch), mapped(data) as mm:
         sk = skeleton(mm, source="dup.json", copy_on_write=True, first_records=5)
-        assert sk is not None and sk.rest is not None and sk.columns["name"][0] == "STALE"
-        try:
-            drained(sk)
-        except FormatError as exc:
-            got = (exc.path, exc.reason)
-        else:
-            pytest.fail("no FormatError")
+        assert sk is not None and sk.columns["name"][0] == "STALE"  # painted from the first member
         del sk
+    exc = rest_error(data, "dup.json", 256, monkeypatch)
+    got = (exc.path, exc.reason)
     assert got[0] == "/records" and "not the document's first records" in got[1]
     assert "second 'records' member" in got[1]
 
@@ -312,40 +310,27 @@ def test_a_duration_too_big_for_a_float_is_no_duration_not_a_crash():
     assert sk is not None and sk.columns["duration"][1] is None and sk.columns["name"][1] == "bash"
 
 
+def _deep_at(at: int) -> bytes:
+    """60 records, record ``at`` a tool result nested 10,000 levels deep (deeper than
+    msgspec recurses)."""
+    recs = _lifecycles(60)
+    recs[at] = {"seq": at, "kind": "tool", "tool": "bash", "arguments": {}, "result": {"content": "x"}}
+    deep = "[" * 10_000 + "1" + "]" * 10_000
+    return _records_doc(recs).replace(b'"content":"x"', b'"content":' + deep.encode())
+
+
 @pytest.mark.parametrize("where", ["first", "later"])
 def test_nesting_deeper_than_the_decoder_recurses_is_the_full_load_s_error(where, monkeypatch):
-    deep = "[" * 10_000 + "1" + "]" * 10_000
-    recs = _lifecycles(60)
-    at = 1 if where == "first" else 50
-    recs[at] = {"seq": at, "kind": "tool", "tool": "bash", "arguments": {}, "result": {"content": "x"}}
-    import orjson
-
-    doc = orjson.dumps({"format": "chassis.replay", "format_version": 1, "metadata": {}, "records": recs})
-    data = doc.replace(b'"content":"x"', b'"content":' + deep.encode())
     if where == "first":
-        assert skeleton(data, source="deep.json") is None  # the whole-document path says why
+        assert skeleton(_deep_at(1), source="deep.json") is None  # the whole-document path says why
         return
-    with chunks_of(400, monkeypatch), mapped(data) as mm:
-        sk = skeleton(mm, source="deep.json", copy_on_write=True, first_records=5)
-        assert sk is not None and sk.rest is not None
-        try:
-            drained(sk)
-        except FormatError as exc:
-            got = str(exc)
-        else:
-            pytest.fail("no FormatError")
-        del sk
+    got = str(rest_error(_deep_at(50), "deep.json", 400, monkeypatch))
     assert "deep.json" in got and "nested more than" in got
 
 
 def test_a_negative_first_seq_is_named_as_the_full_load_names_it():
-    import orjson
-
-    data = orjson.dumps(
-        {"format": "chassis.replay", "format_version": 1, "records": [{"seq": -5, "kind": "lifecycle"}]}
-    )
     with pytest.raises(FormatError) as err:
-        skeleton(data, source="neg.json")
+        skeleton(_records_doc([{"seq": -5, "kind": "lifecycle"}]), source="neg.json")
     assert err.value.reason == "seq -5 must be greater than or equal to 0"
 
 
@@ -361,22 +346,7 @@ def test_a_document_too_big_to_load_whole_points_to_validate(monkeypatch):
     """Past FULL_LOAD_ERROR_BYTES the problem a chunk met is not looked up by a full load
     in the app's process (several times the file in memory): the error says where to
     look, and the verification (in a process of its own for a big file) says what."""
-    import orjson
 
     monkeypatch.setattr(sk_mod, "FULL_LOAD_ERROR_BYTES", 0)
-    deep = "[" * 10_000 + "1" + "]" * 10_000
-    recs = _lifecycles(60)
-    recs[50] = {"seq": 50, "kind": "tool", "tool": "bash", "arguments": {}, "result": {"content": "x"}}
-    doc = orjson.dumps({"format": "chassis.replay", "format_version": 1, "metadata": {}, "records": recs})
-    data = doc.replace(b'"content":"x"', b'"content":' + deep.encode())
-    with chunks_of(400, monkeypatch), mapped(data) as mm:
-        sk = skeleton(mm, source="deep.json", copy_on_write=True, first_records=5)
-        assert sk is not None
-        try:
-            drained(sk)
-        except FormatError as exc:
-            got = str(exc)
-        else:
-            pytest.fail("no FormatError")
-        del sk
+    got = str(rest_error(_deep_at(50), "deep.json", 400, monkeypatch))
     assert "could not be read a chunk at a time" in got and "validate" in got
